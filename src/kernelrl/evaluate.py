@@ -1,0 +1,409 @@
+"""The pipeline: Problem + candidate code -> EvalResult.
+
+This module is the verdict process. It never imports candidate code (and never imports torch): the
+candidate runs in a sandboxed child (`kernelrl.sandbox.child`), the reference runs in the judge
+(`kernelrl.sandbox.judge`), and this process only compares what they report and decides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import secrets
+import signal
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelrl import __version__
+from kernelrl.candidates import analyze, extract_code
+from kernelrl.problems import Problem
+from kernelrl.results import (
+    CorrectnessReport,
+    Environment,
+    EvalResult,
+    Mismatch,
+    Stage,
+    Status,
+    TimingReport,
+)
+from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
+from kernelrl.sandbox.runner import ChildOutcome, run_child
+from kernelrl.sandbox.tensorio import TensorFileError, validate_meta
+from kernelrl.timing.cuda_timer import TimerSettings, summarize
+from kernelrl.verify.tolerance import tolerance_for
+
+_ENV_ALLOWLIST = (
+    "PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH",
+    "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+)
+_COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
+_GiB = 1 << 30
+
+
+class EvaluatorError(RuntimeError):
+    """The evaluator itself cannot work (e.g. its judge process cannot start); not a verdict on a candidate."""
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    device: str = "auto"  # 'auto', 'cpu', 'cuda' or 'cuda:N'
+    trials: int = 5
+    seed: int | None = None  # None: a fresh secret seed per evaluation
+    tolerances: dict[str, tuple[float, float]] | None = None  # dtype name -> (atol, rtol) overrides
+    timing: bool = True  # GPU only
+    inductor_baseline: bool = True
+    timer: TimerSettings = field(default_factory=TimerSettings)
+    startup_timeout_s: float = 120.0  # sandbox stub start (torch import, device init)
+    compile_timeout_s: float = 300.0  # candidate import: Triton definitions, load_inline builds
+    run_timeout_s: float = 120.0  # construction, correctness trials and timing
+    judge_timeout_s: float = 900.0  # reference outputs, baselines (includes torch.compile)
+    memory_limit_gb: float = 16.0  # host memory of the candidate process
+    max_output_gb: float = 8.0  # largest tensor read back from the candidate
+    log_limit_bytes: int = 32 * 1024
+    isolate_network: bool = True
+    cache_dir: Path | None = None  # torch extension builds (default ~/.cache/kernelrl)
+
+    def __post_init__(self) -> None:
+        if self.trials < 1:
+            raise ValueError("trials must be at least 1")
+        if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+            raise ValueError(f"device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
+
+
+def _trim(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Trials:
+    """Per-evaluation bookkeeping for the child's streamed trial reports."""
+
+    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, planned: int, mode: str, tol, max_bytes):
+        self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
+        self.planned, self.mode, self.tol, self.max_bytes = planned, mode, tol, max_bytes
+        self.passed = 0
+        self.run = 0
+        self.mismatch: Mismatch | None = None
+        self.hack: str | None = None
+        self.problem: str | None = None  # a protocol violation or judge failure
+        self.timing_raw: dict | None = None
+
+    def on_event(self, event: dict) -> bool:
+        kind = event["event"]
+        if kind == "timing":
+            self.timing_raw = event
+            return True
+        if kind != "trial":
+            return True
+        if event.get("index") != self.run or self.run >= self.planned:
+            self.problem = f"unexpected trial report {str(event.get('index'))[:20]}"
+            return False
+        self.run += 1
+        try:
+            metas = [validate_meta(m, self.max_bytes) for m in event.get("outputs", [])]
+        except TensorFileError as exc:
+            self.problem = f"unreadable output: {exc}"
+            return False
+        raw = event.get("outputs", [])
+        if any(isinstance(m, dict) and m.get("subclass") for m in raw):
+            self.hack = "forward returned a torch.Tensor subclass; outputs must be plain tensors"
+            return False
+        want = "cuda" if self.mode == "gpu" else "cpu"
+        for k, meta in enumerate(metas):
+            if meta["device"] != want:
+                self.mismatch = Mismatch(trial=self.run - 1, output_index=k, reason="device",
+                                         detail=f"output {k} is on {meta['device']}, expected {want}")
+                return False
+        try:
+            found = self.judge.request("compare", eval_id=self.eval_id, trial=self.run - 1, out_dir=self.out_dir,
+                                       outputs=metas, atol=self.tol.atol, rtol=self.tol.rtol)["mismatch"]
+        except JudgeError as exc:
+            self.problem = f"outputs could not be compared: {str(exc)[-500:]}"
+            return False
+        if found is not None:
+            self.mismatch = Mismatch(trial=self.run - 1, **found)
+            return False
+        self.passed += 1
+        return True
+
+
+class Evaluator:
+    """Evaluates candidates against problems. Reuse one object: it keeps its judge process warm.
+
+    Thread-compatible, not thread-safe: use one Evaluator per thread (or a pool, later).
+    """
+
+    def __init__(self, config: EvalConfig | None = None, **overrides) -> None:
+        self.config = dataclasses.replace(config or EvalConfig(), **overrides)
+        device = self.config.device
+        self._cuda_index = device.split(":", 1)[1] if device.startswith("cuda:") else None
+        judge_device = "cuda" if self._cuda_index is not None else device
+        self._judge = JudgeClient(judge_device, self.config.judge_timeout_s, self._visible_devices())
+        cache = self.config.cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelrl"
+        self._cache_dir = Path(cache)
+
+    def _visible_devices(self) -> dict[str, str]:
+        return {"CUDA_VISIBLE_DEVICES": self._cuda_index} if self._cuda_index is not None else {}
+
+    # -- public API ----------------------------------------------------------------------------------------
+    def environment(self) -> Environment:
+        info = self._judge_info()
+        return Environment(
+            mode=info["mode"], device_name=info["device_name"], torch_version=info["torch_version"],
+            triton_version=info["triton_version"], python_version=info["python_version"],
+            kernelrl_version=__version__,
+        )
+
+    def evaluate_completion(self, problem: Problem, completion: str) -> EvalResult:
+        """Extract the candidate from an LLM completion, then evaluate it."""
+        extraction = extract_code(completion)
+        if extraction.code is None:
+            return EvalResult(status=Status.FORMAT_ERROR, stage=Stage.EXTRACT, problem_id=problem.id,
+                              message="no code block defines ModelNew", feedback=extraction.error or "",
+                              problem_sha256=problem.sha256, environment=self.environment())
+        return self.evaluate(problem, extraction.code)
+
+    def evaluate(self, problem: Problem, code: str) -> EvalResult:
+        """Evaluate candidate source code (a module defining `ModelNew`)."""
+        started = time.monotonic()
+        result = self._evaluate(problem, code)
+        result.wall_time_s = round(time.monotonic() - started, 4)
+        return result
+
+    def time_baselines(self, problem: Problem, seed: int = 0) -> TimingReport:
+        """Eager and Inductor times of the problem's reference (GPU only)."""
+        info = self._judge_info()
+        if info["mode"] != "gpu":
+            return TimingReport(unavailable_reason="baselines are timed on a GPU only")
+        return self._baselines(problem, seed, TimingReport())
+
+    def close(self) -> None:
+        self._judge.close()
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- internals -----------------------------------------------------------------------------------------
+    def _judge_info(self) -> dict:
+        try:
+            return self._judge.ensure_started()
+        except JudgeError as exc:
+            raise EvaluatorError(str(exc)) from None
+
+    def _evaluate(self, problem: Problem, code: str) -> EvalResult:
+        env = self.environment()
+        base = {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
+                "environment": env}
+        static = analyze(code)
+        if static.syntax_error:
+            return EvalResult(status=Status.COMPILE_ERROR, stage=Stage.STATIC, message="syntax error",
+                              feedback=static.syntax_error, **base)
+        if not static.defines_modelnew:
+            return EvalResult(status=Status.FORMAT_ERROR, stage=Stage.STATIC, message="no class ModelNew",
+                              feedback="the module must define class ModelNew(nn.Module) with the same "
+                                       "constructor and forward signatures as Model", **base)
+        if static.backend == "cuda-cpp" and env.mode != "gpu":
+            return EvalResult(status=Status.UNSUPPORTED, stage=Stage.STATIC,
+                              message="CUDA C++ candidates need a CUDA GPU; this evaluator runs on the CPU",
+                              feedback="torch.utils.cpp_extension / load_inline builds CUDA code, which needs a "
+                                       "CUDA toolkit and GPU; evaluate on a GPU machine or write Triton", **base)
+        workdir = Path(tempfile.mkdtemp(prefix="kernelrl-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+        eval_id = uuid.uuid4().hex
+        try:
+            return self._run(problem, code, env, base, workdir, eval_id)
+        finally:
+            try:
+                self._judge.request("release", eval_id=eval_id, timeout_s=60)
+            except JudgeError:
+                pass
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _run(self, problem, code, env, base, workdir: Path, eval_id: str) -> EvalResult:
+        cfg = self.config
+        in_dir, out_dir, home = workdir / "in", workdir / "out", workdir / "home"
+        for d in (in_dir, out_dir, home):
+            d.mkdir()
+        master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
+        seeds = [int(_sha(f"{master}:{i}")[:15], 16) for i in range(cfg.trials)]
+        seeds_sha = _sha(json.dumps(seeds))
+        try:
+            prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
+                                           problem_sha256=problem.sha256, seeds=seeds, in_dir=str(in_dir))
+        except JudgeError as exc:
+            return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
+                              message="the problem's reference failed (a problem error, not the candidate's)",
+                              feedback=_trim(str(exc)), **base)
+        tol = tolerance_for(prepared["output_dtypes"], cfg.tolerances)
+        if env.mode != "gpu" and "bfloat16" in prepared["output_dtypes"] + prepared["input_dtypes"]:
+            return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
+                              message="bfloat16 problems need a GPU: the Triton interpreter computes bf16 wrongly",
+                              **base)
+        candidate_path = workdir / "candidate.py"
+        candidate_path.write_text(code)
+        request = {
+            "mode": env.mode, "problem_path": str(problem.path), "candidate_path": str(candidate_path),
+            "in_dir": str(in_dir), "out_dir": str(out_dir), "trials": prepared["trials"],
+            "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer),
+            "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
+            "isolate_network": cfg.isolate_network,
+        }
+        (workdir / "request.json").write_text(json.dumps(request))
+        trials = _Trials(self._judge, eval_id, str(out_dir), cfg.trials, env.mode, tol, int(cfg.max_output_gb * _GiB))
+        outcome = run_child(
+            [sys.executable, "-m", "kernelrl.sandbox.child", str(workdir / "request.json")],
+            env=self._child_env(env.mode, workdir, home, _sha(code)),
+            cwd=str(home),
+            timeouts={"start": cfg.startup_timeout_s, "import": cfg.compile_timeout_s, "run": cfg.run_timeout_s},
+            memory_limit_bytes=int(cfg.memory_limit_gb * _GiB),
+            log_limit_bytes=cfg.log_limit_bytes,
+            on_event=trials.on_event,
+        )
+        ready = outcome.last("ready") or {}
+        iso = ready.get("isolation", [])
+        env = dataclasses.replace(env, isolation=[str(x)[:32] for x in iso] if isinstance(iso, list) else [])
+        correctness = CorrectnessReport(
+            trials_run=trials.run, trials_passed=trials.passed, trials_planned=cfg.trials, seeds_sha256=seeds_sha,
+            atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype, mismatch=trials.mismatch,
+        )
+        base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
+                "correctness": correctness}
+        verdict = self._verdict(outcome, trials, base)
+        if verdict.status is Status.CORRECT:
+            verdict.timing = self._timing(problem, env, trials, seeds[0])
+        return verdict
+
+    def _child_env(self, mode: str, workdir: Path, home: Path, code_sha: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOWLIST}
+        env.update(self._visible_devices())
+        env.update({
+            "PYTHONPATH": python_env()["PYTHONPATH"],
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "HOME": str(home),
+            "TMPDIR": str(home),
+            "TRITON_CACHE_DIR": str(workdir / "triton-cache"),
+            "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor-cache"),
+            # identical CUDA C++ sources reuse their build (~0.02 s instead of ~65 s)
+            "TORCH_EXTENSIONS_DIR": str(self._cache_dir / "torch_extensions" / code_sha[:24]),
+        })
+        if mode != "gpu":
+            env["TRITON_INTERPRET"] = "1"
+        return env
+
+    def _verdict(self, outcome: ChildOutcome, trials: _Trials, base: dict) -> EvalResult:
+        cfg = self.config
+        stage_of = {"start": Stage.IMPORT, "import": Stage.IMPORT, "run": Stage.CORRECTNESS}
+        reached = Stage.IMPORT
+        for event, stage in (("imported", Stage.INIT), ("initialized", Stage.CORRECTNESS), ("timing", Stage.TIMING)):
+            if outcome.last(event):
+                reached = stage
+        if trials.mismatch is not None:
+            m = trials.mismatch
+            return EvalResult(status=Status.WRONG_OUTPUT, stage=Stage.CORRECTNESS,
+                              message=f"wrong output (trial {m.trial}, output {m.output_index}: {m.reason})",
+                              feedback=m.detail, **base)
+        if trials.hack is not None:
+            return EvalResult(status=Status.HACK_DETECTED, stage=Stage.CORRECTNESS, message=trials.hack,
+                              feedback=trials.hack, **base)
+        error = outcome.last("error")
+        if error is not None:
+            exc_type = str(error.get("exc_type", "Exception"))[:200]
+            stage = {"import": Stage.IMPORT, "init": Stage.INIT, "timing": Stage.TIMING}.get(
+                error.get("stage"), Stage.CORRECTNESS)
+            short = exc_type.rsplit(".", 1)[-1]
+            compile_failure = stage is Stage.IMPORT or short in _COMPILE_ERROR_TYPES
+            if short == "MemoryError" or "out of memory" in str(error.get("message", "")).lower():
+                compile_failure = False
+            feedback = _trim(str(error.get("traceback") or error.get("message", "")))
+            where = {Stage.IMPORT: "importing the candidate", Stage.INIT: "constructing ModelNew",
+                     Stage.CORRECTNESS: "running forward", Stage.TIMING: "timing forward"}[stage]
+            return EvalResult(status=Status.COMPILE_ERROR if compile_failure else Status.RUNTIME_ERROR, stage=stage,
+                              message=f"{short} while {where}: {str(error.get('message', ''))[:200]}",
+                              feedback=feedback, **base)
+        exited = outcome.last("exit")
+        if exited is not None:
+            return EvalResult(status=Status.CRASHED, stage=reached,
+                              message=f"the candidate called sys.exit({str(exited.get('code'))[:50]})",
+                              feedback="the candidate must not exit the process", **base)
+        if outcome.memory_exceeded_bytes is not None:
+            return EvalResult(status=Status.CRASHED, stage=reached,
+                              message=f"killed: host memory {outcome.memory_exceeded_bytes / _GiB:.1f} GiB exceeded "
+                                      f"the {cfg.memory_limit_gb:g} GiB limit",
+                              feedback="the candidate used too much host memory", **base)
+        if outcome.timed_out_phase is not None:
+            what = {"start": "sandbox start-up", "import": "import/compilation", "run": "execution"}
+            phase = outcome.timed_out_phase
+            return EvalResult(status=Status.TIMEOUT, stage=stage_of[phase],
+                              message=f"timed out after {outcome.timeout_s:g} s in {what[phase]}",
+                              feedback=f"the candidate did not finish {what[phase]} within {outcome.timeout_s:g} s "
+                                       "(infinite loop, deadlock or far too slow)", **base)
+        if trials.problem or outcome.protocol_error:
+            detail = trials.problem or outcome.protocol_error
+            return EvalResult(status=Status.CRASHED, stage=reached, message=f"sandbox protocol violated: {detail}",
+                              feedback=detail or "", **base)
+        if outcome.last("done") is None or trials.passed < cfg.trials:
+            code = outcome.returncode
+            how = f"exited with code {code}"
+            if code is not None and code < 0:
+                try:
+                    how = f"was killed by {signal.Signals(-code).name}"
+                except ValueError:
+                    how = f"was killed by signal {-code}"
+            return EvalResult(status=Status.CRASHED, stage=reached,
+                              message=f"the candidate process {how} before reporting all results",
+                              feedback=f"the process {how} during {reached.value}; "
+                                       "see the log for what it printed", **base)
+        return EvalResult(status=Status.CORRECT, stage=Stage.DONE,
+                          message=f"correct ({trials.passed}/{cfg.trials} trials)", **base)
+
+    def _timing(self, problem: Problem, env: Environment, trials: _Trials, seed: int) -> TimingReport:
+        if env.mode != "gpu":
+            return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the interpreter, so times "
+                                                   "say nothing about GPU speed")
+        if not self.config.timing:
+            return TimingReport(unavailable_reason="timing disabled")
+        report = TimingReport()
+        try:
+            report.candidate = summarize(trials.timing_raw or {"times_ms": []})
+        except (ValueError, TypeError, KeyError) as exc:
+            return TimingReport(unavailable_reason=f"the candidate's timing report is unusable: {exc}")
+        return self._baselines(problem, seed, report)
+
+    def _baselines(self, problem: Problem, seed: int, report: TimingReport) -> TimingReport:
+        try:
+            raw = self._judge.request("baselines", problem_path=str(problem.path), problem_sha256=problem.sha256,
+                                      seed=seed, timer=dataclasses.asdict(self.config.timer),
+                                      inductor=self.config.inductor_baseline)
+        except JudgeError as exc:
+            report.unavailable_reason = f"baselines failed: {str(exc)[-300:]}"
+            return report
+        report.eager = summarize(raw["eager"])
+        if "inductor" in raw:
+            report.inductor = summarize(raw["inductor"])
+        elif raw.get("inductor_error"):
+            report.unavailable_reason = f"torch.compile failed: {raw['inductor_error']}"
+        if report.candidate is not None and report.candidate.median_ms > 0:
+            report.speedup_vs_eager = report.eager.median_ms / report.candidate.median_ms
+            if report.inductor is not None:
+                report.speedup_vs_inductor = report.inductor.median_ms / report.candidate.median_ms
+        return report
+
+
+def evaluate(problem: Problem, code: str, **config) -> EvalResult:
+    """One-shot convenience: evaluate `code` with a throwaway Evaluator (prefer a long-lived Evaluator)."""
+    with Evaluator(EvalConfig(**config)) as evaluator:
+        return evaluator.evaluate(problem, code)

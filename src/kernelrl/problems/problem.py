@@ -1,0 +1,84 @@
+"""Problems in KernelBench format, loaded without executing them (AST only) so listing a suite is cheap."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
+METADATA_NAME = "METADATA"  # optional module-level dict literal: {"tags": [...], "level": N, ...}
+_LEVEL_DIR = re.compile(r"^level(\d+)$")
+
+
+class ProblemError(ValueError):
+    """A file or directory is not a loadable KernelBench-format problem (suite)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str  # e.g. 'level1/23_softmax'
+    name: str  # file stem, e.g. '23_softmax'
+    level: int | None
+    source: str
+    path: Path
+    sha256: str  # of the source text: the identity used by caches and results
+    tags: tuple[str, ...] = ()
+    metadata: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+def _module_metadata(tree: ast.Module, path: Path) -> dict:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == METADATA_NAME for t in node.targets
+        ):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError as exc:
+                raise ProblemError(f"{path}: {METADATA_NAME} must be a literal dict ({exc})") from None
+            if not isinstance(value, dict):
+                raise ProblemError(f"{path}: {METADATA_NAME} must be a dict")
+            return value
+    return {}
+
+
+def load_problem(path: str | Path, problem_id: str | None = None, level: int | None = None) -> Problem:
+    """Load one problem file; `problem_id` defaults to `level{N}/{stem}` when the level is known."""
+    path = Path(path)
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        raise ProblemError(f"cannot read problem file {path}: {exc.strerror}") from None
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise ProblemError(f"{path}:{exc.lineno}: syntax error in problem file: {exc.msg}") from None
+    defined = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    missing = [name for name in REQUIRED_NAMES if name not in defined]
+    if missing:
+        raise ProblemError(
+            f"{path} is not a KernelBench-format problem: it does not define {', '.join(missing)} "
+            "(expected class Model(nn.Module), get_inputs() and get_init_inputs())"
+        )
+    metadata = _module_metadata(tree, path)
+    if level is None:
+        match = _LEVEL_DIR.match(path.parent.name)
+        level = int(match.group(1)) if match else metadata.get("level")
+    if problem_id is None:
+        problem_id = f"level{level}/{path.stem}" if level is not None else path.stem
+    return Problem(
+        id=problem_id,
+        name=path.stem,
+        level=level,
+        source=source,
+        path=path.resolve(),
+        sha256=hashlib.sha256(source.encode()).hexdigest(),
+        tags=tuple(metadata.get("tags", ())),
+        metadata=metadata,
+    )

@@ -1,0 +1,160 @@
+"""The one typed result every pipeline stage adds to: `EvalResult`, with a lossless JSON round-trip."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    FORMAT_ERROR = "format_error"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    WRONG_OUTPUT = "wrong_output"
+    HACK_DETECTED = "hack_detected"
+    UNSUPPORTED = "unsupported"
+    CORRECT = "correct"
+
+
+class Stage(StrEnum):
+    """How far the evaluation got; the status says how it ended there."""
+
+    EXTRACT = "extract"  # finding the code in a completion
+    STATIC = "static"  # parsing and static checks in the verdict process
+    REFERENCE = "reference"  # reference outputs in the judge process
+    IMPORT = "import"  # importing the candidate module (Triton defs, load_inline builds)
+    INIT = "init"  # constructing ModelNew
+    CORRECTNESS = "correctness"  # running and comparing trials
+    TIMING = "timing"  # timing candidate and baselines
+    DONE = "done"
+
+
+@dataclass
+class Mismatch:
+    """Why one trial's output differs from the reference (feedback a model can act on)."""
+
+    trial: int
+    output_index: int  # which tensor of a tuple output
+    reason: str  # 'values', 'shape', 'dtype', 'device', 'nonfinite', 'count', 'type', 'input_mutated'
+    detail: str
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    mismatched: int | None = None
+    numel: int | None = None
+    first_index: list[int] | None = None
+    expected_value: float | None = None
+    actual_value: float | None = None
+
+
+@dataclass
+class CorrectnessReport:
+    trials_run: int
+    trials_passed: int
+    trials_planned: int
+    seeds_sha256: str  # hash of the secret per-trial seeds: reproducible on request, not guessable
+    atol: float
+    rtol: float
+    dtype: str  # the dtype the tolerance was chosen for
+    mismatch: Mismatch | None = None
+
+
+@dataclass
+class TimingStats:
+    """Raw-time summary of one timed callable (milliseconds)."""
+
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    iqr_ms: float  # interquartile range: the dispersion we report
+    rel_spread: float  # iqr / median
+    reps: int
+    warmup: int
+    method: str  # e.g. 'cuda-events+l2-flush+device-sync'
+    wall_median_ms: float | None = None  # host clock around the same reps, for cross-checking events
+
+
+@dataclass
+class TimingReport:
+    candidate: TimingStats | None = None
+    eager: TimingStats | None = None
+    inductor: TimingStats | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_inductor: float | None = None
+    unavailable_reason: str | None = None  # why some or all numbers are missing
+
+
+@dataclass
+class Environment:
+    mode: str  # 'gpu' or 'cpu-interpreter'
+    device_name: str
+    torch_version: str
+    triton_version: str | None
+    python_version: str
+    kernelrl_version: str
+    isolation: list[str] = field(default_factory=list)  # sandbox measures actually applied
+
+
+@dataclass
+class EvalResult:
+    status: Status
+    stage: Stage
+    problem_id: str
+    message: str  # one line for humans and tables
+    feedback: str = ""  # for a model: trimmed traceback, compiler message or mismatch details
+    problem_sha256: str = ""
+    candidate_sha256: str = ""
+    correctness: CorrectnessReport | None = None
+    timing: TimingReport | None = None
+    environment: Environment | None = None
+    log: str = ""  # the candidate's stdout+stderr, head and tail kept when long
+    log_bytes_dropped: int = 0
+    wall_time_s: float = 0.0
+
+    @property
+    def compiled(self) -> bool:
+        """KernelBench's 'compiled': the candidate imported and ModelNew was built."""
+        return self.stage in (Stage.INIT, Stage.CORRECTNESS, Stage.TIMING, Stage.DONE) and (
+            self.status is not Status.COMPILE_ERROR
+        )
+
+    @property
+    def correct(self) -> bool:
+        return self.status is Status.CORRECT
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        data = dict(data)
+        data["status"] = Status(data["status"])
+        data["stage"] = Stage(data["stage"])
+        corr = data.get("correctness")
+        if corr is not None:
+            corr = dict(corr)
+            if corr.get("mismatch") is not None:
+                corr["mismatch"] = Mismatch(**corr["mismatch"])
+            data["correctness"] = CorrectnessReport(**corr)
+        timing = data.get("timing")
+        if timing is not None:
+            timing = dict(timing)
+            for key in ("candidate", "eager", "inductor"):
+                if timing.get(key) is not None:
+                    timing[key] = TimingStats(**timing[key])
+            data["timing"] = TimingReport(**timing)
+        if data.get("environment") is not None:
+            data["environment"] = Environment(**data["environment"])
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> EvalResult:
+        return cls.from_dict(json.loads(text))

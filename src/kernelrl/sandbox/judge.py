@@ -1,0 +1,228 @@
+"""The judge: a trusted worker process that owns reference models, inputs and reference outputs.
+
+It runs only problem code (trusted), never candidate code. It writes input copies for the candidate's
+sandbox, keeps the originals and the reference outputs in its own memory (undumpable, so a same-uid
+candidate cannot read them through /proc), compares the raw output files a candidate wrote, and times the
+eager and Inductor baselines with the same timer the sandbox uses.
+
+Protocol: one JSON request per line on stdin, one JSON response per line on the original stdout.
+Usage: python -m kernelrl.sandbox.judge DEVICE   (auto | cpu | cuda)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+
+from kernelrl.sandbox import isolation
+
+_clock = time.perf_counter
+
+
+def _flatten(out, torch) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, tuple | list) and all(isinstance(t, torch.Tensor) for t in out):
+        return list(out)
+    raise TypeError(f"the reference forward returned {type(out).__name__}, not a tensor or tuple of tensors")
+
+
+class Judge:
+    def __init__(self, device: str) -> None:
+        import torch
+
+        self.torch = torch
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("device 'cuda' requested but torch sees no CUDA GPU")
+        self.device = torch.device(device)
+        self.gpu = self.device.type == "cuda"
+        self.problems: dict[str, tuple] = {}  # sha -> (module, model)
+        self.evals: dict[str, dict] = {}
+        self.baselines: dict[str, dict] = {}
+
+    # -- helpers ---------------------------------------------------------------------------------------
+    def _problem(self, path: str, sha: str):
+        if sha not in self.problems:
+            torch = self.torch
+            spec = importlib.util.spec_from_file_location(f"kernelrl_ref_{sha[:16]}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            torch.manual_seed(42)
+            init_inputs = module.get_init_inputs()
+            torch.manual_seed(42)
+            if self.gpu:
+                torch.cuda.manual_seed(42)
+            model = module.Model(*init_inputs).to(self.device)
+            self.problems[sha] = (module, model)
+        return self.problems[sha]
+
+    def _inputs(self, module, seed: int) -> list:
+        self.torch.manual_seed(seed)
+        return list(module.get_inputs())
+
+    def _sync(self) -> None:
+        if self.gpu:
+            self.torch.cuda.synchronize()
+
+    # -- requests --------------------------------------------------------------------------------------
+    def hello(self, req: dict) -> dict:
+        torch = self.torch
+        try:
+            import triton
+
+            triton_version = triton.__version__
+        except ImportError:
+            triton_version = None
+        props = torch.cuda.get_device_properties(self.device) if self.gpu else None
+        return {
+            "mode": "gpu" if self.gpu else "cpu-interpreter",
+            "device_name": props.name if props else (platform.processor() or platform.machine() or "cpu"),
+            "torch_version": torch.__version__,
+            "triton_version": triton_version,
+            "python_version": platform.python_version(),
+        }
+
+    def prepare(self, req: dict) -> dict:
+        from kernelrl.sandbox.tensorio import dtype_name, tensor_meta, write_tensor
+
+        torch = self.torch
+        module, model = self._problem(req["problem_path"], req["problem_sha256"])
+        trials, refs, originals = [], [], []
+        for index, seed in enumerate(req["seeds"]):
+            values = self._inputs(module, seed)
+            metas, args, tensors = [], [], []
+            for value in values:
+                if isinstance(value, torch.Tensor):
+                    path = os.path.join(req["in_dir"], f"trial{index}_in{len(tensors)}.bin")
+                    metas.append(write_tensor(path, value))
+                    args.append({"tensor": len(tensors)})
+                    tensors.append(value.to(self.device))
+                elif value is None or isinstance(value, bool | int | float | str):
+                    args.append({"value": value})
+                else:
+                    raise TypeError(f"get_inputs() returned a {type(value).__name__}; only tensors and plain "
+                                    "numbers/strings are supported")
+            call_args = [tensors[a["tensor"]].clone() if "tensor" in a else a["value"] for a in args]
+            with torch.no_grad():
+                outputs = [t.detach().clone() for t in _flatten(model(*call_args), torch)]
+            self._sync()
+            trials.append({"index": index, "inputs": metas, "args": args})
+            refs.append(outputs)
+            originals.append(tensors)
+        self.evals[req["eval_id"]] = {"refs": refs, "originals": originals}
+        return {
+            "trials": trials,
+            "output_dtypes": sorted({dtype_name(t.dtype) for t in refs[0]}),
+            "input_dtypes": sorted({m["dtype"] for m in trials[0]["inputs"]}),
+            "outputs": [tensor_meta(t) for t in refs[0]],
+        }
+
+    def compare(self, req: dict) -> dict:
+        from kernelrl.sandbox.tensorio import read_tensor
+        from kernelrl.verify.compare import compare_outputs, inputs_mutated
+
+        state = self.evals[req["eval_id"]]
+        index = req["trial"]
+        out_dir = req["out_dir"]
+        expected, originals = state["refs"][index], state["originals"][index]
+        actual = [
+            read_tensor(os.path.join(out_dir, f"trial{index}_out{k}.bin"), meta)
+            for k, meta in enumerate(req["outputs"])
+        ]
+        mismatch = compare_outputs(expected, actual, req["atol"], req["rtol"])
+        if mismatch is None:
+            after = [
+                read_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), {
+                    "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)})
+                for k, t in enumerate(originals)
+            ]
+            mismatch = inputs_mutated(originals, after)
+        return {"mismatch": mismatch}
+
+    def release(self, req: dict) -> dict:
+        self.evals.pop(req["eval_id"], None)
+        if self.gpu:
+            self.torch.cuda.empty_cache()
+        return {}
+
+    def baselines(self, req: dict) -> dict:
+        """Eager and torch.compile (default mode) times of the reference, same timer as candidates."""
+        from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
+
+        torch = self.torch
+        if not self.gpu:
+            return {"unavailable": "baselines are timed on a GPU only"}
+        key = json.dumps([req["problem_sha256"], req["timer"], req["inductor"]])
+        if key in self.baselines:
+            return self.baselines[key]
+        module, model = self._problem(req["problem_path"], req["problem_sha256"])
+        args = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in self._inputs(module, req["seed"])]
+        settings = TimerSettings(**req["timer"])
+
+        def timer(fn):
+            return time_cuda(fn, torch=torch, synchronize=torch.cuda.synchronize, event_cls=torch.cuda.Event,
+                             clock=_clock, settings=settings)
+
+        def eager():
+            with torch.no_grad():
+                model(*args)
+
+        result: dict = {"eager": timer(eager)}
+        if req["inductor"]:
+            try:
+                compiled = torch.compile(model)
+                start = _clock()
+                with torch.no_grad():
+                    compiled(*args)  # compile outside the timed region
+                torch.cuda.synchronize()
+                compile_s = _clock() - start
+
+                def inductor():
+                    with torch.no_grad():
+                        compiled(*args)
+
+                result["inductor"] = timer(inductor)
+                result["inductor_compile_s"] = compile_s
+            except Exception as exc:  # noqa: BLE001 - a compiler failure leaves eager numbers usable
+                result["inductor_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+        self.baselines[key] = result
+        return result
+
+
+def main(argv: list[str]) -> None:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # problem code that prints must not corrupt the protocol
+    isolation.die_with_parent()
+    isolation.make_undumpable()
+    try:
+        judge = Judge(argv[1] if len(argv) > 1 else "auto")
+    except Exception as exc:  # noqa: BLE001
+        protocol.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        return
+    protocol.write(json.dumps({"ok": True, **judge.hello({})}) + "\n")
+    handlers = {
+        "prepare": judge.prepare,
+        "compare": judge.compare,
+        "release": judge.release,
+        "baselines": judge.baselines,
+    }
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            response = {"ok": True, **handlers[req["op"]](req)}
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, the judge keeps serving
+            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            response = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000], "traceback": text[-4000:]}
+        protocol.write(json.dumps(response) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

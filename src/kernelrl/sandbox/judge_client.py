@@ -1,0 +1,103 @@
+"""The verdict process's handle on the judge worker (stdlib only; the judge imports torch, we do not)."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+
+
+class JudgeError(RuntimeError):
+    """The judge failed a request (the problem's reference raised, or the worker died or hung)."""
+
+
+def python_env() -> dict[str, str]:
+    """Environment for kernelrl's worker processes: kernelrl importable even when run from a source tree."""
+    import kernelrl
+
+    src = os.path.dirname(os.path.dirname(os.path.abspath(kernelrl.__file__)))
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": src + (os.pathsep + path if path else "")}
+
+
+class JudgeClient:
+    def __init__(self, device: str, timeout_s: float, extra_env: dict[str, str] | None = None) -> None:
+        self.device = device
+        self.extra_env = extra_env or {}
+        self.timeout_s = timeout_s
+        self.proc: subprocess.Popen | None = None
+        self.info: dict = {}
+        self._stderr = None
+
+    def _start(self) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kernelrl.sandbox.judge", self.device],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env={**python_env(), **self.extra_env},
+        )
+        hello = self._read(self.timeout_s)
+        if not hello.get("ok"):
+            self.close()
+            raise JudgeError(f"the judge process could not start: {hello.get('error')}")
+        self.info = {k: v for k, v in hello.items() if k != "ok"}
+
+    def ensure_started(self) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        return self.info
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0, os.SEEK_END)
+        size = self._stderr.tell()
+        self._stderr.seek(max(0, size - 3000))
+        return self._stderr.read().decode(errors="replace")
+
+    def _read(self, timeout_s: float) -> dict:
+        assert self.proc is not None and self.proc.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            deadline = time.monotonic() + timeout_s
+            while not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                if time.monotonic() >= deadline:
+                    self.close()
+                    raise JudgeError(f"the judge did not answer within {timeout_s:.0f} s")
+        line = self.proc.stdout.readline()
+        if not line:
+            tail = self._stderr_tail()
+            self.close()
+            raise JudgeError(f"the judge process died; its last output:\n{tail}")
+        return json.loads(line)
+
+    def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+        self.ensure_started()
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps({"op": op, **fields}) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            tail = self._stderr_tail()
+            self.close()
+            raise JudgeError(f"the judge process died; its last output:\n{tail}") from None
+        response = self._read(timeout_s or self.timeout_s)
+        if not response.get("ok"):
+            raise JudgeError(response.get("traceback") or response.get("error") or "judge request failed")
+        return response
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                if stream:
+                    stream.close()
+            self.proc = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None

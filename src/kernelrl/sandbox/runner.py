@@ -1,0 +1,169 @@
+"""Start the sandboxed candidate process and watch it: phase deadlines, memory, output, protocol.
+
+Nothing the child does is taken on trust: its exit code is ignored, its protocol messages are parsed
+defensively, its log is bounded, and it is killed with its whole process group on a deadline or when it
+outgrows its memory limit. Stdlib only (the verdict process does not need torch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kernelrl.sandbox.isolation import rss_bytes
+
+MAX_PROTOCOL_LINE = 1 << 20
+
+# phase entered when an event arrives -> the timeout that governs it
+PHASE_AFTER_EVENT = {"ready": "import", "imported": "run"}
+
+
+class LogBuffer:
+    """Keeps the head and the tail of a stream; counts what was dropped in between."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        if len(self.tail) > self.half:
+            excess = len(self.tail) - self.half
+            self.dropped += excess
+            del self.tail[:excess]
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes of output dropped ...]\n" if self.dropped else ""
+        return (bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace"))
+
+
+@dataclass
+class ChildOutcome:
+    events: list[dict] = field(default_factory=list)
+    returncode: int | None = None
+    timed_out_phase: str | None = None  # 'start', 'import' or 'run'
+    timeout_s: float | None = None
+    memory_exceeded_bytes: int | None = None
+    stopped_by_parent: bool = False
+    protocol_error: str | None = None
+    log: str = ""
+    log_bytes_dropped: int = 0
+    wall_s: float = 0.0
+
+    def last(self, name: str) -> dict | None:
+        return next((e for e in reversed(self.events) if e.get("event") == name), None)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+def run_child(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str,
+    timeouts: dict[str, float],
+    memory_limit_bytes: int,
+    log_limit_bytes: int,
+    on_event: Callable[[dict], bool],
+) -> ChildOutcome:
+    """Run the child to completion. `on_event` sees each protocol message; returning False stops the child."""
+    read_fd, write_fd = os.pipe()
+    env = {**env, "KERNELRL_PROTO_FD": str(write_fd)}
+    outcome = ChildOutcome()
+    log = LogBuffer(log_limit_bytes)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        pass_fds=(write_fd,), start_new_session=True, close_fds=True,
+    )
+    os.close(write_fd)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "log")
+    sel.register(read_fd, selectors.EVENT_READ, "proto")
+    pending = bytearray()
+    phase, phase_start = "start", time.monotonic()
+    open_streams = 2
+    try:
+        while open_streams:
+            deadline = phase_start + timeouts[phase]
+            now = time.monotonic()
+            if now >= deadline:
+                outcome.timed_out_phase, outcome.timeout_s = phase, timeouts[phase]
+                break
+            rss = rss_bytes(proc.pid)
+            if memory_limit_bytes and rss > memory_limit_bytes:
+                outcome.memory_exceeded_bytes = rss
+                break
+            ready = sel.select(timeout=min(0.05, deadline - now))
+            if not ready and proc.poll() is not None:
+                break  # exited, pipes drained; a grandchild may still hold them open, it gets killed below
+            for key, _ in ready:
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    open_streams -= 1
+                    continue
+                if key.data == "log":
+                    log.add(chunk)
+                    continue
+                pending += chunk
+                if len(pending) > MAX_PROTOCOL_LINE and b"\n" not in pending:
+                    outcome.protocol_error = "protocol message too long"
+                    break
+                while b"\n" in pending and not outcome.protocol_error:
+                    line, _, rest = bytes(pending).partition(b"\n")
+                    pending = bytearray(rest)
+                    try:
+                        event = json.loads(line)
+                        if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+                            raise ValueError
+                    except ValueError:
+                        outcome.protocol_error = f"malformed protocol message: {line[:200]!r}"
+                        break
+                    outcome.events.append(event)
+                    if event["event"] in PHASE_AFTER_EVENT:
+                        phase, phase_start = PHASE_AFTER_EVENT[event["event"]], time.monotonic()
+                    if not on_event(event):
+                        outcome.stopped_by_parent = True
+                        break
+                if outcome.protocol_error or outcome.stopped_by_parent:
+                    break
+            if outcome.protocol_error or outcome.stopped_by_parent:
+                break
+    finally:
+        _kill_group(proc)  # also reaps anything the candidate left running in its group
+        outcome.returncode = proc.wait()
+        # drain what is already buffered, without waiting on grandchildren that still hold the pipe
+        sel.close()
+        os.set_blocking(proc.stdout.fileno(), False)
+        try:
+            while chunk := proc.stdout.read(1 << 16):
+                log.add(chunk)
+        except (OSError, TypeError):
+            pass
+        proc.stdout.close()
+        os.close(read_fd)
+    outcome.log, outcome.log_bytes_dropped = log.text(), log.dropped
+    outcome.wall_s = time.monotonic() - started
+    return outcome

@@ -1,0 +1,97 @@
+"""Compare candidate outputs with reference outputs and say precisely how they differ."""
+
+from __future__ import annotations
+
+import torch
+
+
+def _unravel(flat_index: int, shape: tuple[int, ...]) -> list[int]:
+    index = []
+    for dim in reversed(shape):
+        index.append(flat_index % dim)
+        flat_index //= dim
+    return list(reversed(index))
+
+
+def compare_tensors(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float) -> dict | None:
+    """None when `actual` matches `expected` (allclose semantics, NaN only where the reference has NaN);
+    otherwise a dict of Mismatch fields (without trial/output_index)."""
+    if tuple(actual.shape) != tuple(expected.shape):
+        return {"reason": "shape", "detail": f"shape {list(actual.shape)} but expected {list(expected.shape)}"}
+    if actual.dtype != expected.dtype:
+        return {
+            "reason": "dtype",
+            "detail": f"dtype {str(actual.dtype).removeprefix('torch.')} but expected "
+            f"{str(expected.dtype).removeprefix('torch.')}",
+        }
+    actual = actual.to(expected.device)
+    numel = expected.numel()
+    if numel == 0:
+        return None
+    wide = torch.complex128 if expected.is_complex() else torch.float64
+    exp, act = expected.to(wide), actual.to(wide)
+    diff = (act - exp).abs()
+    ok = (diff <= atol + rtol * exp.abs()) | (act == exp) | (torch.isnan(exp) & torch.isnan(act))
+    if bool(ok.all()):
+        return None
+    bad = ~ok
+    mismatched = int(bad.sum())
+    first = int(bad.reshape(-1).nonzero()[0, 0])
+    both_finite = torch.isfinite(exp) & torch.isfinite(act)
+    finite_diff = torch.where(both_finite, diff, torch.zeros_like(diff))
+    rel = finite_diff / (exp.abs() + atol) if atol > 0 else finite_diff / exp.abs().clamp_min(1e-30)
+    nonfinite = int((~torch.isfinite(act) & torch.isfinite(exp)).sum())
+    index = _unravel(first, tuple(expected.shape))
+    exp_v, act_v = exp.reshape(-1)[first].item(), act.reshape(-1)[first].item()
+    exp_v = exp_v.real if isinstance(exp_v, complex) else exp_v
+    act_v = act_v.real if isinstance(act_v, complex) else act_v
+    detail = (
+        f"{mismatched} of {numel} elements differ beyond atol={atol:g}, rtol={rtol:g}; "
+        f"first at index {index}: expected {exp_v:.6g}, got {act_v:.6g}"
+    )
+    if nonfinite:
+        detail += f"; {nonfinite} elements are NaN/Inf where the reference is finite"
+    return {
+        "reason": "nonfinite" if nonfinite else "values",
+        "detail": detail,
+        "max_abs_error": float(finite_diff.max()),
+        "max_rel_error": float(rel.max()),
+        "mismatched": mismatched,
+        "numel": numel,
+        "first_index": index,
+        "expected_value": float(exp_v),
+        "actual_value": float(act_v),
+    }
+
+
+def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], atol: float, rtol: float) -> dict | None:
+    """Compare output lists; the first mismatch wins, tagged with its `output_index`."""
+    if len(actual) != len(expected):
+        return {
+            "reason": "count",
+            "output_index": 0,
+            "detail": f"forward returned {len(actual)} tensors but the reference returns {len(expected)}",
+        }
+    for i, (exp, act) in enumerate(zip(expected, actual, strict=True)):
+        found = compare_tensors(exp, act, atol, rtol)
+        if found is not None:
+            return {**found, "output_index": i}
+    return None
+
+
+def inputs_mutated(originals: list[torch.Tensor], after: list[torch.Tensor]) -> dict | None:
+    """Inputs must come back bit-identical: a forward that writes into its inputs is wrong."""
+    for i, (orig, now) in enumerate(zip(originals, after, strict=True)):
+        now = now.to(orig.device)
+        same = now.shape == orig.shape and now.dtype == orig.dtype
+        if same and orig.is_floating_point():
+            same = torch.equal(torch.nan_to_num(now), torch.nan_to_num(orig))
+        elif same:
+            same = torch.equal(now, orig)
+        if not same:
+            return {
+                "reason": "input_mutated",
+                "output_index": i,
+                "detail": f"forward modified input {i} in place; kernels must not write to their inputs",
+            }
+    return None
