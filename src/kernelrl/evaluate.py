@@ -181,12 +181,13 @@ class Evaluator:
         result.wall_time_s = round(time.monotonic() - started, 4)
         return result
 
-    def time_baselines(self, problem: Problem, seed: int = 0) -> TimingReport:
-        """Eager and Inductor times of the problem's reference (GPU only)."""
+    def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False) -> TimingReport:
+        """Eager and Inductor times of the problem's reference (GPU only); `fresh` re-times instead of
+        returning this evaluator's earlier numbers for the problem."""
         info = self._judge_info()
         if info["mode"] != "gpu":
             return TimingReport(unavailable_reason="baselines are timed on a GPU only")
-        return self._baselines(problem, seed, TimingReport())
+        return self._baselines(problem, seed, TimingReport(), fresh=fresh)
 
     def close(self) -> None:
         self._judge.close()
@@ -383,11 +384,11 @@ class Evaluator:
             return TimingReport(unavailable_reason=f"the candidate's timing report is unusable: {exc}")
         return self._baselines(problem, seed, report)
 
-    def _baselines(self, problem: Problem, seed: int, report: TimingReport) -> TimingReport:
+    def _baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False) -> TimingReport:
         try:
             raw = self._judge.request("baselines", problem_path=str(problem.path), problem_sha256=problem.sha256,
                                       seed=seed, timer=dataclasses.asdict(self.config.timer),
-                                      inductor=self.config.inductor_baseline)
+                                      inductor=self.config.inductor_baseline, fresh=fresh)
         except JudgeError as exc:
             report.unavailable_reason = f"baselines failed: {str(exc)[-300:]}"
             return report

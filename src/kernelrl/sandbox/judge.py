@@ -161,7 +161,7 @@ class Judge:
         if not self.gpu:
             return {"unavailable": "baselines are timed on a GPU only"}
         key = json.dumps([req["problem_sha256"], req["timer"], req["inductor"]])
-        if key in self.baselines:
+        if key in self.baselines and not req.get("fresh"):
             return self.baselines[key]
         module, model = self._problem(req["problem_path"], req["problem_sha256"])
         args = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in self._inputs(module, req["seed"])]

@@ -1,0 +1,481 @@
+"""The `kernelrl` command line: a thin shell over the Python API (`Evaluator`, `load_problem`, `load_suite`).
+
+Commands:
+  kernelrl eval PROBLEM_FILE SOLUTION_FILE           evaluate one candidate (a module or an LLM completion)
+  kernelrl eval --suite DIR --solutions DIR --out F  evaluate a directory of solutions against a suite
+  kernelrl problems [SUITE]                          list a suite's problems ('builtin' by default)
+  kernelrl demo                                      evaluate the shipped example candidates
+
+Exit codes:
+  0  every evaluated candidate is correct (demo: every verdict as expected; problems: listed)
+  1  at least one candidate is not correct (demo: at least one verdict not as expected)
+  2  bad usage or input: unreadable file, not a problem (ProblemError), unknown device, ...
+  3  the evaluator itself failed (kernelrl.EvaluatorError): no verdict was reached
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import traceback
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from kernelrl import (
+    EvalConfig,
+    EvalResult,
+    Evaluator,
+    EvaluatorError,
+    Problem,
+    ProblemError,
+    Status,
+    __version__,
+    load_problem,
+    load_suite,
+)
+from kernelrl.demo import DEMO_CASES, DemoCase, run_demo
+from kernelrl.results import TimingReport, TimingStats
+
+EXIT_OK = 0
+EXIT_NOT_CORRECT = 1
+EXIT_BAD_INPUT = 2
+EXIT_EVALUATOR = 3
+
+_EPILOG = (
+    "Exit codes: 0 = every evaluated candidate correct (demo: all verdicts as expected; problems: listed); "
+    "1 = at least one candidate not correct; "
+    "2 = bad usage or input (unreadable file, not a problem, unknown device); "
+    "3 = the evaluator itself failed (EvaluatorError)."
+)
+
+_DEFAULTS = EvalConfig()
+_FENCE = re.compile(r"^[ \t]*(```|~~~)", re.M)
+_STATUS_STYLE = {
+    Status.CORRECT: "bold green",
+    Status.WRONG_OUTPUT: "bold red",
+    Status.HACK_DETECTED: "bold magenta",
+    Status.COMPILE_ERROR: "red",
+    Status.RUNTIME_ERROR: "red",
+    Status.CRASHED: "red",
+    Status.TIMEOUT: "yellow",
+    Status.FORMAT_ERROR: "yellow",
+    Status.UNSUPPORTED: "cyan",
+}
+
+_out = Console()
+_err = Console(stderr=True)
+
+app = typer.Typer(
+    name="kernelrl",
+    help="Evaluate LLM-written GPU kernels (KernelBench-format problems) in a sandbox.",
+    epilog=_EPILOG,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+# -- errors ------------------------------------------------------------------------------------------------
+def _fail(message: str, code: int) -> NoReturn:
+    """One red line on stderr (more lines only for an evaluator failure's details), then exit."""
+    head, _, rest = message.strip().partition("\n")
+    _err.print(Text(f"error: {head}", style="bold red"), soft_wrap=True)
+    if rest.strip():
+        _err.print(Text(rest.rstrip()), soft_wrap=True, highlight=False)
+    raise typer.Exit(code)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"cannot read {exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"file is not UTF-8 text: {exc}"
+    return str(exc) or type(exc).__name__
+
+
+@contextmanager
+def _bad_input() -> Iterator[None]:
+    """Loading problems, solutions and settings: what goes wrong here is the user's input (exit 2)."""
+    try:
+        yield
+    except (ProblemError, OSError, ValueError) as exc:
+        _fail(_describe(exc), EXIT_BAD_INPUT)
+
+
+@contextmanager
+def _evaluating() -> Iterator[None]:
+    """Running the evaluator: what goes wrong here is the evaluator's failure, not a verdict (exit 3)."""
+    try:
+        yield
+    except EvaluatorError as exc:
+        _fail(f"the evaluator failed: {exc}", EXIT_EVALUATOR)
+    except (typer.Exit, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a bug in kernelrl: show where, but keep the exit code meaningful
+        traceback.print_exc()
+        _fail(f"the evaluator failed unexpectedly: {type(exc).__name__}: {exc}", EXIT_EVALUATOR)
+
+
+# -- helpers over the API -----------------------------------------------------------------------------------
+def _make_evaluator(device: str, trials: int = _DEFAULTS.trials, seed: int | None = None,
+                    run_timeout: float = _DEFAULTS.run_timeout_s,
+                    compile_timeout: float = _DEFAULTS.compile_timeout_s, timing: bool = True) -> Evaluator:
+    with _bad_input():
+        config = EvalConfig(device=device, trials=trials, seed=seed, run_timeout_s=run_timeout,
+                            compile_timeout_s=compile_timeout, timing=timing)
+    return Evaluator(config)  # starts nothing yet: the judge starts on the first evaluation
+
+
+def _is_completion(text: str) -> bool:
+    """An LLM completion: no top-level `class ModelNew`, but fenced code blocks."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is not None and any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
+        return False
+    return bool(_FENCE.search(text))
+
+
+def _evaluate(evaluator: Evaluator, problem: Problem, text: str) -> EvalResult:
+    if _is_completion(text):
+        return evaluator.evaluate_completion(problem, text)
+    return evaluator.evaluate(problem, text)
+
+
+def _find_solution(solutions: Path, problem: Problem) -> Path | None:
+    for candidate in (solutions / f"{problem.id}.py", solutions / f"{problem.name}.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# -- rendering ------------------------------------------------------------------------------------------------
+def _status(status: Status | str) -> Text:
+    status = Status(status)
+    return Text(status.value, style=_STATUS_STYLE.get(status, ""))
+
+
+def _ms(stats: TimingStats | None) -> str:
+    return "" if stats is None else f"{stats.median_ms:.4g}"
+
+
+def _x(speedup: float | None) -> str:
+    return "" if speedup is None else f"{speedup:.2f}x"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _has_times(timing: TimingReport | None) -> bool:
+    return timing is not None and any(s is not None for s in (timing.candidate, timing.eager, timing.inductor))
+
+
+def _stats_line(stats: TimingStats) -> str:
+    return (f"{stats.median_ms:.4g} ms median (IQR {stats.iqr_ms:.3g} ms, min {stats.min_ms:.4g} ms, "
+            f"{stats.reps} reps)")
+
+
+def _print_result(result: EvalResult, solution: Path, as_completion: bool) -> None:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("problem", Text(result.problem_id))
+    grid.add_row("candidate", Text(f"{solution}" + (" (code extracted from a completion)" if as_completion else "")))
+    grid.add_row("status", _status(result.status))
+    grid.add_row("stage", result.stage.value)
+    grid.add_row("message", Text(result.message))
+    c = result.correctness
+    if c is not None:
+        grid.add_row("trials", f"{c.trials_passed}/{c.trials_planned} passed ({c.trials_run} run)")
+        grid.add_row("tolerance", f"atol={c.atol:g} rtol={c.rtol:g} ({c.dtype})")
+        m = c.mismatch
+        if m is not None:
+            parts = [f"trial {m.trial}, output {m.output_index}: {m.reason}"]
+            if m.max_abs_error is not None:
+                parts.append(f"max abs err {m.max_abs_error:.4g}")
+            if m.max_rel_error is not None:
+                parts.append(f"max rel err {m.max_rel_error:.4g}")
+            if m.mismatched is not None and m.numel:
+                parts.append(f"{m.mismatched}/{m.numel} elements ({100 * m.mismatched / m.numel:.3g}%)")
+            if m.first_index is not None:
+                parts.append(f"first at {m.first_index}: expected {_num(m.expected_value)}, got {_num(m.actual_value)}")
+            grid.add_row("mismatch", Text("; ".join(parts)))
+    t = result.timing
+    if t is not None:
+        for label, stats in (("candidate", t.candidate), ("eager", t.eager), ("inductor", t.inductor)):
+            if stats is not None:
+                grid.add_row(f"time {label}", _stats_line(stats))
+        if t.speedup_vs_eager is not None:
+            grid.add_row("speedup", f"{_x(t.speedup_vs_eager)} vs eager"
+                         + (f", {_x(t.speedup_vs_inductor)} vs inductor" if t.speedup_vs_inductor is not None else ""))
+        if t.unavailable_reason:
+            grid.add_row("timing", Text(t.unavailable_reason, style="dim"))
+    env = result.environment
+    if env is not None:
+        grid.add_row("environment", Text(f"{env.mode} on {env.device_name} (torch {env.torch_version}, "
+                                         f"triton {env.triton_version or '-'}, python {env.python_version})"))
+        if env.isolation:
+            grid.add_row("isolation", Text(", ".join(env.isolation), style="dim"))
+    grid.add_row("wall time", f"{result.wall_time_s:.1f} s")
+    if result.log:
+        grid.add_row("log", Text(f"{len(result.log)} characters captured (see --json)", style="dim"))
+    style = "green" if result.correct else "red"
+    _out.print(Panel(grid, title="kernelrl eval", title_align="left", border_style=style))
+    if result.feedback and not result.correct:
+        _out.print(Panel(Text(result.feedback), title="feedback", title_align="left", border_style="dim"))
+
+
+def _progress() -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=_err)
+
+
+def _counts_line(results: list[EvalResult]) -> Text:
+    counts = Counter(r.status for r in results)
+    line = Text()
+    for i, status in enumerate(s for s in Status if counts[s]):
+        if i:
+            line.append(", ")
+        line.append(f"{status.value} {counts[status]}", style=_STATUS_STYLE.get(status, ""))
+    return line
+
+
+# -- commands ---------------------------------------------------------------------------------------------------
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kernelrl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Evaluate LLM-written GPU kernels (KernelBench-format problems) in a sandbox."""
+
+
+DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:N (cpu: the Triton interpreter).")]
+TrialsOpt = Annotated[int, typer.Option("--trials", min=1, help="Correctness trials (fresh random inputs each).")]
+
+
+@app.command("eval", epilog=_EPILOG)
+def eval_cmd(
+    ctx: typer.Context,
+    problem_file: Annotated[Path | None, typer.Argument(metavar="PROBLEM_FILE", help="A KernelBench-format problem file.",
+                                                        show_default=False)] = None,
+    solution_file: Annotated[Path | None, typer.Argument(
+        metavar="SOLUTION_FILE", help="A module defining ModelNew, or an LLM completion with fenced code.", show_default=False)] = None,
+    suite: Annotated[str | None, typer.Option("--suite", help="Batch mode: a suite directory, or 'builtin'.",
+                                              show_default=False)] = None,
+    solutions: Annotated[Path | None, typer.Option(
+        "--solutions", help="Batch mode: solutions named like the problem ids (level1/23_x.py or 23_x.py).",
+        show_default=False)] = None,
+    out: Annotated[Path, typer.Option("--out", help="Batch mode: JSON lines results file (appended to).")] = Path(
+        "results.jsonl"),
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")] = False,
+    device: DeviceOpt = _DEFAULTS.device,
+    trials: TrialsOpt = _DEFAULTS.trials,
+    seed: Annotated[int | None, typer.Option("--seed", help="Master seed (default: a fresh secret one).",
+                                             show_default=False)] = None,
+    run_timeout: Annotated[float, typer.Option("--run-timeout", help="Seconds for construction, trials and timing.")
+                           ] = _DEFAULTS.run_timeout_s,
+    compile_timeout: Annotated[float, typer.Option("--compile-timeout", help="Seconds for importing the candidate.")
+                               ] = _DEFAULTS.compile_timeout_s,
+    no_timing: Annotated[bool, typer.Option("--no-timing", help="Skip timing (GPU only anyway).")] = False,
+) -> None:
+    """Evaluate one candidate (PROBLEM_FILE SOLUTION_FILE), or a suite with --suite/--solutions."""
+    pair = problem_file is not None or solution_file is not None
+    batch = suite is not None or solutions is not None
+    if pair and batch:
+        ctx.fail("give either PROBLEM_FILE SOLUTION_FILE or --suite DIR --solutions DIR, not both")
+    if batch and (suite is None or solutions is None):
+        ctx.fail("batch mode needs both --suite DIR and --solutions DIR")
+    if not batch and (problem_file is None or solution_file is None):
+        ctx.fail("give PROBLEM_FILE SOLUTION_FILE, or --suite DIR --solutions DIR")
+    settings = {"device": device, "trials": trials, "seed": seed, "run_timeout": run_timeout,
+                "compile_timeout": compile_timeout, "timing": not no_timing}
+    if batch:
+        assert suite is not None and solutions is not None
+        _eval_batch(suite, solutions, out, json_output, settings)
+    else:
+        assert problem_file is not None and solution_file is not None
+        _eval_one(problem_file, solution_file, json_output, settings)
+
+
+def _eval_one(problem_file: Path, solution_file: Path, json_output: bool, settings: dict) -> None:
+    with _bad_input():
+        problem = load_problem(problem_file)
+        text = solution_file.read_text()
+    evaluator = _make_evaluator(**settings)
+    with evaluator, _evaluating():
+        result = _evaluate(evaluator, problem, text)
+    if json_output:
+        typer.echo(result.to_json())
+    else:
+        _print_result(result, solution_file, _is_completion(text))
+    raise typer.Exit(EXIT_OK if result.correct else EXIT_NOT_CORRECT)
+
+
+def _eval_batch(suite_location: str, solutions: Path, out: Path, json_output: bool, settings: dict) -> None:
+    with _bad_input():
+        suite = load_suite(suite_location)
+        if not solutions.is_dir():
+            raise ProblemError(f"solutions {solutions} is not a directory")
+        jobs: list[tuple[Problem, str]] = []
+        skipped: list[str] = []
+        for problem in suite:
+            path = _find_solution(solutions, problem)
+            if path is None:
+                skipped.append(problem.id)
+            else:
+                jobs.append((problem, path.read_text()))
+    if not jobs:
+        _fail(f"no solution in {solutions} matches any of the {len(suite)} problems of suite {suite.name} "
+              f"(expected files like {solutions / (suite.problems[0].id + '.py')})", EXIT_BAD_INPUT)
+    evaluator = _make_evaluator(**settings)
+    with _bad_input():
+        sink = out.open("a")
+    results: list[EvalResult] = []
+    with sink, evaluator, _evaluating(), _progress() as progress:
+        task = progress.add_task("evaluating", total=len(jobs))
+        for problem, text in jobs:
+            progress.update(task, description=problem.id)
+            result = _evaluate(evaluator, problem, text)
+            sink.write(result.to_json() + "\n")
+            sink.flush()
+            results.append(result)
+            progress.advance(task)
+    if json_output:
+        summary = {
+            "suite": suite.name, "out": str(out), "evaluated": len(results), "skipped": skipped,
+            "counts": dict(Counter(r.status.value for r in results)),
+            "results": [{"problem_id": r.problem_id, "status": r.status.value, "message": r.message,
+                         "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
+                         "speedup_vs_inductor": r.timing.speedup_vs_inductor if r.timing else None}
+                        for r in results],
+        }
+        typer.echo(json.dumps(summary, indent=2))
+    else:
+        _print_batch(suite.name, results, skipped, out)
+    raise typer.Exit(EXIT_OK if all(r.correct for r in results) else EXIT_NOT_CORRECT)
+
+
+def _print_batch(suite_name: str, results: list[EvalResult], skipped: list[str], out: Path) -> None:
+    speedups = any(r.timing is not None and r.timing.speedup_vs_eager is not None for r in results)
+    table = Table(title=f"suite {suite_name}: {len(results)} evaluated", title_justify="left")
+    table.add_column("problem", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("message", overflow="fold")
+    if speedups:
+        table.add_column("vs eager", justify="right")
+        table.add_column("vs inductor", justify="right")
+    for r in results:
+        row: list = [Text(r.problem_id), _status(r.status), Text(r.message)]
+        if speedups:
+            row += [_x(r.timing.speedup_vs_eager if r.timing else None),
+                    _x(r.timing.speedup_vs_inductor if r.timing else None)]
+        table.add_row(*row)
+    _out.print(table)
+    _out.print(Text("status: ").append_text(_counts_line(results)))
+    if skipped:
+        _out.print(Text(f"skipped (no solution): {len(skipped)}", style="yellow"))
+    _out.print(Text(f"results appended to {out}", style="dim"))
+
+
+@app.command("problems", epilog=_EPILOG)
+def problems_cmd(
+    suite: Annotated[str, typer.Argument(metavar="SUITE", help="A suite directory, a KernelBench checkout, or 'builtin'.")] = "builtin",
+    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON list on stdout.")] = False,
+) -> None:
+    """List a suite's problems."""
+    with _bad_input():
+        loaded = load_suite(suite)
+    if json_output:
+        rows = [{"id": p.id, "name": p.name, "level": p.level, "tags": list(p.tags),
+                 "difficulty": p.metadata.get("difficulty"), "sha256": p.sha256, "path": str(p.path)}
+                for p in loaded]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"suite {loaded.name}: {len(loaded)} problems ({loaded.root})", title_justify="left")
+    for column in ("id", "level", "tags", "difficulty", "sha256"):
+        table.add_column(column, no_wrap=column in ("id", "sha256"))
+    for p in loaded:
+        difficulty = p.metadata.get("difficulty")
+        table.add_row(Text(p.id), "" if p.level is None else str(p.level), Text(", ".join(p.tags)),
+                      "" if difficulty is None else str(difficulty), p.sha256[:12])
+    _out.print(table)
+
+
+@app.command("demo", epilog=_EPILOG)
+def demo_cmd(device: DeviceOpt = _DEFAULTS.device, trials: TrialsOpt = _DEFAULTS.trials) -> None:
+    """Evaluate the shipped example candidates on built-in problems; each has a known verdict."""
+    evaluator = _make_evaluator(device=device, trials=trials)
+    with evaluator, _evaluating(), _progress() as progress:
+        task = progress.add_task("demo", total=len(DEMO_CASES))
+
+        def started(case: DemoCase) -> None:
+            progress.update(task, description=f"{case.example_file} on {case.problem_id}")
+
+        pairs = run_demo(evaluator, on_start=started, on_result=lambda case, result: progress.advance(task))
+    timed = any(_has_times(r.timing) for _, r in pairs)
+    table = Table(title="kernelrl demo", title_justify="left")
+    for column in ("example", "problem", "expected", "got"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("message", overflow="fold")
+    if timed:
+        for column in ("cand ms", "eager ms", "inductor ms", "vs eager", "vs inductor"):
+            table.add_column(column, justify="right", no_wrap=True)
+    matched = 0
+    for case, r in pairs:
+        ok = r.status is case.expected_status
+        matched += ok
+        got = _status(r.status).append(" ✓" if ok else " ✗ unexpected", style="green" if ok else "bold red")
+        row: list = [case.example_file, case.problem_id, case.expected_status.value, got, Text(r.message)]
+        if timed:
+            t = r.timing
+            row += ["", "", "", "", ""] if t is None else [
+                _ms(t.candidate), _ms(t.eager), _ms(t.inductor), _x(t.speedup_vs_eager), _x(t.speedup_vs_inductor)]
+        table.add_row(*row)
+    _out.print(table)
+    env = next((r.environment for _, r in pairs if r.environment is not None), None)
+    if env is not None:
+        _out.print(Text(f"environment: {env.mode} on {env.device_name} (torch {env.torch_version}, "
+                        f"triton {env.triton_version or '-'})", style="dim"))
+    reasons = {r.timing.unavailable_reason for _, r in pairs if r.timing and r.timing.unavailable_reason}
+    for reason in sorted(reasons):
+        _out.print(Text(f"timing: {reason}", style="dim"))
+    all_ok = matched == len(pairs)
+    _out.print(Text(f"{matched}/{len(pairs)} verdicts as expected", style="bold green" if all_ok else "bold red"))
+    raise typer.Exit(EXIT_OK if all_ok else EXIT_NOT_CORRECT)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

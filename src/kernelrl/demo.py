@@ -1,0 +1,58 @@
+"""The demo: evaluate the example candidates shipped in `kernelrl/examples/` on built-in problems.
+
+Each example has a known verdict, so the demo doubles as a smoke test of the whole pipeline (sandbox,
+judge, verdicts) on whatever machine it runs on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import kernelrl
+from kernelrl.evaluate import Evaluator
+from kernelrl.problems import load_suite
+from kernelrl.results import EvalResult, Status
+
+EXAMPLES_DIR = Path(kernelrl.__file__).parent / "examples"
+
+
+@dataclass(frozen=True)
+class DemoCase:
+    example_file: str  # file name in EXAMPLES_DIR
+    problem_id: str  # a built-in problem
+    expected_status: Status
+
+    @property
+    def path(self) -> Path:
+        return EXAMPLES_DIR / self.example_file
+
+
+DEMO_CASES: tuple[DemoCase, ...] = (
+    DemoCase("relu_triton.py", "level0/1_relu", Status.CORRECT),
+    DemoCase("scale_shift_triton.py", "level0/2_scale_shift", Status.CORRECT),
+    DemoCase("softmax_triton.py", "level1/1_row_softmax", Status.CORRECT),
+    DemoCase("softmax_off_by_one.py", "level1/1_row_softmax", Status.WRONG_OUTPUT),
+    DemoCase("relu_abort.py", "level0/1_relu", Status.CRASHED),
+    DemoCase("relu_allclose_hack.py", "level0/1_relu", Status.WRONG_OUTPUT),
+)
+
+
+def run_demo(
+    evaluator: Evaluator,
+    cases: tuple[DemoCase, ...] = DEMO_CASES,
+    on_start: Callable[[DemoCase], None] | None = None,
+    on_result: Callable[[DemoCase, EvalResult], None] | None = None,
+) -> list[tuple[DemoCase, EvalResult]]:
+    """Evaluate every case with `evaluator`; `on_start`/`on_result` let a caller show progress."""
+    suite = load_suite("builtin")
+    results: list[tuple[DemoCase, EvalResult]] = []
+    for case in cases:
+        if on_start is not None:
+            on_start(case)
+        result = evaluator.evaluate(suite.get(case.problem_id), case.path.read_text())
+        results.append((case, result))
+        if on_result is not None:
+            on_result(case, result)
+    return results

@@ -1,0 +1,237 @@
+"""End-to-end evaluations on the CPU (Triton interpreter): the verdicts of the trust model.
+
+One Evaluator serves every test in this module, in order, so the last test also shows it still evaluates
+correctly after candidates that crashed, hung, exited, flooded stdout and ran out of memory.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+import pytest
+
+import candidates as c
+from conftest import example
+from kernelrl import EvalResult, Evaluator, Stage, Status, load_problem
+
+RUN_TIMEOUT_S = 20.0
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    with Evaluator(device="cpu", run_timeout_s=RUN_TIMEOUT_S, compile_timeout_s=RUN_TIMEOUT_S,
+                   memory_limit_gb=4, trials=3) as ev:
+        yield ev
+
+
+@pytest.fixture(scope="module")
+def relu(suite):
+    return suite.get("level0/1_relu")
+
+
+def test_correct_elementwise_kernel(evaluator, relu):
+    result = evaluator.evaluate(relu, example("relu_triton.py"))
+    assert result.status is Status.CORRECT, result.feedback
+    assert result.stage is Stage.DONE and result.compiled and result.correct
+    assert result.correctness.trials_passed == result.correctness.trials_run == 3
+    assert (result.correctness.atol, result.correctness.rtol, result.correctness.dtype) == (1e-4, 1e-4, "float32")
+    assert result.environment.mode == "cpu-interpreter"
+    assert result.timing.candidate is None and "cpu-interpreter" in result.timing.unavailable_reason
+
+
+def test_correct_softmax_kernel_default_five_trials(suite):
+    with Evaluator(device="cpu", run_timeout_s=60) as ev:
+        result = ev.evaluate(suite.get("level1/1_row_softmax"), example("softmax_triton.py"))
+    assert result.status is Status.CORRECT, result.feedback
+    assert result.correctness.trials_passed == 5
+
+
+def test_parameters_match_reference_weights(evaluator, suite):
+    result = evaluator.evaluate(suite.get("level0/2_scale_shift"), example("scale_shift_triton.py"))
+    assert result.status is Status.CORRECT, result.feedback
+
+
+def test_off_by_one_mask_is_wrong_output_with_index_and_values(evaluator, suite):
+    result = evaluator.evaluate(suite.get("level1/1_row_softmax"), example("softmax_off_by_one.py"))
+    assert result.status is Status.WRONG_OUTPUT and result.stage is Stage.CORRECTNESS
+    m = result.correctness.mismatch
+    assert m.reason == "values" and m.trial == 0 and m.output_index == 0
+    assert len(m.first_index) == 2 and m.first_index[1] == 999  # the dropped last column
+    assert m.expected_value != m.actual_value
+    assert m.max_abs_error > 1e-4 and m.mismatched > 0 and m.numel == 512 * 1000
+    assert f"index {m.first_index}" in result.feedback
+    assert result.correctness.trials_passed == 0
+
+
+def test_syntax_error_is_compile_error(evaluator, relu):
+    result = evaluator.evaluate(relu, c.SYNTAX_ERROR)
+    assert result.status is Status.COMPILE_ERROR and result.stage is Stage.STATIC
+    assert "SyntaxError" in result.feedback and "line" in result.feedback
+    assert not result.compiled
+
+
+def test_raise_at_import_is_compile_error(evaluator, relu):
+    result = evaluator.evaluate(relu, c.RAISE_AT_IMPORT)
+    assert result.status is Status.COMPILE_ERROR and result.stage is Stage.IMPORT
+    assert "broken at import" in result.feedback and "ValueError" in result.message
+
+
+def test_raise_in_forward_is_runtime_error(evaluator, relu):
+    result = evaluator.evaluate(relu, c.RAISE_IN_FORWARD)
+    assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.CORRECTNESS
+    assert "boom" in result.feedback and "kernelrl/sandbox" not in result.feedback
+    assert result.compiled
+
+
+@pytest.mark.parametrize("code, needle", [
+    (c.SYS_EXIT, "sys.exit(0)"),
+    (c.OS_EXIT, "exited with code 0"),
+    (c.ABORT, "SIGABRT"),
+])
+def test_exits_and_aborts_are_crashed(evaluator, relu, code, needle):
+    result = evaluator.evaluate(relu, code)
+    assert result.status is Status.CRASHED, result.message
+    assert needle in result.message
+    assert result.correctness.trials_passed == 0
+
+
+def test_infinite_loop_times_out(evaluator, relu):
+    start = time.monotonic()
+    result = evaluator.evaluate(relu, c.INFINITE_LOOP)
+    assert result.status is Status.TIMEOUT and result.stage is Stage.CORRECTNESS
+    assert f"{RUN_TIMEOUT_S:g} s" in result.message
+    assert time.monotonic() - start < RUN_TIMEOUT_S + 15
+
+
+@pytest.mark.parametrize("code", [c.HUGE_ALLOC, c.HUGE_BYTEARRAY])
+def test_30gb_host_allocation_is_stopped(evaluator, relu, code):
+    result = evaluator.evaluate(relu, code)
+    assert result.status in (Status.RUNTIME_ERROR, Status.CRASHED), result.message
+    text = (result.message + result.feedback).lower()
+    assert "memory" in text or "alloc" in text
+
+
+def test_100mb_print_is_truncated_and_judged_on_output(evaluator, relu):
+    result = evaluator.evaluate(relu, c.PRINT_100MB)
+    assert result.status is Status.CORRECT, result.message
+    assert result.log_bytes_dropped > 99_000_000
+    assert len(result.log) < 40_000 and "END-OF-SPAM" in result.log and "dropped" in result.log
+
+
+def test_allclose_monkeypatch_cannot_reach_the_verdict(evaluator, relu):
+    result = evaluator.evaluate(relu, example("relu_allclose_hack.py"))
+    assert result.status is Status.WRONG_OUTPUT
+
+
+def test_input_mutation_is_wrong_output(evaluator, relu):
+    result = evaluator.evaluate(relu, c.MUTATES_INPUT)
+    assert result.status is Status.WRONG_OUTPUT
+    assert result.correctness.mismatch.reason == "input_mutated"
+
+
+@pytest.mark.parametrize("code, reason", [
+    (c.WRONG_SHAPE, "shape"), (c.WRONG_DTYPE, "dtype"), (c.NAN_OUTPUT, "nonfinite"),
+])
+def test_output_checks(evaluator, relu, code, reason):
+    result = evaluator.evaluate(relu, code)
+    assert result.status is Status.WRONG_OUTPUT
+    assert result.correctness.mismatch.reason == reason
+
+
+def test_non_tensor_output_is_runtime_error(evaluator, relu):
+    result = evaluator.evaluate(relu, c.RETURNS_FLOAT)
+    assert result.status is Status.RUNTIME_ERROR and "tuple of tensors" in result.feedback
+
+
+def test_missing_modelnew_is_format_error(evaluator, relu):
+    assert evaluator.evaluate(relu, c.NO_MODELNEW).status is Status.FORMAT_ERROR
+    result = evaluator.evaluate_completion(relu, "I would use a Triton kernel here.")
+    assert result.status is Status.FORMAT_ERROR and result.stage is Stage.EXTRACT
+    assert "ModelNew" in result.feedback
+
+
+def test_cuda_cpp_candidate_is_unsupported_on_cpu(evaluator, relu):
+    result = evaluator.evaluate(relu, c.CUDA_CPP)
+    assert result.status is Status.UNSUPPORTED and "GPU" in result.message
+
+
+def test_completion_extraction_picks_the_modelnew_block(evaluator, relu):
+    completion = (
+        "First a helper:\n```python\nimport torch\nprint('not this one')\n```\n"
+        f"Here is my kernel:\n```python\n{example('relu_triton.py')}```\nDone."
+    )
+    assert evaluator.evaluate_completion(relu, completion).status is Status.CORRECT
+
+
+def test_tuple_and_scalar_outputs_and_plain_value_inputs(evaluator, tmp_path):
+    problem_file = tmp_path / "tuple_out.py"
+    problem_file.write_text(textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self, scale):
+                super().__init__()
+                self.scale = scale
+
+            def forward(self, x, shift):
+                return x.sum(), x * self.scale + shift
+
+        def get_inputs():
+            return [torch.randn(64, 32), 0.5]
+
+        def get_init_inputs():
+            return [3.0]
+    '''))
+    candidate = textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def affine_kernel(x_ptr, y_ptr, n, scale, shift, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * scale + shift, mask=mask)
+
+        class ModelNew(nn.Module):
+            def __init__(self, scale):
+                super().__init__()
+                self.scale = scale
+
+            def forward(self, x, shift):
+                y = torch.empty_like(x)
+                affine_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), self.scale, shift, BLOCK=1024)
+                return x.sum(), y
+    ''')
+    problem = load_problem(problem_file)
+    result = evaluator.evaluate(problem, candidate)
+    assert result.status is Status.CORRECT, result.feedback
+    wrong = evaluator.evaluate(problem, candidate.replace("return x.sum(), y", "return x.sum() + 1, y"))
+    assert wrong.status is Status.WRONG_OUTPUT and wrong.correctness.mismatch.output_index == 0
+
+
+def test_broken_reference_is_reported_as_problem_error(evaluator, tmp_path):
+    problem_file = tmp_path / "broken.py"
+    problem_file.write_text(
+        "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        raise RuntimeError('reference bug')\ndef get_inputs():\n    return [torch.randn(4)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    result = evaluator.evaluate(load_problem(problem_file), example("relu_triton.py"))
+    assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE
+    assert "reference bug" in result.feedback
+
+
+def test_result_json_round_trip(evaluator, suite):
+    result = evaluator.evaluate(suite.get("level1/1_row_softmax"), example("softmax_off_by_one.py"))
+    again = EvalResult.from_json(result.to_json())
+    assert again == result
+    assert again.correctness.mismatch.first_index == result.correctness.mismatch.first_index
+
+
+def test_same_evaluator_still_judges_correctly_after_failures(evaluator, relu):
+    result = evaluator.evaluate(relu, example("relu_triton.py"))
+    assert result.status is Status.CORRECT, result.feedback

@@ -1,0 +1,120 @@
+"""GPU checks (marker `gpu`): run with scripts/gpu_check.sh on a CUDA machine; skipped elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+
+import pytest
+
+import candidates as c
+from conftest import example
+from kernelrl import Evaluator, Status
+
+pytestmark = pytest.mark.gpu
+SUMMARY = os.environ.get("KERNELRL_GPU_SUMMARY")  # where to append one JSON line per evaluation
+
+
+def record(name, result):
+    t = result.timing
+    row = {
+        "case": name, "status": result.status.value, "message": result.message[:160],
+        "device": result.environment.device_name, "wall_s": result.wall_time_s,
+        "candidate_ms": t.candidate.median_ms if t and t.candidate else None,
+        "candidate_spread": t.candidate.rel_spread if t and t.candidate else None,
+        "eager_ms": t.eager.median_ms if t and t.eager else None,
+        "inductor_ms": t.inductor.median_ms if t and t.inductor else None,
+        "speedup_vs_eager": t.speedup_vs_eager if t else None,
+        "speedup_vs_inductor": t.speedup_vs_inductor if t else None,
+        "isolation": result.environment.isolation,
+    }
+    print(json.dumps(row))
+    if SUMMARY:
+        with open(SUMMARY, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    with Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8) as ev:
+        yield ev
+
+
+@pytest.mark.parametrize("name, problem_id", [
+    ("relu_triton.py", "level0/1_relu"),
+    ("scale_shift_triton.py", "level0/2_scale_shift"),
+    ("softmax_triton.py", "level1/1_row_softmax"),
+])
+def test_correct_triton_kernels_are_timed(evaluator, suite, name, problem_id):
+    result = evaluator.evaluate(suite.get(problem_id), example(name))
+    record(name, result)
+    assert result.status is Status.CORRECT, result.feedback
+    assert result.environment.mode == "gpu"
+    t = result.timing
+    assert t.candidate.median_ms > 0 and t.candidate.reps >= 20
+    assert t.eager.median_ms > 0 and t.inductor.median_ms > 0
+    assert t.speedup_vs_eager > 0 and t.speedup_vs_inductor > 0
+
+
+@pytest.mark.parametrize("name, code, status", [
+    ("softmax_off_by_one", example("softmax_off_by_one.py"), Status.WRONG_OUTPUT),
+    ("allclose_hack", example("relu_allclose_hack.py"), Status.WRONG_OUTPUT),
+    ("abort", c.ABORT, Status.CRASHED),
+    ("os_exit", c.OS_EXIT, Status.CRASHED),
+    ("sys_exit", c.SYS_EXIT, Status.CRASHED),
+    ("syntax_error", c.SYNTAX_ERROR, Status.COMPILE_ERROR),
+    ("raise_in_forward", c.RAISE_IN_FORWARD, Status.RUNTIME_ERROR),
+    ("mutates_input", c.MUTATES_INPUT, Status.WRONG_OUTPUT),
+    ("print_100mb", c.PRINT_100MB, Status.CORRECT),
+])
+def test_failure_verdicts_on_gpu(evaluator, suite, name, code, status):
+    problem = suite.get("level1/1_row_softmax" if name == "softmax_off_by_one" else "level0/1_relu")
+    result = evaluator.evaluate(problem, code)
+    record(name, result)
+    assert result.status is status, result.message
+
+
+def test_host_memory_hog_is_killed_by_watchdog(evaluator, suite):
+    result = evaluator.evaluate(suite.get("level0/1_relu"), c.HUGE_ALLOC)
+    record("30gb_host_alloc", result)
+    assert result.status in (Status.CRASHED, Status.RUNTIME_ERROR)
+    assert "memory" in (result.message + result.feedback).lower()
+
+
+def test_infinite_loop_times_out_on_gpu(suite):
+    with Evaluator(device="cuda", run_timeout_s=10) as ev:
+        start = time.monotonic()
+        result = ev.evaluate(suite.get("level0/1_relu"), c.INFINITE_LOOP)
+    record("infinite_loop", result)
+    assert result.status is Status.TIMEOUT and time.monotonic() - start < 60
+
+
+def test_cuda_cpp_candidate_builds_once_then_hits_cache(evaluator, suite, tmp_path):
+    problem = suite.get("level0/1_relu")
+    first = evaluator.evaluate(problem, example("relu_cuda.py"))
+    record("relu_cuda_cold", first)
+    assert first.status is Status.CORRECT, first.feedback + first.log[-2000:]
+    second = evaluator.evaluate(problem, example("relu_cuda.py"))
+    record("relu_cuda_warm", second)
+    assert second.status is Status.CORRECT
+    assert second.wall_time_s < first.wall_time_s
+
+
+def test_matmul_timing_is_reproducible(evaluator, suite):
+    """The 4096x4096 fp32 matmul reference, timed 3 times (candidate timer and baseline timer)."""
+    problem = suite.get("level1/2_matmul_square")
+    code = example("relu_triton.py").split("class ModelNew")[0] + (
+        "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return torch.matmul(a, b)\n")
+    candidate_ms, eager_ms = [], []
+    for i in range(3):
+        result = evaluator.evaluate(problem, code)
+        record(f"matmul_run{i}", result)
+        assert result.status is Status.CORRECT, result.feedback
+        candidate_ms.append(result.timing.candidate.median_ms)
+        eager_ms.append(evaluator.time_baselines(problem, fresh=True).eager.median_ms)
+    for name, times in (("candidate", candidate_ms), ("eager", eager_ms)):
+        spread = (max(times) - min(times)) / statistics.median(times)
+        print(f"matmul {name} medians {times} spread {spread:.4f}")
+        assert spread < 0.02
