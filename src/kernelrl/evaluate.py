@@ -392,6 +392,9 @@ class Evaluator:
         except JudgeError as exc:
             report.unavailable_reason = f"baselines failed: {str(exc)[-300:]}"
             return report
+        if "eager" not in raw:
+            report.unavailable_reason = raw.get("unavailable", "no baseline times")
+            return report
         report.eager = summarize(raw["eager"])
         if "inductor" in raw:
             report.inductor = summarize(raw["inductor"])

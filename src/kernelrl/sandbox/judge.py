@@ -45,7 +45,7 @@ class Judge:
         self.gpu = self.device.type == "cuda"
         self.problems: dict[str, tuple] = {}  # sha -> (module, model)
         self.evals: dict[str, dict] = {}
-        self.baselines: dict[str, dict] = {}
+        self._baseline_cache: dict[str, dict] = {}
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _problem(self, path: str, sha: str):
@@ -161,8 +161,8 @@ class Judge:
         if not self.gpu:
             return {"unavailable": "baselines are timed on a GPU only"}
         key = json.dumps([req["problem_sha256"], req["timer"], req["inductor"]])
-        if key in self.baselines and not req.get("fresh"):
-            return self.baselines[key]
+        if key in self._baseline_cache and not req.get("fresh"):
+            return self._baseline_cache[key]
         module, model = self._problem(req["problem_path"], req["problem_sha256"])
         args = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in self._inputs(module, req["seed"])]
         settings = TimerSettings(**req["timer"])
@@ -193,7 +193,7 @@ class Judge:
                 result["inductor_compile_s"] = compile_s
             except Exception as exc:  # noqa: BLE001 - a compiler failure leaves eager numbers usable
                 result["inductor_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
-        self.baselines[key] = result
+        self._baseline_cache[key] = result
         return result
 
 

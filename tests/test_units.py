@@ -1,0 +1,231 @@
+"""Unit tests: problem loading, code extraction, comparison, tolerances, results, the child runner."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelrl import EvalResult, ProblemError, Stage, Status, load_problem, load_suite
+from kernelrl.candidates import analyze, extract_code
+from kernelrl.problems import BUILTIN_DIR
+from kernelrl.results import CorrectnessReport, Environment, Mismatch, TimingReport, TimingStats
+from kernelrl.sandbox.runner import LogBuffer, run_child
+from kernelrl.sandbox.tensorio import TensorFileError, read_tensor, validate_meta, write_tensor
+from kernelrl.timing import summarize
+from kernelrl.verify import compare_tensors, inputs_mutated, tolerance_for
+
+PROBLEM = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    def get_inputs():
+        return [torch.randn(8)]
+
+    def get_init_inputs():
+        return []
+''')
+
+
+# -- problems ------------------------------------------------------------------------------------------
+def test_builtin_suite_loads_with_levels_tags_and_hashes():
+    suite = load_suite()
+    assert suite.name == "builtin" and len(suite) >= 5
+    relu = suite.get("level0/1_relu")
+    assert relu.level == 0 and relu.name == "1_relu" and "elementwise" in relu.tags
+    assert len(relu.sha256) == 64 and relu.path.is_file()
+    assert suite.ids() == sorted(suite.ids(), key=lambda i: (int(i[5]), int(i.split("/")[1].split("_")[0])))
+
+
+def test_kernelbench_checkout_layout(tmp_path):
+    for level, names in ((1, ["1_A.py", "10_B.py", "2_C.py"]), (2, ["1_D.py"])):
+        d = tmp_path / "KernelBench" / f"level{level}"
+        d.mkdir(parents=True)
+        for name in names:
+            (d / name).write_text(PROBLEM)
+    suite = load_suite(tmp_path)  # the repository root, as a user would pass it
+    assert suite.ids() == ["level1/1_A", "level1/2_C", "level1/10_B", "level2/1_D"]
+    assert suite.get("level1/10_B").level == 1
+
+
+def test_flat_directory_and_unmodified_files(tmp_path):
+    (tmp_path / "double.py").write_text(PROBLEM)
+    (tmp_path / "_helper.py").write_text("x = 1\n")
+    suite = load_suite(tmp_path)
+    assert suite.ids() == ["double"]
+    assert suite.get("double").source == PROBLEM  # loaded as-is
+
+
+def test_problem_errors_are_clear(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\nclass Model: pass\n")
+    with pytest.raises(ProblemError, match="get_inputs, get_init_inputs"):
+        load_problem(bad)
+    with pytest.raises(ProblemError, match="cannot read"):
+        load_problem(tmp_path / "missing.py")
+    (tmp_path / "syntax.py").write_text("def (:\n")
+    with pytest.raises(ProblemError, match="syntax error"):
+        load_problem(tmp_path / "syntax.py")
+    with pytest.raises(ProblemError, match="not a directory"):
+        load_suite(tmp_path / "nowhere")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ProblemError, match="no problem files"):
+        load_suite(empty)
+
+
+def test_copied_builtin_file_keeps_its_hash(tmp_path):
+    src = BUILTIN_DIR / "level0" / "1_relu.py"
+    shutil.copy(src, tmp_path / "1_relu.py")
+    assert load_problem(tmp_path / "1_relu.py").sha256 == load_problem(src).sha256
+
+
+# -- extraction and static facts --------------------------------------------------------------------------
+def test_extraction_picks_the_modelnew_block_not_the_first():
+    text = ("```python\nimport torch\n```\n```cuda\nclass ModelNew {}\n```\n"
+            "```python\nclass ModelNew:\n    v = 1\n```\n```python\nclass ModelNew:\n    v = 2\n```")
+    got = extract_code(text)
+    assert got.error is None and "v = 2" in got.code and got.blocks_found == 4
+
+
+def test_extraction_handles_truncated_fence_and_raw_code_and_failure():
+    assert "ModelNew" in extract_code("```python\nclass ModelNew:\n    pass\n").code
+    assert extract_code("class ModelNew:\n    pass\n").code.startswith("class ModelNew")
+    broken = extract_code("```python\nclass ModelNew(nn.Module:\n```")
+    assert broken.code is not None  # kept so the syntax error becomes the feedback
+    none = extract_code("```python\nprint(1)\n```")
+    assert none.code is None and "ModelNew" in none.error
+    assert extract_code("just prose").error.startswith("no code block")
+
+
+def test_static_analysis_syntax_backend_and_modelnew():
+    report = analyze("def f(:\n")
+    assert "line 1" in report.syntax_error and "SyntaxError" in report.syntax_error
+    assert analyze("class ModelNew: pass\n").defines_modelnew
+    assert not analyze("class Model: pass\n").defines_modelnew
+    assert analyze("from torch.utils.cpp_extension import load_inline\nclass ModelNew: pass\n").backend == "cuda-cpp"
+    assert analyze("import triton\nclass ModelNew: pass\n").backend == "triton"
+
+
+# -- comparison -----------------------------------------------------------------------------------------
+def test_compare_reports_first_mismatch_with_values():
+    expected = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    actual = expected.clone()
+    actual[1, 2] += 0.5
+    actual[2, 3] += 1.0
+    m = compare_tensors(expected, actual, 1e-4, 1e-4)
+    assert m["reason"] == "values" and m["first_index"] == [1, 2]
+    assert m["expected_value"] == 6.0 and m["actual_value"] == 6.5
+    assert m["mismatched"] == 2 and m["numel"] == 12 and m["max_abs_error"] == pytest.approx(1.0)
+    assert compare_tensors(expected, expected + 1e-5, 1e-4, 1e-4) is None
+
+
+def test_compare_shape_dtype_nan_and_scalars():
+    x = torch.ones(4)
+    assert compare_tensors(x, torch.ones(5), 1e-4, 1e-4)["reason"] == "shape"
+    assert compare_tensors(x, x.half(), 1e-4, 1e-4)["reason"] == "dtype"
+    bad = x.clone()
+    bad[3] = float("inf")
+    assert compare_tensors(x, bad, 1e-4, 1e-4)["reason"] == "nonfinite"
+    nan_ref = torch.tensor([float("nan"), 1.0])
+    assert compare_tensors(nan_ref, nan_ref.clone(), 1e-4, 1e-4) is None
+    assert compare_tensors(torch.tensor(2.0), torch.tensor(2.0), 0, 0) is None
+    assert compare_tensors(torch.tensor(2.0), torch.tensor(3.0), 0, 0)["first_index"] == []
+
+
+def test_input_mutation_detection():
+    originals = [torch.randn(5), torch.arange(3)]
+    assert inputs_mutated(originals, [t.clone() for t in originals]) is None
+    changed = [originals[0].clone(), originals[1] + 1]
+    assert inputs_mutated(originals, changed)["output_index"] == 1
+
+
+def test_tolerances_per_dtype_and_overrides():
+    assert tolerance_for(["float32"]).atol == 1e-4
+    assert (tolerance_for(["float16", "float32"]).atol, tolerance_for(["bfloat16"]).rtol) == (1e-2, 1e-2)
+    assert tolerance_for(["int64"]).atol == 0.0
+    assert tolerance_for(["float32"], {"float32": (1e-3, 2e-3)}).rtol == 2e-3
+
+
+# -- wire format ----------------------------------------------------------------------------------------
+def test_tensor_files_round_trip_and_refuse_tricks(tmp_path):
+    for t in (torch.randn(3, 4), torch.tensor(1.5), torch.randn(5).bfloat16(), torch.rand(6) > 0.5):
+        meta = write_tensor(tmp_path / "t.bin", t)
+        assert torch.equal(read_tensor(tmp_path / "t.bin", validate_meta(meta, 1 << 20)), t)
+    meta = write_tensor(tmp_path / "t.bin", torch.randn(4))
+    with pytest.raises(TensorFileError, match="header says"):
+        read_tensor(tmp_path / "t.bin", {"dtype": "float32", "shape": [5]})
+    (tmp_path / "link.bin").symlink_to(tmp_path / "t.bin")
+    with pytest.raises(TensorFileError):
+        read_tensor(tmp_path / "link.bin", meta)
+    for bad in ({"dtype": "object", "shape": [1]}, {"dtype": "float32", "shape": [-1]},
+                {"dtype": "float32", "shape": [1 << 40]}, "nope"):
+        with pytest.raises(TensorFileError):
+            validate_meta(bad, 1 << 30)
+
+
+# -- results --------------------------------------------------------------------------------------------
+def test_result_json_round_trip_with_every_section():
+    stats = TimingStats(1.0, 1.1, 0.9, 1.5, 0.1, 0.1, 20, 3, "cuda-events", 1.05)
+    result = EvalResult(
+        status=Status.CORRECT, stage=Stage.DONE, problem_id="level1/x", message="ok",
+        correctness=CorrectnessReport(5, 5, 5, "ab", 1e-4, 1e-4, "float32",
+                                      Mismatch(0, 0, "values", "d", 1.0, 2.0, 3, 4, [1, 2], 0.5, 0.7)),
+        timing=TimingReport(stats, stats, None, 2.0, None, "x"),
+        environment=Environment("gpu", "H100", "2.11", "3.6", "3.12", "0.1.0", ["netns"]),
+    )
+    assert EvalResult.from_json(result.to_json()) == result
+    assert result.compiled and result.correct
+
+
+def test_timing_summary_rejects_forged_numbers():
+    stats = summarize({"times_ms": [1.0, 2.0, 3.0, 4.0], "wall_ms": [1.1, 2.1, 3.1, 4.1], "warmup": 3})
+    assert stats.median_ms == 2.5 and stats.reps == 4 and stats.wall_median_ms == pytest.approx(2.6)
+    for bad in ([], [float("nan")], [-1.0]):
+        with pytest.raises(ValueError):
+            summarize({"times_ms": bad})
+
+
+# -- the child runner -----------------------------------------------------------------------------------
+def _run(code: str, **kw):
+    events = []
+    outcome = run_child([sys.executable, "-c", code], env={"PATH": "/usr/bin:/bin"}, cwd=str(Path.cwd()),
+                        timeouts={"start": 10, "import": 10, "run": 10}, memory_limit_bytes=kw.get("mem", 0),
+                        log_limit_bytes=1000, on_event=lambda e: events.append(e) or True)
+    return outcome, events
+
+
+def test_runner_reads_protocol_and_ignores_exit_code():
+    code = ("import os, json; fd = int(os.environ['KERNELRL_PROTO_FD']); "
+            "os.write(fd, b'{\"event\": \"ready\"}\\n{\"event\": \"done\"}\\n'); print('hi'); raise SystemExit(7)")
+    outcome, events = _run(code)
+    assert [e["event"] for e in events] == ["ready", "done"] and outcome.returncode == 7
+    assert "hi" in outcome.log
+
+
+def test_runner_memory_watchdog_kills_a_hog():
+    code = "import time\nchunks = []\nwhile True:\n    chunks.append(bytearray(50 << 20))\n    time.sleep(0.01)\n"
+    outcome, _ = _run(code, mem=300 << 20)
+    assert outcome.memory_exceeded_bytes > 300 << 20 and outcome.returncode < 0
+
+
+def test_runner_flags_malformed_protocol_and_timeouts():
+    outcome, _ = _run("import os; os.write(int(os.environ['KERNELRL_PROTO_FD']), b'not json\\n')")
+    assert "malformed" in outcome.protocol_error
+    outcome, _ = _run("while True: pass")
+    assert outcome.timed_out_phase == "start" and outcome.timeout_s == 10
+
+
+def test_log_buffer_keeps_head_and_tail():
+    log = LogBuffer(10)
+    for chunk in (b"HEAD-", b"x" * 1000, b"-TAIL"):
+        log.add(chunk)
+    assert log.text().startswith("HEAD-") and log.text().endswith("-TAIL") and log.dropped == 1000
