@@ -9,10 +9,10 @@ from __future__ import annotations
 import textwrap
 import time
 
-import pytest
-
 import candidates as c
+import pytest
 from conftest import example
+
 from kernelrl import EvalResult, Evaluator, Stage, Status, load_problem
 
 RUN_TIMEOUT_S = 20.0

@@ -7,10 +7,10 @@ import os
 import statistics
 import time
 
-import pytest
-
 import candidates as c
+import pytest
 from conftest import example
+
 from kernelrl import Evaluator, Status
 
 pytestmark = pytest.mark.gpu

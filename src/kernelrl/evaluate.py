@@ -12,8 +12,8 @@ import hashlib
 import json
 import os
 import secrets
-import signal
 import shutil
+import signal
 import sys
 import tempfile
 import time

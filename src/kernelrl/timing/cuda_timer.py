@@ -67,7 +67,6 @@ def time_cuda(
         event_ms, wall_ms = timed_rep()
         times.append(event_ms)
         walls.append(wall_ms)
-    del flush
     return {"times_ms": times, "wall_ms": walls, "warmup": len(warm_times), "method": METHOD}
 
 
