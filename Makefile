@@ -1,0 +1,30 @@
+# kernelrl: `make demo` and `make test` work on a fresh machine (they create .venv when it is missing).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# On a CPU-only machine torch==2.13.0 is the local CPU build; a range (>=2.5) in pyproject keeps whatever
+# torch is already installed on a GPU machine.
+TORCH_PIN ?= torch==2.13.0
+
+.PHONY: venv demo test lint gpu-check clean
+
+$(BIN)/kernelrl:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "$(TORCH_PIN)"
+	$(BIN)/pip install -q -e ".[dev]"
+
+venv: $(BIN)/kernelrl
+
+demo: venv
+	$(BIN)/kernelrl demo
+
+test: venv
+	$(BIN)/ruff check src tests
+	$(BIN)/python -m pytest -q
+
+gpu-check:  # on a CUDA machine with torch and triton installed (no venv, no internet needed)
+	bash scripts/gpu_check.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info
