@@ -17,7 +17,8 @@ from kernelrl.results import CorrectnessReport, Environment, Mismatch, TimingRep
 from kernelrl.sandbox.runner import LogBuffer, run_child
 from kernelrl.sandbox.tensorio import TensorFileError, read_tensor, validate_meta, write_tensor
 from kernelrl.timing import summarize
-from kernelrl.verify import compare_tensors, inputs_mutated, tolerance_for
+from kernelrl.verify import tolerance_for
+from kernelrl.verify.compare import compare_tensors, inputs_mutated
 
 PROBLEM = textwrap.dedent('''
     import torch
@@ -229,3 +230,11 @@ def test_log_buffer_keeps_head_and_tail():
     for chunk in (b"HEAD-", b"x" * 1000, b"-TAIL"):
         log.add(chunk)
     assert log.text().startswith("HEAD-") and log.text().endswith("-TAIL") and log.dropped == 1000
+
+
+def test_verdict_process_does_not_import_torch():
+    """The verdict side (API, CLI) stays light and never loads the framework candidates run on."""
+    import subprocess
+
+    code = "import sys, kernelrl, kernelrl.cli, kernelrl.evaluate; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

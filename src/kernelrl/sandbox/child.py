@@ -88,7 +88,7 @@ def main(argv: list[str]) -> None:
 
     import torch
 
-    from kernelrl.sandbox.tensorio import DTYPES, read_tensor, tensor_meta, write_tensor
+    from kernelrl.sandbox.tensorio import ITEMSIZE, read_tensor, tensor_meta, write_tensor
     from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
 
     gpu = request["mode"] == "gpu"
@@ -143,7 +143,7 @@ def main(argv: list[str]) -> None:
                 meta = tensor_meta(t)
                 meta["subclass"] = type(t) is not torch.Tensor
                 metas.append(meta)
-                if meta["dtype"] in DTYPES:
+                if meta["dtype"] in ITEMSIZE:
                     write_tensor(os.path.join(out_dir, f"trial{index}_out{k}.bin"), t)
             for k, t in enumerate(inputs):
                 write_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), t)

@@ -9,21 +9,15 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "int64": torch.int64,
-    "int32": torch.int32,
-    "int16": torch.int16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-    "complex64": torch.complex64,
+# dtype name -> bytes per element; the verdict process validates headers without importing torch
+ITEMSIZE: dict[str, int] = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+    "uint8": 1, "bool": 1, "complex64": 8,
 }
 
 
@@ -43,11 +37,13 @@ def nbytes_of(meta: dict) -> int:
     numel = 1
     for dim in meta["shape"]:
         numel *= dim
-    return numel * torch.empty((), dtype=DTYPES[meta["dtype"]]).element_size()
+    return numel * ITEMSIZE[meta["dtype"]]
 
 
 def write_tensor(path: str | Path, t: torch.Tensor) -> dict:
     """Write `t`'s values (copied to host memory) and return its header."""
+    import torch
+
     host = t.detach().contiguous().cpu()
     raw = host.reshape(-1).view(torch.uint8) if host.numel() else torch.empty(0, dtype=torch.uint8)
     with open(path, "wb") as f:
@@ -57,7 +53,7 @@ def write_tensor(path: str | Path, t: torch.Tensor) -> dict:
 
 def validate_meta(meta: object, max_bytes: int) -> dict:
     """Check an untrusted header: known dtype, sane shape, bounded size."""
-    if not isinstance(meta, dict) or meta.get("dtype") not in DTYPES or not isinstance(meta.get("shape"), list):
+    if not isinstance(meta, dict) or meta.get("dtype") not in ITEMSIZE or not isinstance(meta.get("shape"), list):
         raise TensorFileError(f"malformed tensor header: {str(meta)[:200]}")
     shape = meta["shape"]
     if len(shape) > 16 or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d for d in shape):
@@ -91,7 +87,9 @@ def read_tensor(path: str | Path, meta: dict) -> torch.Tensor:
             got += n
     finally:
         os.close(fd)
-    dtype = DTYPES[meta["dtype"]]
+    import torch
+
+    dtype = getattr(torch, meta["dtype"])
     if expected == 0:
         return torch.empty(meta["shape"], dtype=dtype)
     return torch.frombuffer(buf, dtype=dtype).reshape(meta["shape"])
