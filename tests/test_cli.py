@@ -101,3 +101,9 @@ def test_usage_error_exits_2():
     half = cli("eval", "--suite", "builtin")
     assert half.returncode == 2
     assert "Traceback" not in neither.stderr + half.stderr
+
+
+def test_demo_verdicts_match_on_cpu():
+    proc = cli("demo", "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "6/6 verdicts as expected" in proc.stdout

@@ -225,6 +225,19 @@ def test_broken_reference_is_reported_as_problem_error(evaluator, tmp_path):
     assert "reference bug" in result.feedback
 
 
+def test_judge_death_is_survived(evaluator, tmp_path, relu):
+    problem_file = tmp_path / "kills_judge.py"
+    problem_file.write_text(
+        "import os\nimport torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        os._exit(3)\ndef get_inputs():\n    return [torch.randn(4)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    result = evaluator.evaluate(load_problem(problem_file), example("relu_triton.py"))
+    assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE
+    assert "died" in result.feedback
+    assert evaluator.evaluate(relu, example("relu_triton.py")).status is Status.CORRECT
+
+
 def test_result_json_round_trip(evaluator, suite):
     result = evaluator.evaluate(suite.get("level1/1_row_softmax"), example("softmax_off_by_one.py"))
     again = EvalResult.from_json(result.to_json())

@@ -227,10 +227,11 @@ class Evaluator:
         try:
             return self._run(problem, code, env, base, workdir, eval_id)
         finally:
-            try:
-                self._judge.request("release", eval_id=eval_id, timeout_s=60)
-            except JudgeError:
-                pass
+            if self._judge.running():  # a judge that died took this evaluation's state with it
+                try:
+                    self._judge.request("release", eval_id=eval_id, timeout_s=60)
+                except JudgeError:
+                    pass
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _run(self, problem, code, env, base, workdir: Path, eval_id: str) -> EvalResult:

@@ -45,6 +45,9 @@ class JudgeClient:
             raise JudgeError(f"the judge process could not start: {hello.get('error')}")
         self.info = {k: v for k, v in hello.items() if k != "ok"}
 
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def ensure_started(self) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
