@@ -213,26 +213,25 @@ def test_tuple_and_scalar_outputs_and_plain_value_inputs(evaluator, tmp_path):
     assert wrong.status is Status.WRONG_OUTPUT and wrong.correctness.mismatch.output_index == 0
 
 
-def test_broken_reference_is_reported_as_problem_error(evaluator, tmp_path):
-    problem_file = tmp_path / "broken.py"
-    problem_file.write_text(
-        "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
-        "        raise RuntimeError('reference bug')\ndef get_inputs():\n    return [torch.randn(4)]\n"
+def _problem_with_forward(path, forward_body: str):
+    path.write_text(
+        "import os\nimport torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        f"        {forward_body}\ndef get_inputs():\n    return [torch.randn(4)]\n"
         "def get_init_inputs():\n    return []\n"
     )
-    result = evaluator.evaluate(load_problem(problem_file), example("relu_triton.py"))
+    return load_problem(path)
+
+
+def test_broken_reference_is_reported_as_problem_error(evaluator, tmp_path):
+    problem = _problem_with_forward(tmp_path / "broken.py", "raise RuntimeError('reference bug')")
+    result = evaluator.evaluate(problem, example("relu_triton.py"))
     assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE
     assert "reference bug" in result.feedback
 
 
 def test_judge_death_is_survived(evaluator, tmp_path, relu):
-    problem_file = tmp_path / "kills_judge.py"
-    problem_file.write_text(
-        "import os\nimport torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
-        "        os._exit(3)\ndef get_inputs():\n    return [torch.randn(4)]\n"
-        "def get_init_inputs():\n    return []\n"
-    )
-    result = evaluator.evaluate(load_problem(problem_file), example("relu_triton.py"))
+    problem = _problem_with_forward(tmp_path / "kills_judge.py", "os._exit(3)")
+    result = evaluator.evaluate(problem, example("relu_triton.py"))
     assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE
     assert "died" in result.feedback
     assert evaluator.evaluate(relu, example("relu_triton.py")).status is Status.CORRECT
