@@ -33,9 +33,10 @@ from kernelrl.results import (
     Status,
     TimingReport,
 )
+from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
 from kernelrl.sandbox.runner import ChildOutcome, run_child
-from kernelrl.sandbox.tensorio import TensorFileError, validate_meta
+from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, validate_meta
 from kernelrl.timing.cuda_timer import TimerSettings, summarize
 from kernelrl.verify.tolerance import tolerance_for
 
@@ -69,6 +70,7 @@ class EvalConfig:
     max_output_gb: float = 8.0  # largest tensor read back from the candidate
     log_limit_bytes: int = 32 * 1024
     isolate_network: bool = True
+    isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
     cache_dir: Path | None = None  # torch extension builds (default ~/.cache/kernelrl)
 
     def __post_init__(self) -> None:
@@ -91,7 +93,8 @@ class _Trials:
 
     def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, planned: int, mode: str, tol, max_bytes):
         self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
-        self.planned, self.mode, self.tol, self.max_bytes = planned, mode, tol, max_bytes
+        self.planned, self.tol, self.max_bytes = planned, tol, max_bytes
+        self.device = "cuda" if mode == "gpu" else "cpu"
         self.passed = 0
         self.run = 0
         self.mismatch: Mismatch | None = None
@@ -110,21 +113,24 @@ class _Trials:
             self.problem = f"unexpected trial report {str(event.get('index'))[:20]}"
             return False
         self.run += 1
+        raw = event.get("outputs")
+        if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
+            self.problem = "malformed trial report"
+            return False
+        for k, meta in enumerate(raw):
+            if meta.get("subclass"):
+                self.hack = "forward returned a torch.Tensor subclass; outputs must be plain tensors"
+                return False
+            if meta.get("dtype") not in ITEMSIZE:
+                return self._mismatch(k, "dtype", f"output {k} has unsupported dtype {str(meta.get('dtype'))[:40]}")
+            if meta.get("device") != self.device:
+                return self._mismatch(k, "device", f"output {k} is on {str(meta.get('device'))[:20]}, "
+                                                   f"expected {self.device}")
         try:
-            metas = [validate_meta(m, self.max_bytes) for m in event.get("outputs", [])]
+            metas = [validate_meta(m, self.max_bytes) for m in raw]
         except TensorFileError as exc:
             self.problem = f"unreadable output: {exc}"
             return False
-        raw = event.get("outputs", [])
-        if any(isinstance(m, dict) and m.get("subclass") for m in raw):
-            self.hack = "forward returned a torch.Tensor subclass; outputs must be plain tensors"
-            return False
-        want = "cuda" if self.mode == "gpu" else "cpu"
-        for k, meta in enumerate(metas):
-            if meta["device"] != want:
-                self.mismatch = Mismatch(trial=self.run - 1, output_index=k, reason="device",
-                                         detail=f"output {k} is on {meta['device']}, expected {want}")
-                return False
         try:
             found = self.judge.request("compare", eval_id=self.eval_id, trial=self.run - 1, out_dir=self.out_dir,
                                        outputs=metas, atol=self.tol.atol, rtol=self.tol.rtol)["mismatch"]
@@ -136,6 +142,10 @@ class _Trials:
             return False
         self.passed += 1
         return True
+
+    def _mismatch(self, output_index: int, reason: str, detail: str) -> bool:
+        self.mismatch = Mismatch(trial=self.run - 1, output_index=output_index, reason=reason, detail=detail)
+        return False
 
 
 class Evaluator:
@@ -152,6 +162,7 @@ class Evaluator:
         self._judge = JudgeClient(judge_device, self.config.judge_timeout_s, self._visible_devices())
         cache = self.config.cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelrl"
         self._cache_dir = Path(cache)
+        self._sandbox_prefix: list[str] | None = None  # probed on first use
 
     def _visible_devices(self) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": self._cuda_index} if self._cuda_index is not None else {}
@@ -265,8 +276,10 @@ class Evaluator:
         }
         (workdir / "request.json").write_text(json.dumps(request))
         trials = _Trials(self._judge, eval_id, str(out_dir), cfg.trials, env.mode, tol, int(cfg.max_output_gb * _GiB))
+        if self._sandbox_prefix is None:
+            self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
         outcome = run_child(
-            [sys.executable, "-m", "kernelrl.sandbox.child", str(workdir / "request.json")],
+            [*self._sandbox_prefix, sys.executable, "-m", "kernelrl.sandbox.child", str(workdir / "request.json")],
             env=self._child_env(env.mode, workdir, home, _sha(code)),
             cwd=str(home),
             timeouts={"start": cfg.startup_timeout_s, "import": cfg.compile_timeout_s, "run": cfg.run_timeout_s},
@@ -359,6 +372,9 @@ class Evaluator:
                               feedback=detail or "", **base)
         if outcome.last("done") is None or trials.passed < cfg.trials:
             code = outcome.returncode
+            ended = outcome.last("terminated")  # from the namespace's init process, when there is one
+            if ended is not None:
+                code = -int(ended["signal"]) if "signal" in ended else ended.get("exit_code")
             how = f"exited with code {code}"
             if code is not None and code < 0:
                 try:

@@ -68,10 +68,32 @@ def _load_args(in_dir: str, trial: dict, device, read_tensor) -> tuple[list, lis
     return tensors, args
 
 
+def _init_process(channel: _Channel) -> None:
+    """PID 1 of the sandbox's PID namespace: fork the real stub and reap. PID 1 ignores signals it has no
+    handler for (abort() would not end it), so candidate code must never run as PID 1. When this process
+    exits, the kernel kills everything left in the namespace."""
+    isolation.make_undumpable()
+    child = os.fork()
+    if child == 0:
+        return
+    while True:
+        pid, status = os.waitpid(-1, 0)  # also reaps orphans the candidate leaves behind
+        if pid == child:
+            if os.WIFSIGNALED(status):
+                channel.send("terminated", signal=os.WTERMSIG(status))
+            else:
+                channel.send("terminated", exit_code=os.WEXITSTATUS(status))
+            os._exit(0)
+
+
 def main(argv: list[str]) -> None:
     request = json.loads(open(argv[1]).read())
     channel = _Channel(int(os.environ.pop("KERNELRL_PROTO_FD")))
     isolation.die_with_parent()
+    in_pid_namespace = os.getpid() == 1
+    if in_pid_namespace:
+        _init_process(channel)
+        isolation.die_with_parent()
     applied = ["process-group", "private-tmpdir", "env-allowlist"]
     network = isolation.isolate_network() if request["isolate_network"] else None
     if network:
@@ -101,8 +123,12 @@ def main(argv: list[str]) -> None:
         # address-space caps break CUDA start-up (see DESIGN.md); on GPU the parent's RSS watchdog caps memory
         if isolation.set_limit(resource.RLIMIT_AS, request["memory_limit_bytes"]):
             applied.append("rlimit-as")
+    if isolation.drop_capabilities():  # after CUDA start-up, which may need them
+        applied.append("no-capabilities")
+    if in_pid_namespace:
+        applied.append("pidns")
     device = torch.device("cuda" if gpu else "cpu")
-    channel.send("ready", isolation=applied, pid=os.getpid())
+    channel.send("ready", isolation=applied)
 
     def load(path: str, name: str):
         spec = importlib.util.spec_from_file_location(name, path)

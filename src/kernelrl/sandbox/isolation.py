@@ -5,7 +5,9 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import shutil
 import signal
+import subprocess
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
@@ -70,10 +72,51 @@ def set_limit(which: int, value: int) -> bool:
         return False
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident memory of a process (0 when it is gone)."""
+def drop_capabilities() -> bool:
+    """Empty this process's capability sets (a no-op for non-root). Root without CAP_SYS_PTRACE cannot read
+    an undumpable process's memory, and without CAP_KILL cannot signal other users' processes."""
+    libc = _libc()
+    for cap in range(64):  # the bounding set first, so no execve can bring capabilities back
+        if libc.prctl(24, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:  # PR_CAPBSET_DROP; EINVAL: no such cap
+            break
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    return libc.capset(ctypes.byref(header), data) == 0
+
+
+def pid_namespace_prefix() -> list[str]:
+    """A command prefix that starts the sandbox as PID 1 of a new PID namespace with its own /proc, so the
+    candidate can neither see nor signal the verdict and judge processes. Empty when not permitted here."""
+    tool = shutil.which("unshare")
+    if tool is None:
+        return []
+    prefix = [tool, "--pid", "--fork", "--mount-proc", "--kill-child"]
     try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, IndexError, ValueError):
-        return 0
+        probe = subprocess.run([*prefix, "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return prefix if probe.returncode == 0 else []
+
+
+def group_rss_bytes(pgid: int) -> int:
+    """Resident memory of every process in a process group (so forking does not dodge the limit)."""
+    total, page = 0, os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:  # fields after the command name: state, ppid, pgrp, ...
+                total += int(fields[21]) * page  # rss in pages
+        except (OSError, IndexError, ValueError):
+            continue
+    return total

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kernelrl.sandbox.isolation import rss_bytes
+from kernelrl.sandbox.isolation import group_rss_bytes
 
 MAX_PROTOCOL_LINE = 1 << 20
 
@@ -104,6 +104,7 @@ def run_child(
     pending = bytearray()
     phase, phase_start = "start", time.monotonic()
     open_streams = 2
+    next_memory_check = 0.0
     try:
         while open_streams:
             deadline = phase_start + timeouts[phase]
@@ -111,10 +112,12 @@ def run_child(
             if now >= deadline:
                 outcome.timed_out_phase, outcome.timeout_s = phase, timeouts[phase]
                 break
-            rss = rss_bytes(proc.pid)
-            if memory_limit_bytes and rss > memory_limit_bytes:
-                outcome.memory_exceeded_bytes = rss
-                break
+            if memory_limit_bytes and now >= next_memory_check:
+                next_memory_check = now + 0.05
+                rss = group_rss_bytes(proc.pid)
+                if rss > memory_limit_bytes:
+                    outcome.memory_exceeded_bytes = rss
+                    break
             ready = sel.select(timeout=min(0.05, deadline - now))
             if not ready and proc.poll() is not None:
                 break  # exited, pipes drained; a grandchild may still hold them open, it gets killed below
