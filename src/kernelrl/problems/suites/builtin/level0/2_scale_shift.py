@@ -1,7 +1,7 @@
 import torch
 import torch.nn as nn
 
-METADATA = {"tags": ["elementwise", "affine", "broadcast"], "difficulty": 1, "dtype": "float32"}
+METADATA = {"tags": ["elementwise", "affine", "broadcast"], "family": "affine", "difficulty": 1, "dtype": "float32"}
 
 
 class Model(nn.Module):
@@ -16,9 +16,17 @@ class Model(nn.Module):
         return x * self.scale + self.shift
 
 
-def get_inputs():
-    return [torch.randn(4096, 1024)]
+def get_input_sets():
+    return {
+        "bench": dict(rows=65536, channels=4096),
+        "check": dict(rows=8, channels=96),
+        "sweep_odd": dict(rows=33, channels=1531),
+    }
 
 
-def get_init_inputs():
-    return [1024]
+def get_inputs(rows=65536, channels=4096):
+    return [torch.randn(rows, channels)]
+
+
+def get_init_inputs(channels=4096):
+    return [channels]

@@ -1,13 +1,11 @@
 import torch
 import torch.nn as nn
 
-METADATA = {"tags": ["gemm"], "difficulty": 3, "dtype": "float32"}
-
-N = 4096
+METADATA = {"tags": ["gemm"], "family": "gemm", "difficulty": 3, "dtype": "float32"}
 
 
 class Model(nn.Module):
-    """Square fp32 matrix product C = A @ B."""
+    """fp32 matrix product C = A @ B (square at bench size)."""
 
     def __init__(self):
         super().__init__()
@@ -16,8 +14,16 @@ class Model(nn.Module):
         return torch.matmul(a, b)
 
 
-def get_inputs():
-    return [torch.randn(N, N), torch.randn(N, N)]
+def get_input_sets():
+    return {
+        "bench": dict(m=4096, k=4096, n=4096),
+        "check": dict(m=16, k=32, n=24),
+        "sweep_odd": dict(m=97, k=131, n=61),
+    }
+
+
+def get_inputs(m=4096, k=4096, n=4096):
+    return [torch.randn(m, k), torch.randn(k, n)]
 
 
 def get_init_inputs():

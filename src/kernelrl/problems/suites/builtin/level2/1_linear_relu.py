@@ -1,7 +1,7 @@
 import torch
 import torch.nn as nn
 
-METADATA = {"tags": ["gemm", "bias", "activation", "fused"], "difficulty": 3, "dtype": "float32"}
+METADATA = {"tags": ["gemm", "bias", "activation", "fused"], "family": "gemm_epilogue", "difficulty": 3, "dtype": "float32"}
 
 
 class Model(nn.Module):
@@ -15,9 +15,17 @@ class Model(nn.Module):
         return torch.relu(self.linear(x))
 
 
-def get_inputs():
-    return [torch.randn(1024, 2048)]
+def get_input_sets():
+    return {
+        "bench": dict(batch=8192, in_features=4096, out_features=4096),
+        "check": dict(batch=8, in_features=32, out_features=48),
+        "sweep_odd": dict(batch=37, in_features=97, out_features=131),
+    }
 
 
-def get_init_inputs():
-    return [2048, 4096]
+def get_inputs(batch=8192, in_features=4096):
+    return [torch.randn(batch, in_features)]
+
+
+def get_init_inputs(in_features=4096, out_features=4096):
+    return [in_features, out_features]
