@@ -62,7 +62,7 @@ def main() -> int:
                 outs.append((inputs, flat(ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))))
         (inputs, ref), (_, ref2) = outs
         mags = [float(t.float().abs().mean()) for t in ref]
-        dependent = any(not torch.allclose(a, b, atol=1e-4, rtol=1e-4) for a, b in zip(ref, ref2))
+        dependent = any(not torch.allclose(a, b, atol=1e-4, rtol=1e-4) for a, b in zip(ref, ref2, strict=True))
         zeros = all(torch.allclose(torch.zeros_like(t), t, atol=1e-4, rtol=1e-4) for t in ref)
         line = f"{name}: outputs {[tuple(t.shape) for t in ref]} mean|out| {[f'{m:.3g}' for m in mags]}"
         if not dependent or zeros:
@@ -75,7 +75,7 @@ def main() -> int:
             model = solution.ModelNew(*init)
             with torch.no_grad():
                 got = flat(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-            for i, (e, a) in enumerate(zip(ref, got)):
+            for i, (e, a) in enumerate(zip(ref, got, strict=False)):
                 good = e.shape == a.shape and e.dtype == a.dtype and torch.allclose(e, a, atol=1e-4, rtol=1e-4)
                 if not good:
                     ok = False

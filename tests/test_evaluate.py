@@ -57,9 +57,10 @@ def test_off_by_one_mask_is_wrong_output_with_index_and_values(evaluator, suite)
     assert result.status is Status.WRONG_OUTPUT and result.stage is Stage.CORRECTNESS
     m = result.correctness.mismatch
     assert m.reason == "values" and m.trial == 0 and m.output_index == 0
-    assert len(m.first_index) == 2 and 0 <= m.first_index[0] < 512 and 0 <= m.first_index[1] < 1000
+    assert m.input_set == "check" and m.numel == 16 * 100  # trials start on the problem's check set
+    assert len(m.first_index) == 2 and 0 <= m.first_index[0] < 16 and 0 <= m.first_index[1] < 100
     assert m.expected_value != m.actual_value
-    assert m.max_abs_error > 1e-4 and m.mismatched > 0 and m.numel == 512 * 1000
+    assert m.max_abs_error > 1e-4 and m.mismatched > 0
     assert f"index {m.first_index}" in result.feedback
     assert result.correctness.trials_passed == 0
 
@@ -235,6 +236,28 @@ def test_judge_death_is_survived(evaluator, tmp_path, relu):
     assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE
     assert "died" in result.feedback
     assert evaluator.evaluate(relu, example("relu_triton.py")).status is Status.CORRECT
+
+
+def test_trials_cover_check_and_sweep_sets(evaluator, relu):
+    result = evaluator.evaluate(relu, example("relu_triton.py"))
+    assert result.correctness.input_sets == ["check", "sweep_odd"]  # bench only on a GPU
+    assert result.correctness.trials_run == 3
+
+
+def test_kernel_hard_coded_for_one_shape_fails_on_the_sweep(evaluator, relu):
+    hard_coded = example("relu_triton.py").replace("n = x.numel()", "n = 16 * 256  # the check set's size")
+    result = evaluator.evaluate(relu, hard_coded)
+    assert result.status is Status.WRONG_OUTPUT
+    assert result.correctness.mismatch.input_set == "sweep_odd" and result.correctness.trials_passed == 1
+
+
+def test_input_sets_can_be_chosen_and_unknown_ones_are_refused(relu):
+    with Evaluator(device="cpu", input_sets=("check",), trials=2) as ev:
+        result = ev.evaluate(relu, example("relu_triton.py"))
+        assert result.status is Status.CORRECT and result.correctness.input_sets == ["check"]
+    with Evaluator(device="cpu", input_sets=("huge",)) as ev:
+        result = ev.evaluate(relu, example("relu_triton.py"))
+        assert result.stage is Stage.REFERENCE and "no input set(s) ['huge']" in result.feedback
 
 
 def test_result_json_round_trip(evaluator, suite):

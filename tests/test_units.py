@@ -178,8 +178,9 @@ def test_result_json_round_trip_with_every_section():
     stats = TimingStats(1.0, 1.1, 0.9, 1.5, 0.1, 0.1, 20, 3, "cuda-events", 1.05)
     result = EvalResult(
         status=Status.CORRECT, stage=Stage.DONE, problem_id="level1/x", message="ok",
-        correctness=CorrectnessReport(5, 5, 5, "ab", 1e-4, 1e-4, "float32",
-                                      Mismatch(0, 0, "values", "d", 1.0, 2.0, 3, 4, [1, 2], 0.5, 0.7)),
+        correctness=CorrectnessReport(5, 5, 5, "ab", 1e-4, 1e-4, "float32", input_sets=["check", "sweep_a"],
+                                      mismatch=Mismatch(0, 0, "values", "d", 1.0, 2.0, 3, 4, [1, 2], 0.5, 0.7,
+                                                        "check")),
         timing=TimingReport(stats, stats, None, 2.0, None, "x"),
         environment=Environment("gpu", "H100", "2.11", "3.6", "3.12", "0.1.0", ["netns"]),
     )
@@ -238,3 +239,28 @@ def test_verdict_process_does_not_import_torch():
 
     code = "import sys, kernelrl, kernelrl.cli, kernelrl.evaluate; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_input_set_helpers():
+    import types
+
+    from kernelrl.problems.input_sets import (
+        InputSetError,
+        call_with,
+        correctness_sets,
+        input_sets,
+        timing_set,
+    )
+
+    plain = types.SimpleNamespace()
+    assert input_sets(plain) == {"default": {}} and timing_set(["default"]) == "default"
+    hooked = types.SimpleNamespace(get_input_sets=lambda: {"bench": {"n": 8}, "check": {"n": 1}, "sweep_b": {},
+                                                           "sweep_a": {}})
+    names = list(input_sets(hooked))
+    assert correctness_sets(names, gpu=False) == ["check", "sweep_a", "sweep_b"]
+    assert correctness_sets(names, gpu=True)[-1] == "bench" and timing_set(names) == "bench"
+    for bad in ({"bench": {}}, {"bench": {}, "check": {}, "huge": {}}, {"bench": 1, "check": {}}):
+        with pytest.raises(InputSetError):
+            input_sets(types.SimpleNamespace(get_input_sets=lambda bad=bad: bad))
+    assert call_with(lambda n=1: n, {"n": 5, "m": 2}) == 5
+    assert call_with(lambda **kw: sorted(kw), {"n": 5, "m": 2}) == ["m", "n"]

@@ -56,7 +56,8 @@ class EvaluatorError(RuntimeError):
 @dataclass(frozen=True)
 class EvalConfig:
     device: str = "auto"  # 'auto', 'cpu', 'cuda' or 'cuda:N'
-    trials: int = 5
+    trials: int = 5  # at least one per input set
+    input_sets: tuple[str, ...] | None = None  # None: check + sweep* (+ bench on a GPU); see docs/problem-format.md
     seed: int | None = None  # None: a fresh secret seed per evaluation
     tolerances: dict[str, tuple[float, float]] | None = None  # dtype name -> (atol, rtol) overrides
     timing: bool = True  # GPU only
@@ -91,9 +92,9 @@ def _sha(text: str) -> str:
 class _Trials:
     """Per-evaluation bookkeeping for the child's streamed trial reports."""
 
-    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, planned: int, mode: str, tol, max_bytes):
+    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[dict], mode: str, tol, max_bytes):
         self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
-        self.planned, self.tol, self.max_bytes = planned, tol, max_bytes
+        self.plan, self.planned, self.tol, self.max_bytes = plan, len(plan), tol, max_bytes
         self.device = "cuda" if mode == "gpu" else "cpu"
         self.passed = 0
         self.run = 0
@@ -138,13 +139,14 @@ class _Trials:
             self.problem = f"outputs could not be compared: {str(exc)[-500:]}"
             return False
         if found is not None:
-            self.mismatch = Mismatch(trial=self.run - 1, **found)
+            self.mismatch = Mismatch(trial=self.run - 1, input_set=self.plan[self.run - 1]["set"], **found)
             return False
         self.passed += 1
         return True
 
     def _mismatch(self, output_index: int, reason: str, detail: str) -> bool:
-        self.mismatch = Mismatch(trial=self.run - 1, output_index=output_index, reason=reason, detail=detail)
+        self.mismatch = Mismatch(trial=self.run - 1, output_index=output_index, reason=reason, detail=detail,
+                                 input_set=self.plan[self.run - 1]["set"])
         return False
 
 
@@ -251,11 +253,10 @@ class Evaluator:
         for d in (in_dir, out_dir, home):
             d.mkdir()
         master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
-        seeds = [int(_sha(f"{master}:{i}")[:15], 16) for i in range(cfg.trials)]
-        seeds_sha = _sha(json.dumps(seeds))
         try:
             prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
-                                           problem_sha256=problem.sha256, seeds=seeds, in_dir=str(in_dir))
+                                           problem_sha256=problem.sha256, master_seed=master,
+                                           min_trials=cfg.trials, input_sets=list(cfg.input_sets or []), in_dir=str(in_dir))
         except JudgeError as exc:
             return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                               message="the problem's reference failed (a problem error, not the candidate's)",
@@ -270,12 +271,15 @@ class Evaluator:
         request = {
             "mode": env.mode, "problem_path": str(problem.path), "candidate_path": str(candidate_path),
             "in_dir": str(in_dir), "out_dir": str(out_dir), "trials": prepared["trials"],
+            "timing_set": prepared["timing_set"],
             "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer),
             "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
             "isolate_network": cfg.isolate_network,
         }
         (workdir / "request.json").write_text(json.dumps(request))
-        trials = _Trials(self._judge, eval_id, str(out_dir), cfg.trials, env.mode, tol, int(cfg.max_output_gb * _GiB))
+        planned = len(prepared["trials"])
+        trials = _Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
+                         int(cfg.max_output_gb * _GiB))
         if self._sandbox_prefix is None:
             self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
         outcome = run_child(
@@ -291,14 +295,15 @@ class Evaluator:
         iso = ready.get("isolation", [])
         env = dataclasses.replace(env, isolation=[str(x)[:32] for x in iso] if isinstance(iso, list) else [])
         correctness = CorrectnessReport(
-            trials_run=trials.run, trials_passed=trials.passed, trials_planned=cfg.trials, seeds_sha256=seeds_sha,
-            atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype, mismatch=trials.mismatch,
+            trials_run=trials.run, trials_passed=trials.passed, trials_planned=planned,
+            seeds_sha256=prepared["seeds_sha256"], atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype,
+            input_sets=prepared["sets"], mismatch=trials.mismatch,
         )
         base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
                 "correctness": correctness}
         verdict = self._verdict(outcome, trials, base)
         if verdict.status is Status.CORRECT:
-            verdict.timing = self._timing(problem, env, trials, seeds[0])
+            verdict.timing = self._timing(problem, env, trials, master)
         return verdict
 
     def _child_env(self, mode: str, workdir: Path, home: Path, code_sha: str) -> dict[str, str]:
@@ -329,7 +334,8 @@ class Evaluator:
         if trials.mismatch is not None:
             m = trials.mismatch
             return EvalResult(status=Status.WRONG_OUTPUT, stage=Stage.CORRECTNESS,
-                              message=f"wrong output (trial {m.trial}, output {m.output_index}: {m.reason})",
+                              message=f"wrong output (trial {m.trial} on input set {m.input_set}, output "
+                                      f"{m.output_index}: {m.reason})",
                               feedback=m.detail, **base)
         if trials.hack is not None:
             return EvalResult(status=Status.HACK_DETECTED, stage=Stage.CORRECTNESS, message=trials.hack,
@@ -370,7 +376,7 @@ class Evaluator:
             detail = trials.problem or outcome.protocol_error
             return EvalResult(status=Status.CRASHED, stage=reached, message=f"sandbox protocol violated: {detail}",
                               feedback=detail or "", **base)
-        if outcome.last("done") is None or trials.passed < cfg.trials:
+        if outcome.last("done") is None or trials.passed < trials.planned:
             code = outcome.returncode
             ended = outcome.last("terminated")  # from the namespace's init process, when there is one
             if ended is not None:
@@ -386,7 +392,7 @@ class Evaluator:
                               feedback=f"the process {how} during {reached.value}; "
                                        "see the log for what it printed", **base)
         return EvalResult(status=Status.CORRECT, stage=Stage.DONE,
-                          message=f"correct ({trials.passed}/{cfg.trials} trials)", **base)
+                          message=f"correct ({trials.passed}/{trials.planned} trials)", **base)
 
     def _timing(self, problem: Problem, env: Environment, trials: _Trials, seed: int) -> TimingReport:
         if env.mode != "gpu":

@@ -49,6 +49,7 @@ class Mismatch:
     first_index: list[int] | None = None
     expected_value: float | None = None
     actual_value: float | None = None
+    input_set: str | None = None  # which named input set the trial used
 
 
 @dataclass
@@ -60,6 +61,7 @@ class CorrectnessReport:
     atol: float
     rtol: float
     dtype: str  # the dtype the tolerance was chosen for
+    input_sets: list[str] = field(default_factory=list)  # named input sets the trials covered
     mismatch: Mismatch | None = None
 
 

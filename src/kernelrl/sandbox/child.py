@@ -110,6 +110,7 @@ def main(argv: list[str]) -> None:
 
     import torch
 
+    from kernelrl.problems.input_sets import call_with, input_sets
     from kernelrl.sandbox.tensorio import ITEMSIZE, read_tensor, tensor_meta, write_tensor
     from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
 
@@ -147,18 +148,28 @@ def main(argv: list[str]) -> None:
         channel.send("imported")
 
         stage = "init"
-        torch.manual_seed(42)
-        init_inputs = problem.get_init_inputs()
-        torch.manual_seed(42)  # same sequence as the reference, so parameters match
-        if gpu:
-            torch.cuda.manual_seed(42)
-        model = model_cls(*init_inputs).to(device)
+        sets = input_sets(problem)
+        models: dict[str, object] = {}
+
+        def model_for(set_name: str):
+            # same sequence as the reference: seed, constructor args, seed, construct
+            if set_name not in models:
+                torch.manual_seed(42)
+                init_inputs = call_with(problem.get_init_inputs, sets[set_name])
+                torch.manual_seed(42)
+                if gpu:
+                    torch.cuda.manual_seed(42)
+                models[set_name] = model_cls(*init_inputs).to(device)
+            return models[set_name]
+
+        model_for(request["trials"][0]["set"])
         channel.send("initialized")
 
         stage = "correctness"
         out_dir = request["out_dir"]
         for trial in request["trials"]:
             index = trial["index"]
+            model = model_for(trial["set"])
             inputs, args = _load_args(request["in_dir"], trial, device, read_tensor)
             with torch.no_grad():
                 outputs = _flatten_outputs(model(*args))
@@ -175,9 +186,11 @@ def main(argv: list[str]) -> None:
                 write_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), t)
             channel.send("trial", index=index, outputs=metas)
 
-        if gpu and request["timing"]:
+        if gpu and request["timing"] and any(t["set"] == request["timing_set"] for t in request["trials"]):
             stage = "timing"
-            _, args = _load_args(request["in_dir"], request["trials"][0], device, read_tensor)
+            timed = next(t for t in request["trials"] if t["set"] == request["timing_set"])
+            model = model_for(timed["set"])
+            _, args = _load_args(request["in_dir"], timed, device, read_tensor)
 
             def call():
                 with torch.no_grad():

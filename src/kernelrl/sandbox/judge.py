@@ -11,6 +11,7 @@ Usage: python -m kernelrl.sandbox.judge DEVICE   (auto | cpu | cuda)
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -19,6 +20,7 @@ import sys
 import time
 import traceback
 
+from kernelrl.problems.input_sets import call_with, correctness_sets, input_sets, timing_set
 from kernelrl.sandbox import isolation
 
 _clock = time.perf_counter
@@ -43,30 +45,37 @@ class Judge:
             raise RuntimeError("device 'cuda' requested but torch sees no CUDA GPU")
         self.device = torch.device(device)
         self.gpu = self.device.type == "cuda"
-        self.problems: dict[str, tuple] = {}  # sha -> (module, model)
+        self.modules: dict[str, tuple] = {}  # problem sha -> (module, input sets)
+        self.models: dict[tuple, object] = {}  # (problem sha, constructor args) -> reference model
         self.evals: dict[str, dict] = {}
         self._baseline_cache: dict[str, dict] = {}
 
     # -- helpers ---------------------------------------------------------------------------------------
-    def _problem(self, path: str, sha: str):
-        if sha not in self.problems:
-            torch = self.torch
+    def _module(self, path: str, sha: str):
+        if sha not in self.modules:
             spec = importlib.util.spec_from_file_location(f"kernelrl_ref_{sha[:16]}", path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[spec.name] = module
             spec.loader.exec_module(module)
-            torch.manual_seed(42)
-            init_inputs = module.get_init_inputs()
+            self.modules[sha] = (module, input_sets(module))
+        return self.modules[sha]
+
+    def _model(self, sha: str, module, params: dict):
+        """The reference model for a set's constructor parameters, built the KernelBench way (seed 42)."""
+        torch = self.torch
+        torch.manual_seed(42)
+        init_inputs = call_with(module.get_init_inputs, params)
+        key = (sha, repr(init_inputs))
+        if key not in self.models:
             torch.manual_seed(42)
             if self.gpu:
                 torch.cuda.manual_seed(42)
-            model = module.Model(*init_inputs).to(self.device)
-            self.problems[sha] = (module, model)
-        return self.problems[sha]
+            self.models[key] = module.Model(*init_inputs).to(self.device)
+        return self.models[key]
 
-    def _inputs(self, module, seed: int) -> list:
+    def _inputs(self, module, params: dict, seed: int) -> list:
         self.torch.manual_seed(seed)
-        return list(module.get_inputs())
+        return list(call_with(module.get_inputs, params))
 
     def _sync(self) -> None:
         if self.gpu:
@@ -91,13 +100,20 @@ class Judge:
         }
 
     def prepare(self, req: dict) -> dict:
+        """Draw every trial's inputs from the secret seed, write copies for the sandbox, keep the originals
+        and the reference outputs here."""
         from kernelrl.sandbox.tensorio import dtype_name, tensor_meta, write_tensor
 
         torch = self.torch
-        module, model = self._problem(req["problem_path"], req["problem_sha256"])
+        module, sets = self._module(req["problem_path"], req["problem_sha256"])
+        names = correctness_sets(list(sets), self.gpu, req.get("input_sets"))
+        count = max(req["min_trials"], len(names))
+        seeds = [int(hashlib.sha256(f"{req['master_seed']}:{i}".encode()).hexdigest()[:15], 16) for i in range(count)]
         trials, refs, originals = [], [], []
-        for index, seed in enumerate(req["seeds"]):
-            values = self._inputs(module, seed)
+        for index, seed in enumerate(seeds):
+            set_name = names[index % len(names)]
+            model = self._model(req["problem_sha256"], module, sets[set_name])
+            values = self._inputs(module, sets[set_name], seed)
             metas, args, tensors = [], [], []
             for value in values:
                 if isinstance(value, torch.Tensor):
@@ -114,14 +130,17 @@ class Judge:
             with torch.no_grad():
                 outputs = [t.detach().clone() for t in _flatten(model(*call_args), torch)]
             self._sync()
-            trials.append({"index": index, "inputs": metas, "args": args})
+            trials.append({"index": index, "set": set_name, "inputs": metas, "args": args})
             refs.append(outputs)
             originals.append(tensors)
         self.evals[req["eval_id"]] = {"refs": refs, "originals": originals}
         return {
             "trials": trials,
-            "output_dtypes": sorted({dtype_name(t.dtype) for t in refs[0]}),
-            "input_dtypes": sorted({m["dtype"] for m in trials[0]["inputs"]}),
+            "sets": names,
+            "timing_set": timing_set(list(sets)),
+            "seeds_sha256": hashlib.sha256(json.dumps(seeds).encode()).hexdigest(),
+            "output_dtypes": sorted({dtype_name(t.dtype) for ref in refs for t in ref}),
+            "input_dtypes": sorted({m["dtype"] for trial in trials for m in trial["inputs"]}),
             "outputs": [tensor_meta(t) for t in refs[0]],
         }
 
@@ -163,8 +182,11 @@ class Judge:
         key = json.dumps([req["problem_sha256"], req["timer"], req["inductor"]])
         if key in self._baseline_cache and not req.get("fresh"):
             return self._baseline_cache[key]
-        module, model = self._problem(req["problem_path"], req["problem_sha256"])
-        args = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in self._inputs(module, req["seed"])]
+        module, sets = self._module(req["problem_path"], req["problem_sha256"])
+        params = sets[timing_set(list(sets))]
+        model = self._model(req["problem_sha256"], module, params)
+        args = [v.to(self.device) if isinstance(v, torch.Tensor) else v
+                for v in self._inputs(module, params, req["seed"])]
         settings = TimerSettings(**req["timer"])
 
         def timer(fn):
