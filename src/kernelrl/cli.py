@@ -16,6 +16,7 @@ Exit codes:
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 import traceback
@@ -418,19 +419,59 @@ def problems_cmd(
     with _bad_input():
         loaded = load_suite(suite)
     if json_output:
-        rows = [{"id": p.id, "name": p.name, "level": p.level, "tags": list(p.tags),
-                 "difficulty": p.metadata.get("difficulty"), "sha256": p.sha256, "path": str(p.path)}
+        rows = [{"id": p.id, "name": p.name, "level": p.level, "tags": list(p.tags), "family": p.family,
+                 "split": p.split, "difficulty": p.difficulty, "sha256": p.sha256, "path": str(p.path),
+                 "solution": str(loaded.solution_path(p) or "") or None}
                 for p in loaded]
         typer.echo(json.dumps(rows, indent=2))
         return
     table = Table(title=f"suite {loaded.name}: {len(loaded)} problems ({loaded.root})", title_justify="left")
-    for column in ("id", "level", "tags", "difficulty", "sha256"):
+    for column in ("id", "level", "family", "split", "difficulty", "tags", "solution", "sha256"):
         table.add_column(column, no_wrap=column in ("id", "sha256"))
     for p in loaded:
-        difficulty = p.metadata.get("difficulty")
-        table.add_row(Text(p.id), "" if p.level is None else str(p.level), Text(", ".join(p.tags)),
-                      "" if difficulty is None else str(difficulty), p.sha256[:12])
+        table.add_row(Text(p.id), "" if p.level is None else str(p.level), Text(p.family), p.split,
+                      "" if p.difficulty is None else str(p.difficulty), Text(", ".join(p.tags)),
+                      "yes" if loaded.solution_path(p) else "", p.sha256[:12])
     _out.print(table)
+
+
+@app.command("audit", epilog=_EPILOG)
+def audit_cmd(
+    suite: Annotated[str, typer.Argument(metavar="SUITE", help="A suite directory, a KernelBench checkout, or 'builtin'.")] = "builtin",
+    device: DeviceOpt = _DEFAULTS.device,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines (one per problem) on stdout.")] = False,
+) -> None:
+    """Flag problems whose reference cannot grade kernels (zeros/constant/other-input answers pass, identity,
+    unused weights, nondeterminism, errors; on a GPU also launch-bound and too-large). Exit 1 when any
+    problem has an unwaived flag."""
+    with _bad_input():
+        loaded = load_suite(suite)
+    evaluator = _make_evaluator(device=device)
+    audits = []
+    with evaluator, _evaluating(), _progress() as progress:
+        timing = evaluator.environment().mode == "gpu"
+        task = progress.add_task("audit", total=len(loaded))
+        for problem in loaded:
+            progress.update(task, description=problem.id)
+            audit = evaluator.audit(problem, timing=timing)
+            audits.append(audit)
+            if json_output:
+                typer.echo(json.dumps(dataclasses.asdict(audit)))
+            progress.advance(task)
+    flagged = [a for a in audits if a.unwaived]
+    if not json_output:
+        table = Table(title=f"audit of {loaded.name}: {len(audits)} problems, {len(flagged)} flagged",
+                      title_justify="left", box=box.SIMPLE_HEAD)
+        for column in ("problem", "flags", "eager ms (bench)"):
+            table.add_column(column)
+        for a in audits:
+            flags = Text("; ".join(f"{f.flag}[{f.input_set}]" + (" (waived)" if f.waived else "") for f in a.flags)
+                         or "ok", style="red" if a.unwaived else "green")
+            table.add_row(Text(a.problem_id), flags, _num(a.eager_ms.get("bench", a.eager_ms.get("default"))))
+        _out.print(table)
+        for a in flagged:
+            _out.print(Text(f"{a.problem_id}: {a.summary()}", style="red"), soft_wrap=True)
+    raise typer.Exit(EXIT_NOT_CORRECT if flagged else EXIT_OK)
 
 
 _TIMING_COLUMNS = ("cand ms", "eager ms", "inductor ms", "vs eager", "vs inductor")

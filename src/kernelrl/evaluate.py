@@ -24,6 +24,7 @@ from pathlib import Path
 from kernelrl import __version__
 from kernelrl.candidates import analyze, extract_code
 from kernelrl.problems import Problem
+from kernelrl.problems.audit import ProblemAudit, audit_problem
 from kernelrl.results import (
     CorrectnessReport,
     Environment,
@@ -70,6 +71,7 @@ class EvalConfig:
     memory_limit_gb: float = 16.0  # host memory of the candidate process
     max_output_gb: float = 8.0  # largest tensor read back from the candidate
     log_limit_bytes: int = 32 * 1024
+    refuse_flagged_problems: bool = True  # problems the audit flags (zeros pass, ...) end `unsupported`
     isolate_network: bool = True
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
     cache_dir: Path | None = None  # torch extension builds (default ~/.cache/kernelrl)
@@ -165,6 +167,7 @@ class Evaluator:
         cache = self.config.cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelrl"
         self._cache_dir = Path(cache)
         self._sandbox_prefix: list[str] | None = None  # probed on first use
+        self._audits: dict[str, ProblemAudit] = {}  # problem sha -> audit (correctness flags, no timing)
 
     def _visible_devices(self) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": self._cuda_index} if self._cuda_index is not None else {}
@@ -202,6 +205,15 @@ class Evaluator:
             return TimingReport(unavailable_reason="baselines are timed on a GPU only")
         return self._baselines(problem, seed, TimingReport(), fresh=fresh)
 
+    def audit(self, problem: Problem, timing: bool = False) -> ProblemAudit:
+        """Audit a problem on this evaluator's device (cached per problem unless `timing` is asked for)."""
+        self._judge_info()
+        if timing:
+            return audit_problem(self._judge, problem, timing=True, tolerances=self.config.tolerances)
+        if problem.sha256 not in self._audits:
+            self._audits[problem.sha256] = audit_problem(self._judge, problem, tolerances=self.config.tolerances)
+        return self._audits[problem.sha256]
+
     def close(self) -> None:
         self._judge.close()
 
@@ -235,6 +247,15 @@ class Evaluator:
                               message="CUDA C++ candidates need a CUDA GPU; this evaluator runs on the CPU",
                               feedback="torch.utils.cpp_extension / load_inline builds CUDA code, which needs a "
                                        "CUDA toolkit and GPU; evaluate on a GPU machine or write Triton", **base)
+        if self.config.refuse_flagged_problems:
+            refusing = self.audit(problem).refusing
+            if refusing:
+                audit = self.audit(problem)
+                return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
+                                  message=f"problem refused by the audit: {', '.join(sorted({f.flag for f in refusing}))}",
+                                  feedback=f"{audit.summary()}. The problem cannot grade kernels; fix it, waive the flag "
+                                           "in its METADATA audit_waivers, or pass refuse_flagged_problems=False.",
+                                  **base)
         workdir = Path(tempfile.mkdtemp(prefix="kernelrl-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
         eval_id = uuid.uuid4().hex
         try:

@@ -28,6 +28,24 @@ class Problem:
     tags: tuple[str, ...] = ()
     metadata: dict = field(default_factory=dict, compare=False, hash=False)
 
+    @property
+    def family(self) -> str:
+        """Op family (METADATA "family", else the file name without its number): the unit of the split."""
+        return str(self.metadata.get("family") or self.name.split("_", 1)[-1].lower())
+
+    @property
+    def difficulty(self) -> int | None:
+        value = self.metadata.get("difficulty")
+        return int(value) if value is not None else None
+
+    @property
+    def split(self) -> str:
+        """'train' or 'test', stable: decided by the family's hash (about 1 in 5 families is test), so near-
+        duplicates (same family) never straddle the split. METADATA "split" overrides."""
+        if self.metadata.get("split") in ("train", "test"):
+            return self.metadata["split"]
+        return "test" if hashlib.sha256(self.family.encode()).digest()[0] % 5 == 0 else "train"
+
 
 def _module_metadata(tree: ast.Module, path: Path) -> dict:
     for node in tree.body:

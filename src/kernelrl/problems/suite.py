@@ -32,6 +32,17 @@ class Suite:
     def ids(self) -> list[str]:
         return [p.id for p in self.problems]
 
+    def split(self, name: str) -> tuple[Problem, ...]:
+        """The 'train' or 'test' problems (see Problem.split)."""
+        if name not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', not {name!r}")
+        return tuple(p for p in self.problems if p.split == name)
+
+    def solution_path(self, problem: Problem) -> Path | None:
+        """The suite's reference solution for a problem (`solutions/<problem id>.py`), if it ships one."""
+        path = self.root / "solutions" / f"{problem.id}.py"
+        return path if path.is_file() else None
+
 
 def _problem_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.py") if not p.name.startswith("_"))

@@ -166,6 +166,76 @@ class Judge:
             mismatch = inputs_mutated(originals, after)
         return {"mismatch": mismatch}
 
+    def audit(self, req: dict) -> dict:
+        """Flag a degenerate or unusable problem (see kernelrl.verify.degeneracy and kernelrl.problems.audit)."""
+        try:
+            module, sets = self._module(req["problem_path"], req["problem_sha256"])
+            names = correctness_sets(list(sets), self.gpu, req.get("input_sets") or None)
+        except Exception as exc:  # noqa: BLE001 - an unloadable problem is the finding
+            detail = f"{type(exc).__name__}: {exc}"[:500]
+            return {"flags": [{"flag": "reference_raises", "input_set": None, "detail": detail}]}
+        flags, eager_ms = [], {}
+        for name in names:
+            found, median = self._audit_set(req, module, sets, name)
+            flags.extend({"flag": flag, "input_set": name, "detail": detail} for flag, detail in found)
+            if median is not None:
+                eager_ms[name] = median
+        return {"flags": flags, "eager_ms": eager_ms}
+
+    def _runner(self, model):
+        torch = self.torch
+
+        def run(inputs):
+            args = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+            with torch.no_grad():
+                return [t.detach().clone() for t in _flatten(model(*args), torch)]
+
+        return run
+
+    def _audit_set(self, req: dict, module, sets: dict, name: str) -> tuple[list[tuple[str, str]], float | None]:
+        """Flags for one input set, and the eager median (ms) when it was timed."""
+        from kernelrl.sandbox.tensorio import dtype_name
+        from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
+        from kernelrl.verify.degeneracy import output_flags
+        from kernelrl.verify.tolerance import tolerance_for
+
+        torch = self.torch
+        params = sets[name]
+
+        def fresh(seed):
+            return [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in self._inputs(module, params, seed)]
+
+        median = None
+        try:
+            model = self._model(req["problem_sha256"], module, params)
+            run = self._runner(model)
+            probe = run(fresh(1001))
+            overrides = {k: tuple(v) for k, v in (req.get("tolerances") or {}).items()}
+            tol = tolerance_for(sorted({dtype_name(t.dtype) for t in probe}), overrides)
+            reinit_run = None
+            if any(True for _ in model.parameters()) or any(True for _ in model.buffers()):
+                torch.manual_seed(43)
+                init_inputs = call_with(module.get_init_inputs, params)
+                torch.manual_seed(43)
+                reinit_run = self._runner(module.Model(*init_inputs).to(self.device))
+            found = output_flags(run, fresh, tol.atol, tol.rtol, reinit_run)
+            if self.gpu and req.get("timing") and name == timing_set(list(sets)):
+                inputs = fresh(1001)
+                size = sum(v.numel() * v.element_size() for v in inputs if isinstance(v, torch.Tensor))
+                if size > 2 << 30:
+                    found.append(("too_large", f"inputs take {size / 2**30:.1f} GiB (limit 2 GiB)"))
+                raw = time_cuda(lambda: run(inputs), torch=torch, synchronize=torch.cuda.synchronize,
+                                event_cls=torch.cuda.Event, clock=_clock,
+                                settings=TimerSettings(warmup_ms=20, target_ms=100, min_reps=10, max_reps=200))
+                median = sorted(raw["times_ms"])[len(raw["times_ms"]) // 2]
+                if median < 0.1:
+                    found.append(("launch_bound", f"eager takes {median * 1000:.0f} us (< 100 us)"))
+            return found, median
+        except torch.cuda.OutOfMemoryError as exc:
+            return [("too_large", f"out of GPU memory: {str(exc)[:200]}")], median
+        except Exception as exc:  # noqa: BLE001 - the reference failing is the finding
+            return [("reference_raises", f"{type(exc).__name__}: {exc}"[:500])], median
+
     def release(self, req: dict) -> dict:
         self.evals.pop(req["eval_id"], None)
         if self.gpu:
@@ -235,6 +305,7 @@ def main(argv: list[str]) -> None:
         "compare": judge.compare,
         "release": judge.release,
         "baselines": judge.baselines,
+        "audit": judge.audit,
     }
     for line in sys.stdin:
         req = json.loads(line)

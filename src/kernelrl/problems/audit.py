@@ -1,0 +1,60 @@
+"""The problem audit: find problems whose reference cannot grade a kernel (see verify/degeneracy.py).
+
+Flags: zeros_pass, constant_pass, input_independent, returns_input, weights_ignored, nondeterministic,
+reference_raises (correctness: the evaluator refuses such problems by default), and on a GPU with timing
+launch_bound (eager under 0.1 ms on the bench set) and too_large (bench inputs over 2 GiB or out of GPU memory).
+A problem waives a flag with METADATA {"audit_waivers": {"flag": "why"}}: it is still reported, marked waived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernelrl.problems.problem import Problem
+from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
+
+CORRECTNESS_FLAGS = frozenset({
+    "zeros_pass", "constant_pass", "input_independent", "returns_input", "weights_ignored", "nondeterministic",
+    "reference_raises",
+})
+
+
+@dataclass(frozen=True)
+class AuditFlag:
+    flag: str
+    input_set: str | None
+    detail: str
+    waived: str | None = None  # the problem's reason for accepting it
+
+
+@dataclass(frozen=True)
+class ProblemAudit:
+    problem_id: str
+    problem_sha256: str
+    flags: tuple[AuditFlag, ...] = ()
+    eager_ms: dict[str, float] = field(default_factory=dict)  # per timed input set (GPU audits)
+
+    @property
+    def unwaived(self) -> tuple[AuditFlag, ...]:
+        return tuple(f for f in self.flags if f.waived is None)
+
+    @property
+    def refusing(self) -> tuple[AuditFlag, ...]:
+        """Flags that make the evaluator refuse the problem (unless told otherwise)."""
+        return tuple(f for f in self.unwaived if f.flag in CORRECTNESS_FLAGS)
+
+    def summary(self) -> str:
+        return "; ".join(f"{f.flag} on {f.input_set or 'load'} ({f.detail})" for f in self.unwaived)
+
+
+def audit_problem(judge: JudgeClient, problem: Problem, *, timing: bool = False,
+                  tolerances: dict[str, tuple[float, float]] | None = None,
+                  input_sets: list[str] | None = None) -> ProblemAudit:
+    waivers = problem.metadata.get("audit_waivers") or {}
+    try:
+        raw = judge.request("audit", problem_path=str(problem.path), problem_sha256=problem.sha256, timing=timing,
+                            tolerances=tolerances or {}, input_sets=input_sets or [])
+    except JudgeError as exc:
+        raw = {"flags": [{"flag": "reference_raises", "input_set": None, "detail": str(exc)[-500:]}]}
+    flags = tuple(AuditFlag(f["flag"], f["input_set"], f["detail"], waivers.get(f["flag"])) for f in raw["flags"])
+    return ProblemAudit(problem.id, problem.sha256, flags, dict(raw.get("eager_ms", {})))

@@ -1,0 +1,44 @@
+"""Degenerate-problem checks on reference outputs (run in the judge; needs torch).
+
+A problem is degenerate when an answer that ignores the real computation passes the evaluator's own
+comparison: all zeros, a constant, another input's output, one of the inputs, or outputs that ignore the
+weights. A reference that disagrees with itself cannot grade anything. Each check uses `compare_outputs` with
+the evaluator's tolerance, so "passes" means exactly what it means for a candidate.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernelrl.verify.compare import compare_outputs
+
+
+def _passes(expected: list[torch.Tensor], answer: list[torch.Tensor], atol: float, rtol: float) -> bool:
+    return compare_outputs(expected, answer, atol, rtol) is None
+
+
+def output_flags(run, fresh_inputs, atol: float, rtol: float, reinit_run=None) -> list[tuple[str, str]]:
+    """`run(inputs) -> outputs`; `fresh_inputs(seed) -> inputs`; `reinit_run` runs a model built with other
+    weights (None when the model has no parameters or buffers). Returns (flag, detail) pairs."""
+    flags = []
+    first, second = fresh_inputs(1001), fresh_inputs(1002)
+    out, other = run(first), run(second)
+    if not _passes(out, run(first), atol, rtol):
+        flags.append(("nondeterministic", "two runs on the same inputs disagree beyond the tolerance"))
+    # a constant that could be known in advance: the mean of the output for *other* inputs
+    constants = [t.double().mean().item() if t.numel() and not t.is_complex() else 0 for t in other]
+    if _passes(out, [torch.zeros_like(t) for t in out], atol, rtol):
+        flags.append(("zeros_pass", "an all-zeros answer passes"))
+    elif len(other) == len(out) and _passes(
+            out, [torch.full_like(t, c) for t, c in zip(out, constants, strict=True)], atol, rtol):
+        flags.append(("constant_pass", "a constant answer (the mean output for other inputs) passes"))
+    if _passes(out, other, atol, rtol):
+        flags.append(("input_independent", "the output for other random inputs passes"))
+    tensors = [x for x in first if isinstance(x, torch.Tensor)]
+    for k, o in enumerate(out):
+        for i, x in enumerate(tensors):
+            if x.shape == o.shape and x.dtype == o.dtype and _passes([o], [x.to(o.device)], atol, rtol):
+                flags.append(("returns_input", f"returning input {i} as output {k} passes"))
+    if reinit_run is not None and _passes(out, reinit_run(first), atol, rtol):
+        flags.append(("weights_ignored", "a model built with other weights gives a passing output"))
+    return flags
