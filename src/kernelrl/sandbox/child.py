@@ -119,6 +119,9 @@ def main(argv: list[str]) -> None:
         torch.cuda.init()
         torch.cuda.set_device(0)
         torch.empty(1, device="cuda")  # create the context now, before any confinement that breaks it
+    # the same numerics as the judge's reference (no TF32 for fp32 matmuls and convolutions)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     sync, event_cls = (torch.cuda.synchronize, torch.cuda.Event) if gpu else (None, None)
     if not gpu and request["memory_limit_bytes"]:
         # address-space caps break CUDA start-up (see DESIGN.md); on GPU the parent's RSS watchdog caps memory
