@@ -1,0 +1,33 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+METADATA = {"tags": ["conv2d", "bias", "maxpool", "pooling", "fused"], "family": "conv_bias_maxpool", "difficulty": 3, "dtype": "float32"}
+
+
+class Model(nn.Module):
+    """3x3 Conv2d (padding 1, no conv bias), plus a learned per-channel bias, then 2x2 max-pool (stride 2)."""
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False)
+        self.bias = nn.Parameter(0.5 * torch.randn(out_channels, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.max_pool2d(self.conv(x) + self.bias, kernel_size=2, stride=2)
+
+
+def get_input_sets():
+    return {
+        "bench": dict(batch=128, in_channels=128, out_channels=128, height=64, width=64),
+        "check": dict(batch=2, in_channels=4, out_channels=8, height=8, width=8),
+        "sweep_odd": dict(batch=3, in_channels=5, out_channels=7, height=15, width=13),
+    }
+
+
+def get_inputs(batch=128, in_channels=128, height=64, width=64):
+    return [torch.randn(batch, in_channels, height, width)]
+
+
+def get_init_inputs(in_channels=128, out_channels=128):
+    return [in_channels, out_channels]
