@@ -17,6 +17,8 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import torch  # noqa: E402
 
+from kernelrl.verify.tolerance import tolerance_for  # noqa: E402
+
 
 def load(path: str, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
@@ -76,7 +78,8 @@ def main() -> int:
             with torch.no_grad():
                 got = flat(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
             for i, (e, a) in enumerate(zip(ref, got, strict=False)):
-                good = e.shape == a.shape and e.dtype == a.dtype and torch.allclose(e, a, atol=1e-4, rtol=1e-4)
+                tol = tolerance_for([str(e.dtype).removeprefix("torch.")])  # the evaluator's tolerance
+                good = e.shape == a.shape and e.dtype == a.dtype and torch.allclose(e, a, atol=tol.atol, rtol=tol.rtol)
                 if not good:
                     ok = False
                     err = (e.double() - a.double()).abs().max().item() if e.shape == a.shape else "shape"
