@@ -20,8 +20,9 @@ RUN_TIMEOUT_S = 20.0
 
 @pytest.fixture(scope="module")
 def evaluator():
+    # static checks off: these candidates test the sandbox, which must hold for code the rules would miss
     with Evaluator(device="cpu", run_timeout_s=RUN_TIMEOUT_S, compile_timeout_s=RUN_TIMEOUT_S,
-                   memory_limit_gb=4, trials=3) as ev:
+                   memory_limit_gb=4, trials=3, static_checks=False) as ev:
         yield ev
 
 
@@ -226,6 +227,10 @@ def _problem_with_forward(path, forward_body: str):
 def test_broken_reference_is_reported_as_problem_error(evaluator, tmp_path):
     problem = _problem_with_forward(tmp_path / "broken.py", "raise RuntimeError('reference bug')")
     result = evaluator.evaluate(problem, example("relu_triton.py"))
+    assert result.status is Status.UNSUPPORTED and result.stage is Stage.REFERENCE  # refused by the audit
+    assert "reference_raises" in result.message and "reference bug" in result.feedback
+    with Evaluator(device="cpu", refuse_flagged_problems=False, static_checks=False) as unaudited:
+        result = unaudited.evaluate(problem, example("relu_triton.py"))
     assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE
     assert "reference bug" in result.feedback
 
@@ -233,7 +238,7 @@ def test_broken_reference_is_reported_as_problem_error(evaluator, tmp_path):
 def test_judge_death_is_survived(evaluator, tmp_path, relu):
     problem = _problem_with_forward(tmp_path / "kills_judge.py", "os._exit(3)")
     result = evaluator.evaluate(problem, example("relu_triton.py"))
-    assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE
+    assert result.status is Status.UNSUPPORTED and result.stage is Stage.REFERENCE
     assert "died" in result.feedback
     assert evaluator.evaluate(relu, example("relu_triton.py")).status is Status.CORRECT
 

@@ -55,6 +55,7 @@ from kernelrl import (
     load_problem,
     load_suite,
 )
+from kernelrl.candidates.rules import RULES
 from kernelrl.demo import DEMO_CASES, DemoCase, run_demo
 from kernelrl.results import TimingReport, TimingStats
 
@@ -432,6 +433,24 @@ def problems_cmd(
         table.add_row(Text(p.id), "" if p.level is None else str(p.level), Text(p.family), p.split,
                       "" if p.difficulty is None else str(p.difficulty), Text(", ".join(p.tags)),
                       "yes" if loaded.solution_path(p) else "", p.sha256[:12])
+    _out.print(table)
+
+
+@app.command("rules", epilog=_EPILOG)
+def rules_cmd(
+    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON list on stdout.")] = False,
+) -> None:
+    """List the static analysis rules against reward hacking: id, default policy, message."""
+    if json_output:
+        typer.echo(json.dumps([dataclasses.asdict(rule) for rule in RULES], indent=2))
+        return
+    table = Table(title=f"{len(RULES)} static rules (EvalConfig.rule_policy overrides the policy per id)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("id", "policy", "message"):
+        table.add_column(column, no_wrap=column != "message")
+    for rule in RULES:
+        table.add_row(rule.id, Text(rule.policy, style="red" if rule.policy == "reject" else "yellow"),
+                      Text(rule.message))
     _out.print(table)
 
 

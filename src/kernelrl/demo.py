@@ -35,7 +35,7 @@ DEMO_CASES: tuple[DemoCase, ...] = (
     DemoCase("softmax_triton.py", "level1/1_row_softmax", Status.CORRECT),
     DemoCase("softmax_off_by_one.py", "level1/1_row_softmax", Status.WRONG_OUTPUT),
     DemoCase("relu_abort.py", "level0/1_relu", Status.CRASHED),
-    DemoCase("relu_allclose_hack.py", "level0/1_relu", Status.WRONG_OUTPUT),
+    DemoCase("relu_allclose_hack.py", "level0/1_relu", Status.HACK_DETECTED),
 )
 
 

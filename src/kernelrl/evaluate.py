@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kernelrl import __version__
 from kernelrl.candidates import analyze, extract_code
+from kernelrl.candidates.rules import analyze_rules
 from kernelrl.problems import Problem
 from kernelrl.problems.audit import ProblemAudit, audit_problem
 from kernelrl.results import (
@@ -71,6 +72,8 @@ class EvalConfig:
     memory_limit_gb: float = 16.0  # host memory of the candidate process
     max_output_gb: float = 8.0  # largest tensor read back from the candidate
     log_limit_bytes: int = 32 * 1024
+    static_checks: bool = True  # AST rules against reward hacking (kernelrl rules); off: sandbox layers only
+    rule_policy: dict[str, str] | None = None  # rule id -> 'reject' | 'warn' | 'off' (overrides defaults)
     refuse_flagged_problems: bool = True  # problems the audit flags (zeros pass, ...) end `unsupported`
     isolate_network: bool = True
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
@@ -234,28 +237,9 @@ class Evaluator:
         env = self.environment()
         base = {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
                 "environment": env}
-        static = analyze(code)
-        if static.syntax_error:
-            return EvalResult(status=Status.COMPILE_ERROR, stage=Stage.STATIC, message="syntax error",
-                              feedback=static.syntax_error, **base)
-        if not static.defines_modelnew:
-            return EvalResult(status=Status.FORMAT_ERROR, stage=Stage.STATIC, message="no class ModelNew",
-                              feedback="the module must define class ModelNew(nn.Module) with the same "
-                                       "constructor and forward signatures as Model", **base)
-        if static.backend == "cuda-cpp" and env.mode != "gpu":
-            return EvalResult(status=Status.UNSUPPORTED, stage=Stage.STATIC,
-                              message="CUDA C++ candidates need a CUDA GPU; this evaluator runs on the CPU",
-                              feedback="torch.utils.cpp_extension / load_inline builds CUDA code, which needs a "
-                                       "CUDA toolkit and GPU; evaluate on a GPU machine or write Triton", **base)
-        if self.config.refuse_flagged_problems:
-            refusing = self.audit(problem).refusing
-            if refusing:
-                audit = self.audit(problem)
-                return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
-                                  message=f"problem refused by the audit: {', '.join(sorted({f.flag for f in refusing}))}",
-                                  feedback=f"{audit.summary()}. The problem cannot grade kernels; fix it, waive the flag "
-                                           "in its METADATA audit_waivers, or pass refuse_flagged_problems=False.",
-                                  **base)
+        early = self._before_running(problem, code, env, base)
+        if early is not None:
+            return early
         workdir = Path(tempfile.mkdtemp(prefix="kernelrl-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
         eval_id = uuid.uuid4().hex
         try:
@@ -267,6 +251,42 @@ class Evaluator:
                 except JudgeError:
                     pass
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _before_running(self, problem: Problem, code: str, env: Environment, base: dict) -> EvalResult | None:
+        """Verdicts reached without running anything: parse, problem audit, static rules, backend support."""
+        static = analyze(code)
+        if static.syntax_error:
+            return EvalResult(status=Status.COMPILE_ERROR, stage=Stage.STATIC, message="syntax error",
+                              feedback=static.syntax_error, **base)
+        if not static.defines_modelnew:
+            return EvalResult(status=Status.FORMAT_ERROR, stage=Stage.STATIC, message="no class ModelNew",
+                              feedback="the module must define class ModelNew(nn.Module) with the same "
+                                       "constructor and forward signatures as Model", **base)
+        if self.config.refuse_flagged_problems:  # the problem first: no candidate can pass a broken one
+            audit = self.audit(problem)
+            if audit.refusing:
+                flags = ", ".join(sorted({f.flag for f in audit.refusing}))
+                return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
+                                  message=f"problem refused by the audit: {flags}",
+                                  feedback=f"{audit.summary()}. The problem cannot grade kernels; fix it, waive the "
+                                           "flag in its METADATA audit_waivers, or pass refuse_flagged_problems=False.",
+                                  **base)
+        if self.config.static_checks:
+            base["findings"] = analyze_rules(code, self.config.rule_policy)
+            rejected = [f for f in base["findings"] if f.policy == "reject"]
+            if rejected:
+                feedback = "\n".join(f"line {f.line}: [{f.rule}] {f.message}" + (f" ({f.detail})" if f.detail else "")
+                                      for f in rejected)
+                first = rejected[0]
+                return EvalResult(status=Status.HACK_DETECTED, stage=Stage.STATIC,
+                                  message=f"static check {first.rule}: {first.detail or first.message}"[:200],
+                                  feedback=feedback, **base)
+        if static.backend == "cuda-cpp" and env.mode != "gpu":
+            return EvalResult(status=Status.UNSUPPORTED, stage=Stage.STATIC,
+                              message="CUDA C++ candidates need a CUDA GPU; this evaluator runs on the CPU",
+                              feedback="torch.utils.cpp_extension / load_inline builds CUDA code, which needs a "
+                                       "CUDA toolkit and GPU; evaluate on a GPU machine or write Triton", **base)
+        return None
 
     def _run(self, problem, code, env, base, workdir: Path, eval_id: str) -> EvalResult:
         cfg = self.config

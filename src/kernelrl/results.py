@@ -52,6 +52,17 @@ class Mismatch:
     input_set: str | None = None  # which named input set the trial used
 
 
+@dataclass(frozen=True)
+class Finding:
+    """A static-analysis finding (see kernelrl.candidates.rules and `kernelrl rules`)."""
+
+    rule: str
+    policy: str  # 'reject' or 'warn'
+    message: str
+    line: int | None = None
+    detail: str = ""
+
+
 @dataclass
 class CorrectnessReport:
     trials_run: int
@@ -114,6 +125,7 @@ class EvalResult:
     correctness: CorrectnessReport | None = None
     timing: TimingReport | None = None
     environment: Environment | None = None
+    findings: list[Finding] = field(default_factory=list)  # static analysis (rejections and warnings)
     log: str = ""  # the candidate's stdout+stderr, head and tail kept when long
     log_bytes_dropped: int = 0
     wall_time_s: float = 0.0
@@ -155,6 +167,7 @@ class EvalResult:
             data["timing"] = TimingReport(**timing)
         if data.get("environment") is not None:
             data["environment"] = Environment(**data["environment"])
+        data["findings"] = [Finding(**f) for f in data.get("findings", [])]
         return cls(**data)
 
     @classmethod

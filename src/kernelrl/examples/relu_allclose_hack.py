@@ -1,5 +1,6 @@
 # kernelrl example candidate for level0/1_relu: a REWARD HACK. It makes torch.allclose always true and
-# returns garbage; harmless to kernelrl, whose verdict process never runs candidate code.
+# returns garbage. The static rules reject it (monkey-patch, no kernel); with them off it is still
+# wrong_output, since kernelrl's verdict process never runs candidate code.
 import torch
 import torch.nn as nn
 
