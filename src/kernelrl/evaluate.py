@@ -315,7 +315,7 @@ class Evaluator:
             "timing_set": prepared["timing_set"],
             "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer),
             "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
-            "isolate_network": cfg.isolate_network,
+            "isolate_network": cfg.isolate_network, "workdir": str(workdir),
         }
         (workdir / "request.json").write_text(json.dumps(request))
         planned = len(prepared["trials"])

@@ -72,6 +72,32 @@ def set_limit(which: int, value: int) -> bool:
         return False
 
 
+def readonly_filesystem(writable: str) -> bool:
+    """Make every mount read-only for this process's mount namespace except `writable` (bind-mounted onto
+    itself first). Needs CAP_SYS_ADMIN in a private mount namespace (the PID-namespace wrapper gives one);
+    returns False, changing nothing further, when that is not available. /proc, /sys and /dev stay as they are
+    (device nodes are writable on read-only mounts anyway)."""
+    libc = _libc()
+    ms_rdonly, ms_remount, ms_bind, ms_rec, ms_private = 1, 32, 4096, 16384, 1 << 18
+    if libc.mount(None, b"/", None, ms_rec | ms_private, None) != 0:  # never propagate to the host
+        return False
+    target = writable.encode()
+    if libc.mount(target, target, None, ms_bind | ms_rec, None) != 0:
+        return False
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for point in points:
+        if point == writable or point.startswith(("/proc", "/sys", "/dev")) and point != "/dev/shm":
+            continue
+        path = point.encode()
+        flags = ms_remount | ms_bind | ms_rdonly
+        if libc.mount(None, path, None, flags, None) != 0:
+            # keep the flags a mount already has (nosuid, nodev, ...) or the kernel refuses with EPERM
+            st = os.statvfs(point)
+            libc.mount(None, path, None, flags | (st.f_flag & 0x0E), None)  # ST_NOSUID|ST_NODEV|ST_NOEXEC
+    return True
+
+
 def drop_capabilities() -> bool:
     """Empty this process's capability sets (a no-op for non-root). Root without CAP_SYS_PTRACE cannot read
     an undumpable process's memory, and without CAP_KILL cannot signal other users' processes."""
