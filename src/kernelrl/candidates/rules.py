@@ -71,6 +71,8 @@ COMPUTE_METHODS = frozenset({
     "cross_entropy", "mse_loss", "gather", "scatter", "scatter_add", "index_select", "embedding", "baddbmm_",
     "logical_and", "logical_or", "eq", "ne", "gt", "lt", "ge", "le", "all", "any", "count_nonzero",
     "group_norm", "batch_norm", "avg_pool2d", "max_pool2d", "adaptive_avg_pool2d", "scaled_dot_product_attention",
+    "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "softplus", "hardtanh", "elu", "leaky_relu",
+    "sigmoid_", "tanh_", "floor", "ceil", "round", "sign", "trunc", "frac", "fmod", "remainder",
 })
 # nn layers whose call runs PyTorch compute (nn.Parameter and containers are fine)
 NN_CONTAINERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Identity"})
@@ -78,37 +80,59 @@ PATCHABLE_MODULES = frozenset({
     "torch", "triton", "tl", "time", "builtins", "sys", "os", "F", "nn", "math", "numpy", "np", "gc", "inspect",
     "functools", "importlib", "kernelrl", "random",
 })
-BANNED_MODULES = {
+BANNED_MODULES = {  # any import whose dotted path contains one of these components
     "threading": "concurrency", "multiprocessing": "concurrency", "concurrent": "concurrency",
-    "asyncio": "concurrency", "_thread": "concurrency", "ctypes": "ffi", "cffi": "ffi", "gc": "introspection",
-    "inspect": "introspection", "traceback": "introspection", "importlib": "dynamic-code",
+    "asyncio": "concurrency", "_thread": "concurrency", "ctypes": "ffi", "cffi": "ffi", "ctypeslib": "ffi",
+    "gc": "introspection", "inspect": "introspection", "traceback": "introspection",
+    "importlib": "dynamic-code", "builtins": "dynamic-code", "pickle": "dynamic-code", "marshal": "dynamic-code",
     "socket": "network-subprocess", "http": "network-subprocess", "urllib": "network-subprocess",
     "requests": "network-subprocess", "subprocess": "network-subprocess", "ssl": "network-subprocess",
-    "shutil": "file-write", "tempfile": "file-write", "pickle": "dynamic-code", "marshal": "dynamic-code",
-    "signal": "concurrency", "kernelrl": "monkey-patch", "kernelrl_problem": "reference-model",
+    "shutil": "file-write", "tempfile": "file-write", "signal": "concurrency", "kernelrl": "monkey-patch",
+    "kernelrl_problem": "reference-model",
 }
 BANNED_CALLS = {
     "exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code", "__import__": "dynamic-code",
     "globals": "introspection", "vars": "introspection", "setattr": "monkey-patch", "delattr": "monkey-patch",
 }
+# attribute names suspicious on any object
 BANNED_ATTRIBUTES = {
     "_getframe": "introspection", "f_back": "introspection", "f_globals": "introspection",
     "f_locals": "introspection", "tb_frame": "introspection", "gi_frame": "introspection",
     "__globals__": "introspection", "__subclasses__": "introspection", "__code__": "introspection",
-    "__builtins__": "monkey-patch", "__dict__": "introspection", "Stream": "streams-events",
-    "Event": "streams-events", "stream": "streams-events", "ExternalStream": "streams-events",
-    "fork": "concurrency", "system": "network-subprocess", "popen": "network-subprocess",
-    "spawnv": "network-subprocess", "execv": "network-subprocess", "execve": "network-subprocess",
-    "environ": "environment", "getenv": "environment", "putenv": "environment", "write_text": "file-write",
-    "write_bytes": "file-write", "unlink": "file-write", "remove": "file-write", "rename": "file-write",
-    "replace": None, "rmdir": "file-write", "mkfifo": "file-write", "symlink": "file-write",
-    "CUDAGraph": "streams-events", "graph": "streams-events",
+    "__dict__": "introspection", "__builtins__": "monkey-patch", "__setattr__": "monkey-patch",
+    "register_forward_hook": "monkey-patch", "register_forward_pre_hook": "monkey-patch",
+    "Stream": "streams-events", "Event": "streams-events", "ExternalStream": "streams-events",
+    "CUDAGraph": "streams-events", "write_text": "file-write", "write_bytes": "file-write", "tofile": "file-write",
+    "ctypeslib": "ffi",
 }
+# fully qualified names (after import-alias resolution); a trailing '*' matches a prefix
+BANNED_QUALIFIED = {
+    "os.fork": "concurrency", "os.system": "network-subprocess", "os.popen": "network-subprocess",
+    "os.spawn*": "network-subprocess", "os.posix_spawn*": "network-subprocess", "os.exec*": "network-subprocess",
+    "os.environ": "environment", "os.getenv": "environment", "os.putenv": "environment",
+    "os.remove": "file-write", "os.unlink": "file-write", "os.rename": "file-write", "os.replace": "file-write",
+    "os.rmdir": "file-write", "os.mkfifo": "file-write", "os.symlink": "file-write", "os.truncate": "file-write",
+    "torch.save": "file-write", "numpy.save*": "file-write", "sys.modules": "introspection",
+    "torch.cuda.stream": "streams-events", "torch.cuda.graph": "streams-events",
+    "torch.cuda.Stream": "streams-events", "torch.cuda.Event": "streams-events",
+    "contextlib.suppress": "fallback", "torch.multiprocessing*": "concurrency",
+}
+
+
+def _qualified_rule(name: str) -> str | None:
+    for pattern, rule in BANNED_QUALIFIED.items():
+        if name == pattern or (pattern.endswith("*") and name.startswith(pattern[:-1])) or \
+                name.startswith(pattern + "."):
+            return rule
+    return None
+
+
 CUDA_SOURCE_PATTERNS = (
     (re.compile(r"cudaStreamCreate|cudaStream_t\s+\w+\s*;|cudaStreamNonBlocking"), "creates a CUDA stream"),
     (re.compile(r"cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize"), "synchronizes the device"),
     (re.compile(r"##"), "pastes tokens (##)"),
     (re.compile(r"cudaEventCreate|cudaEventRecord"), "uses CUDA events"),
+    (re.compile(r"getStreamFromPool|cudaStreamPerThread|cudaLaunchHostFunc"), "uses a side stream"),
 )
 
 
@@ -151,17 +175,27 @@ class _Module:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    self.aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+                    local = alias.asname or alias.name.split(".")[0]
+                    self.aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
             elif isinstance(node, ast.ImportFrom) and node.module:
                 for alias in node.names:
                     self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                called = _dotted(node.value.func) or ""
-                if called.split(".")[-1] in ("load_inline", "load"):
-                    for target in node.targets:
-                        for name in ast.walk(target):
-                            if isinstance(name, ast.Name | ast.Attribute):
-                                self.extensions.add(name.id if isinstance(name, ast.Name) else name.attr)
+        for node in tree.body:  # module-level bindings: extension handles, jit(...) kernels, aliases
+            if not isinstance(node, ast.Assign):
+                continue
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            if isinstance(node.value, ast.Call):
+                called = self.resolve(_dotted(node.value.func) or "")
+                if called.startswith("torch.utils.cpp_extension.") and called.split(".")[-1] in ("load_inline", "load"):
+                    self.extensions.update(names)
+                elif called in ("triton.jit", "triton.language.jit") and node.value.args:
+                    impl = _dotted(node.value.args[0])
+                    for name in names:
+                        self.kernels[name] = self.functions.pop(impl, None) or self.kernels.get(impl) or node
+            elif (dotted := _dotted(node.value)) is not None:
+                for name in names:  # `_act = torch.relu`, `cuda = torch.cuda`
+                    if name not in self.aliases:
+                        self.aliases[name] = self.resolve(dotted)
 
     def resolve(self, dotted: str) -> str:
         head, _, rest = dotted.partition(".")
@@ -172,16 +206,23 @@ class _Module:
         return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
 
     def nn_layers(self, cls: ast.ClassDef) -> dict[str, str]:
-        """self.<attr> = nn.<Layer>(...) in the class: attr -> layer name (compute when called)."""
+        """self.<attr> = nn.<Layer>(...) or = <torch function> in the class: attr -> what runs when called."""
         layers = {}
         for node in ast.walk(cls):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if not isinstance(node, ast.Assign):
+                continue
+            if isinstance(node.value, ast.Call):
                 full = self.resolve(_dotted(node.value.func) or "")
-                if full.startswith("torch.nn.") and full.split(".")[-1] not in NN_CONTAINERS and \
-                        not full.startswith("torch.nn.functional"):
-                    for target in node.targets:
-                        if isinstance(target, ast.Attribute):
-                            layers[target.attr] = full.split(".")[-1]
+                if not (full.startswith("torch.nn.") and full.split(".")[-1] not in NN_CONTAINERS and
+                        not full.startswith("torch.nn.functional")):
+                    continue
+            else:  # self.act = F.softmax
+                full = self.resolve(_dotted(node.value) or "")
+                if not full.startswith("torch.") or full.split(".")[-1] in ALLOWED_TORCH_CALLS:
+                    continue
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    layers[target.attr] = full.removeprefix("torch.")
         return layers
 
 
@@ -194,8 +235,15 @@ def _reachable(mod: _Module) -> tuple[list[ast.AST], set[str]]:
     for cls in mod.classes.values():
         for name, fn in mod.methods(cls).items():
             all_methods.setdefault(name, []).append(fn)
-    start = mod.methods(model).get("forward")
-    if start is None:
+    methods = mod.methods(model)
+    starts = [methods[n] for n in ("forward", "__call__") if n in methods]
+    for node in ast.walk(model):  # self.forward = self._fast_path
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in ("forward", "__call__")
+                                                for t in node.targets):
+            target = _dotted(node.value) or ""
+            if target.split(".")[-1] in methods:
+                starts.append(methods[target.split(".")[-1]])
+    if not starts:
         return [], set()
     instances: dict[str, ast.ClassDef] = {}  # attribute name -> module-defined class it holds
     for node in ast.walk(mod.tree):
@@ -205,9 +253,10 @@ def _reachable(mod: _Module) -> tuple[list[ast.AST], set[str]]:
                     if isinstance(target, ast.Attribute):
                         instances[target.attr] = mod.classes[node.value.func.id]
     seen: set[int] = set()
+    subscript_launch = False
     bodies: list[ast.AST] = []
     launched: set[str] = set()
-    queue: list[ast.AST] = [start]
+    queue: list[ast.AST] = list(starts)
     while queue:
         fn = queue.pop()
         if id(fn) in seen:
@@ -218,10 +267,12 @@ def _reachable(mod: _Module) -> tuple[list[ast.AST], set[str]]:
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            if isinstance(func, ast.Subscript):  # kernel[grid](...)
+            if isinstance(func, ast.Subscript):  # kernel[grid](...), also through a variable or attribute
                 name = _dotted(func.value)
                 if name and name.split(".")[-1] in mod.kernels:
                     launched.add(name.split(".")[-1])
+                else:
+                    subscript_launch = True
                 continue
             if isinstance(func, ast.Name):
                 if func.id in mod.functions:
@@ -236,6 +287,9 @@ def _reachable(mod: _Module) -> tuple[list[ast.AST], set[str]]:
                 helper = instances.get(func.attr)  # self.helper(...) with self.helper = Helper(...)
                 if helper is not None:
                     queue.extend(fn for name, fn in mod.methods(helper).items() if name in ("forward", "__call__"))
+    if subscript_launch:  # `k = a_kernel if c else b_kernel; k[grid](...)`: the kernels it can hold count
+        referenced = {n.id for body in [*bodies, model] for n in ast.walk(body) if isinstance(n, ast.Name)}
+        launched |= referenced & set(mod.kernels)
     return bodies, launched
 
 
@@ -326,9 +380,13 @@ def analyze_rules(source: str, policy: dict[str, str] | None = None) -> list[Fin
                     add("fallback", try_node.lineno, "try/except around a kernel launch")
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                names = [f"{node.module or ''}.{a.name}" for a in node.names]
             for name in names:
-                rule = BANNED_MODULES.get(name.split(".")[0])
+                parts = name.split(".")
+                rule = next((BANNED_MODULES[p] for p in parts if p in BANNED_MODULES), None) or _qualified_rule(name)
                 if rule:
                     add(rule, node.lineno, f"import {name}")
         elif isinstance(node, ast.Name) and node.id == "Model" and isinstance(node.ctx, ast.Load):
@@ -336,16 +394,27 @@ def analyze_rules(source: str, policy: dict[str, str] | None = None) -> list[Fin
                 add("reference-model", node.lineno, "uses Model")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BANNED_CALLS:
             add(BANNED_CALLS[node.func.id], node.lineno, f"{node.func.id}(...)")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
-            mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
+                node.args and mod.resolve(_dotted(node.args[0]) or "").split(".")[0] in PATCHABLE_MODULES:
+            add("dynamic-code", node.lineno, f"getattr({_dotted(node.args[0])}, ...)")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute) and \
+                (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "open":
+            is_builtin = isinstance(node.func, ast.Name)
+            index = 1 if is_builtin else 0  # open(path, mode) / Path(...).open(mode)
+            mode = node.args[index] if len(node.args) > index else next(
+                (k.value for k in node.keywords if k.arg == "mode"), None)
             if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
                 add("file-write", node.lineno, f"open(..., {mode.value!r})")
             elif mode is not None and not isinstance(mode, ast.Constant):
                 add("file-write", node.lineno, "open() with a computed mode")
         elif isinstance(node, ast.Attribute):
-            rule = BANNED_ATTRIBUTES.get(node.attr)
+            rule = BANNED_ATTRIBUTES.get(node.attr) or _qualified_rule(mod.resolve(_dotted(node) or ""))
             if rule:
                 add(rule, node.lineno, f".{node.attr}")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in mod.aliases:
+            rule = _qualified_rule(mod.aliases[node.id])  # `from os import environ` ... environ[...]
+            if rule:
+                add(rule, node.lineno, f"{node.id} ({mod.aliases[node.id]})")
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -354,11 +423,15 @@ def analyze_rules(source: str, policy: dict[str, str] | None = None) -> list[Fin
                         root = (_dotted(sub) or "").split(".")[0]
                         if root in PATCHABLE_MODULES or mod.resolve(root).split(".")[0] in PATCHABLE_MODULES:
                             add("monkey-patch", node.lineno, f"assigns {_dotted(sub)}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) > 40:
-            if "__global__" in node.value or "torch::" in node.value or "cuda" in node.value.lower():
-                for pattern, what in CUDA_SOURCE_PATTERNS:
-                    if pattern.search(node.value):
-                        add("cuda-source", node.lineno, what)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/proc/"):
+            add("introspection", node.lineno, f"reads {node.value[:40]}")
+    if mod.extensions or "cpp_extension" in mod.aliases.values() or "load_inline" in source:
+        # CUDA C++ sources, also when assembled from short pieces: search all the module's string literals
+        text = "\n".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+        joined = "".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+        for pattern, what in CUDA_SOURCE_PATTERNS:
+            if pattern.search(text) or pattern.search(joined):
+                add("cuda-source", None, what)
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.rule, f.line, f.detail), f)
