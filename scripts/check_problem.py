@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import inspect
 import os
 import sys
 
@@ -17,6 +16,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import torch  # noqa: E402
 
+from kernelrl.problems.input_sets import call_with  # noqa: E402
 from kernelrl.verify.tolerance import tolerance_for  # noqa: E402
 
 
@@ -26,13 +26,6 @@ def load(path: str, name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def call(fn, params: dict):
-    sig = inspect.signature(fn)
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        return fn(**params)
-    return fn(**{k: v for k, v in params.items() if k in sig.parameters})
 
 
 def flat(out):
@@ -53,13 +46,13 @@ def main() -> int:
     for name in names:
         params = sets[name]
         torch.manual_seed(42)
-        init = call(problem.get_init_inputs, params)
+        init = call_with(problem.get_init_inputs, params)
         torch.manual_seed(42)
         ref_model = problem.Model(*init)
         outs = []
         for seed in (1, 2):
             torch.manual_seed(seed)
-            inputs = call(problem.get_inputs, params)
+            inputs = call_with(problem.get_inputs, params)
             with torch.no_grad():
                 outs.append((inputs, flat(ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))))
         (inputs, ref), (_, ref2) = outs
@@ -72,7 +65,7 @@ def main() -> int:
             line += "  DEGENERATE (input-independent or all-zeros passes)"
         if solution is not None:
             torch.manual_seed(42)
-            init = call(problem.get_init_inputs, params)
+            init = call_with(problem.get_init_inputs, params)
             torch.manual_seed(42)
             model = solution.ModelNew(*init)
             with torch.no_grad():
