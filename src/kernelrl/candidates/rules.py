@@ -311,7 +311,8 @@ def _contains_launch(node: ast.AST, mod: _Module) -> bool:
     return False
 
 
-def _torch_compute(bodies: Iterable[ast.AST], mod: _Module, model: ast.ClassDef) -> list[tuple[int, str]]:
+def _torch_compute(bodies: Iterable[ast.AST], mod: _Module) -> list[tuple[int, str]]:
+    """(line, what) for PyTorch compute in the reachable bodies."""
     found = []
     layers: dict[str, str] = {}
     for cls in mod.classes.values():
@@ -330,14 +331,14 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: _Module, model: ast.ClassDef)
                     found.append((node.lineno, f"{dotted}(...)"))
                     continue
                 if dotted.startswith("self.") and dotted.count(".") == 1 and dotted.split(".")[1] in layers:
-                    found.append((node.lineno, f"{dotted}(...) runs nn.{layers[dotted.split('.')[1]]}"))
+                    found.append((node.lineno, f"{dotted}(...) runs torch {layers[dotted.split('.')[1]]}"))
                     continue
             if isinstance(node.func, ast.Attribute) and node.func.attr in COMPUTE_METHODS:
                 base = _dotted(node.func.value) or ""
                 root = mod.resolve(base).split(".")[0] if base else ""
                 if root in ("triton", "math", "tl") or base in mod.extensions:
                     continue
-                found.append((node.lineno, f".{node.func.attr}(...) on a tensor"))
+                found.append((node.lineno, f".{node.func.attr}(...) on a tensor"))  # type unknown: assume one
     return found
 
 
@@ -372,7 +373,7 @@ def analyze_rules(source: str, policy: dict[str, str] | None = None) -> list[Fin
         for name, kernel in mod.kernels.items():
             if name not in used:
                 add("unreachable-kernel", kernel.lineno, f"{name} is never launched from forward")
-        for line, what in _torch_compute(bodies, mod, model):
+        for line, what in _torch_compute(bodies, mod):
             add("torch-compute", line, what)
         for body in bodies:
             for try_node in _in_try(body):
