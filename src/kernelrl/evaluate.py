@@ -77,6 +77,7 @@ class EvalConfig:
     refuse_flagged_problems: bool = True  # problems the audit flags (zeros pass, ...) end `unsupported`
     isolate_network: bool = True
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
+    readonly_filesystem: bool = True  # every mount read-only except the evaluation directory (needs the PID namespace)
     cache_dir: Path | None = None  # torch extension builds (default ~/.cache/kernelrl)
 
     def __post_init__(self) -> None:
@@ -315,7 +316,9 @@ class Evaluator:
             "timing_set": prepared["timing_set"],
             "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer),
             "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
-            "isolate_network": cfg.isolate_network, "workdir": str(workdir),
+            "isolate_network": cfg.isolate_network, "readonly_fs": cfg.readonly_filesystem,
+            # this candidate's CUDA-extension build directory is the only writable place outside workdir
+            "writable_paths": [str(workdir), str(self._extension_dir(code))],
         }
         (workdir / "request.json").write_text(json.dumps(request))
         planned = len(prepared["trials"])
@@ -325,7 +328,7 @@ class Evaluator:
             self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
         outcome = run_child(
             [*self._sandbox_prefix, sys.executable, "-m", "kernelrl.sandbox.child", str(workdir / "request.json")],
-            env=self._child_env(env.mode, workdir, home, _sha(code)),
+            env=self._child_env(env.mode, workdir, home, self._extension_dir(code)),
             cwd=str(home),
             timeouts={"start": cfg.startup_timeout_s, "import": cfg.compile_timeout_s, "run": cfg.run_timeout_s},
             memory_limit_bytes=int(cfg.memory_limit_gb * _GiB),
@@ -347,7 +350,12 @@ class Evaluator:
             verdict.timing = self._timing(problem, env, trials, master)
         return verdict
 
-    def _child_env(self, mode: str, workdir: Path, home: Path, code_sha: str) -> dict[str, str]:
+    def _extension_dir(self, code: str) -> Path:
+        directory = self._cache_dir / "torch_extensions" / _sha(code)[:24]
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
+
+    def _child_env(self, mode: str, workdir: Path, home: Path, extension_dir: Path) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOWLIST}
         env.update(self._visible_devices())
         env.update({
@@ -359,7 +367,7 @@ class Evaluator:
             "TRITON_CACHE_DIR": str(workdir / "triton-cache"),
             "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor-cache"),
             # identical CUDA C++ sources reuse their build (~0.02 s instead of ~65 s)
-            "TORCH_EXTENSIONS_DIR": str(self._cache_dir / "torch_extensions" / code_sha[:24]),
+            "TORCH_EXTENSIONS_DIR": str(extension_dir),
         })
         if mode != "gpu":
             env["TRITON_INTERPRET"] = "1"

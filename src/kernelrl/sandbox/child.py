@@ -127,9 +127,9 @@ def main(argv: list[str]) -> None:
         # address-space caps break CUDA start-up (see DESIGN.md); on GPU the parent's RSS watchdog caps memory
         if isolation.set_limit(resource.RLIMIT_AS, request["memory_limit_bytes"]):
             applied.append("rlimit-as")
-    if not gpu and in_pid_namespace and request.get("readonly_fs", True):
-        # CPU only until verified on a GPU machine (CUDA and Triton write caches at start-up and first launch)
-        if isolation.readonly_filesystem(request["workdir"]):
+    if in_pid_namespace and request["readonly_fs"]:
+        # after CUDA start-up; the Triton, Inductor and CUDA-extension caches live in the writable paths
+        if isolation.readonly_filesystem(request["writable_paths"]):
             applied.append("readonly-fs")
     if isolation.drop_capabilities():  # after CUDA start-up, which may need them
         applied.append("no-capabilities")

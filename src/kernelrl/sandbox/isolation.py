@@ -72,22 +72,23 @@ def set_limit(which: int, value: int) -> bool:
         return False
 
 
-def readonly_filesystem(writable: str) -> bool:
-    """Make every mount read-only for this process's mount namespace except `writable` (bind-mounted onto
-    itself first). Needs CAP_SYS_ADMIN in a private mount namespace (the PID-namespace wrapper gives one);
+def readonly_filesystem(writable: list[str]) -> bool:
+    """Make every mount read-only for this process's mount namespace except the `writable` directories
+    (each bind-mounted onto itself first). Needs CAP_SYS_ADMIN in a private mount namespace (the PID-namespace wrapper gives one);
     returns False, changing nothing further, when that is not available. /proc, /sys and /dev stay as they are
     (device nodes are writable on read-only mounts anyway)."""
     libc = _libc()
     ms_rdonly, ms_remount, ms_bind, ms_rec, ms_private = 1, 32, 4096, 16384, 1 << 18
     if libc.mount(None, b"/", None, ms_rec | ms_private, None) != 0:  # never propagate to the host
         return False
-    target = writable.encode()
-    if libc.mount(target, target, None, ms_bind | ms_rec, None) != 0:
-        return False
+    for directory in writable:
+        target = directory.encode()
+        if libc.mount(target, target, None, ms_bind | ms_rec, None) != 0:
+            return False
     with open("/proc/self/mountinfo") as f:
         points = [line.split()[4] for line in f]
     for point in points:
-        if point == writable or point.startswith(("/proc", "/sys", "/dev")) and point != "/dev/shm":
+        if point in writable or point.startswith(("/proc", "/sys", "/dev")) and point != "/dev/shm":
             continue
         path = point.encode()
         flags = ms_remount | ms_bind | ms_rdonly
