@@ -21,7 +21,9 @@ from kernelrl import EvalConfig, Evaluator, load_suite
 
 
 def _selected(only: str | None):
-    return [p for p in load_suite() if only is None or p.id.startswith(only)]
+    """Problems whose id starts with `only`, or whose id is in the comma-separated list `only`."""
+    ids = set(only.split(",")) if only and "," in only else None
+    return [p for p in load_suite() if only is None or (p.id in ids if ids else p.id.startswith(only))]
 
 
 def run_audit(out: str, only: str | None) -> None:
@@ -51,7 +53,9 @@ def run_solutions(out: str, only: str | None) -> None:
             t = result.timing
             print(problem.id, result.status.value, result.message[:120],
                   t and t.candidate and round(t.candidate.median_ms, 4), t and t.eager and round(t.eager.median_ms, 4),
-                  t and t.inductor and round(t.inductor.median_ms, 4), flush=True)
+                  t and t.inductor and round(t.inductor.median_ms, 4),
+                  f"floor={t and t.floor_ms and round(t.floor_ms, 4)} gpu_fraction={t and t.kernel_gpu_fraction} "
+                  f"checks={t and t.timed_checks} wall={result.wall_time_s}", flush=True)
 
 
 def _ms(value: float | None) -> str:
@@ -105,7 +109,7 @@ def main() -> None:
     parser.add_argument("command", choices=["audit", "solutions", "all", "render"])
     parser.add_argument("files", nargs="*")
     parser.add_argument("--out")
-    parser.add_argument("--only", help="problem id prefix, e.g. level1/")
+    parser.add_argument("--only", help="problem id prefix (level1/) or comma-separated problem ids")
     args = parser.parse_args()
     if args.command == "audit":
         run_audit(args.out, args.only)

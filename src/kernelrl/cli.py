@@ -58,6 +58,7 @@ from kernelrl import (
 from kernelrl.candidates.rules import RULES
 from kernelrl.demo import DEMO_CASES, DemoCase, run_demo
 from kernelrl.results import TimingReport, TimingStats
+from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 
 EXIT_OK = 0
 EXIT_NOT_CORRECT = 1
@@ -440,9 +441,13 @@ def problems_cmd(
 def rules_cmd(
     json_output: Annotated[bool, typer.Option("--json", help="Print a JSON list on stdout.")] = False,
 ) -> None:
-    """List the static analysis rules against reward hacking: id, default policy, message."""
+    """List the checks against reward hacking: static rules (on the source, before running) and runtime
+    checks (in the sandbox and the verdict), each with id, default policy and message."""
+    runtime = [{"id": c.id, "policy": "reject", "message": c.message, "kind": "runtime",
+                "gpu_only": c.gpu_only} for c in RUNTIME_CHECKS.values()]
     if json_output:
-        typer.echo(json.dumps([dataclasses.asdict(rule) for rule in RULES], indent=2))
+        static = [{**dataclasses.asdict(rule), "kind": "static"} for rule in RULES]
+        typer.echo(json.dumps(static + runtime, indent=2))
         return
     table = Table(title=f"{len(RULES)} static rules (EvalConfig.rule_policy overrides the policy per id)",
                   title_justify="left", box=box.SIMPLE_HEAD)
@@ -451,6 +456,14 @@ def rules_cmd(
     for rule in RULES:
         table.add_row(rule.id, Text(rule.policy, style="red" if rule.policy == "reject" else "yellow"),
                       Text(rule.message))
+    _out.print(table)
+    table = Table(title=f"{len(runtime)} runtime checks (EvalConfig.runtime_policy overrides the policy per id)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("id", "policy", "message"):
+        table.add_column(column, no_wrap=column != "message")
+    for check in runtime:
+        table.add_row(check["id"], Text("reject", style="red"),
+                      Text(check["message"] + (" (GPU)" if check["gpu_only"] else "")))
     _out.print(table)
 
 

@@ -30,6 +30,7 @@ from kernelrl.results import (
     CorrectnessReport,
     Environment,
     EvalResult,
+    Finding,
     Mismatch,
     Stage,
     Status,
@@ -38,8 +39,9 @@ from kernelrl.results import (
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
 from kernelrl.sandbox.runner import ChildOutcome, run_child
-from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, validate_meta
-from kernelrl.timing.cuda_timer import TimerSettings, summarize
+from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
+from kernelrl.timing.cuda_timer import TimerSettings, events_exceed_wall, summarize
+from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 from kernelrl.verify.tolerance import tolerance_for
 
 _ENV_ALLOWLIST = (
@@ -74,6 +76,10 @@ class EvalConfig:
     log_limit_bytes: int = 32 * 1024
     static_checks: bool = True  # AST rules against reward hacking (kernelrl rules); off: sandbox layers only
     rule_policy: dict[str, str] | None = None  # rule id -> 'reject' | 'warn' | 'off' (overrides defaults)
+    runtime_policy: dict[str, str] | None = None  # runtime check id -> 'reject' | 'warn' | 'off' (default reject)
+    timing_variants: int = 4  # different inputs the timed calls rotate through (>= 3 defeats parity caches)
+    min_kernel_gpu_fraction: float = 0.5  # of one forward's GPU time in the candidate's kernels (GPU; 0: off)
+    speed_of_light_margin: float = 1.5  # floor = input bytes / (margin x measured device bandwidth)
     refuse_flagged_problems: bool = True  # problems the audit flags (zeros pass, ...) end `unsupported`
     isolate_network: bool = True
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
@@ -83,6 +89,11 @@ class EvalConfig:
     def __post_init__(self) -> None:
         if self.trials < 1:
             raise ValueError("trials must be at least 1")
+        for check, policy in (self.runtime_policy or {}).items():
+            if check not in RUNTIME_CHECKS:
+                raise ValueError(f"unknown runtime check {check!r}; see `kernelrl rules`")
+            if policy not in ("reject", "warn", "off"):
+                raise ValueError(f"runtime check policy must be reject, warn or off, not {policy!r}")
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ValueError(f"device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
 
@@ -96,23 +107,42 @@ def _sha(text: str) -> str:
 
 
 class _Trials:
-    """Per-evaluation bookkeeping for the child's streamed trial reports."""
+    """Per-evaluation bookkeeping for the child's streamed reports: compares each trial's outputs (through the
+    judge) as it arrives and turns the stub's runtime facts into findings (kernelrl.verify.runtime_checks)."""
 
-    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[dict], mode: str, tol, max_bytes):
+    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[dict], mode: str, tol, max_bytes,
+                 policy: dict[str, str]):
         self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
         self.plan, self.planned, self.tol, self.max_bytes = plan, len(plan), tol, max_bytes
+        self.policy = policy
         self.device = "cuda" if mode == "gpu" else "cpu"
         self.passed = 0
         self.run = 0
         self.mismatch: Mismatch | None = None
-        self.hack: str | None = None
+        self.findings: list[Finding] = []
         self.problem: str | None = None  # a protocol violation or judge failure
         self.timing_raw: dict | None = None
+        self.census: dict | None = None
+
+    @property
+    def hack(self) -> Finding | None:
+        return next((f for f in self.findings if f.policy == "reject"), None)
+
+    def _flag(self, check: str, detail: str = "") -> bool:
+        """Record a runtime finding; False (stop the candidate) when its policy rejects."""
+        policy = self.policy.get(check, "reject")
+        if policy == "off":
+            return True
+        self.findings.append(Finding(rule=check, policy=policy, message=RUNTIME_CHECKS[check].message,
+                                     detail=detail[:300]))
+        return policy != "reject"
 
     def on_event(self, event: dict) -> bool:
         kind = event["event"]
         if kind == "timing":
-            self.timing_raw = event
+            return self._on_timing(event)
+        if kind == "census":
+            self.census = event
             return True
         if kind != "trial":
             return True
@@ -125,29 +155,88 @@ class _Trials:
             self.problem = "malformed trial report"
             return False
         for k, meta in enumerate(raw):
-            if meta.get("subclass"):
-                self.hack = "forward returned a torch.Tensor subclass; outputs must be plain tensors"
-                return False
             if meta.get("dtype") not in ITEMSIZE:
                 return self._mismatch(k, "dtype", f"output {k} has unsupported dtype {str(meta.get('dtype'))[:40]}")
             if meta.get("device") != self.device:
                 return self._mismatch(k, "device", f"output {k} is on {str(meta.get('device'))[:20]}, "
                                                    f"expected {self.device}")
+        # work still running behind forward's back explains a wrong answer: flagged before the comparison
+        if not self._background_work(event, raw):
+            return False
+        found = self._compare(self.run - 1, raw, None)
+        if found is False:
+            return False
+        if found is not None:
+            self.mismatch = Mismatch(trial=self.run - 1, input_set=self.plan[self.run - 1]["set"], **found)
+            return False
+        # right values first (a wrong answer is reported as such), then how they were produced
+        if not self._runtime_facts(event, raw):
+            return False
+        self.passed += 1
+        return True
+
+    def _background_work(self, event: dict, raw: list[dict]) -> bool:
+        for k, meta in enumerate(raw):
+            if meta.get("changed_after_sync") and not self._flag(
+                    "rt-deferred-write", f"output {k} of trial {self.run - 1} changed after a device-wide sync"):
+                return False
+        threads = event.get("threads")
+        return not threads or self._flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive")
+
+    def _runtime_facts(self, event: dict, raw: list[dict]) -> bool:
+        for k, meta in enumerate(raw):
+            if meta.get("subclass") and not self._flag("rt-tensor-subclass", f"output {k}"):
+                return False
+            attrs = meta.get("instance_attrs")
+            if attrs and not self._flag("rt-tensor-override", f"output {k} has instance attributes {attrs}"):
+                return False
+            if meta.get("aliases_input") and not self._flag("rt-output-aliases-input", f"output {k}"):
+                return False
+            if meta.get("reuses_buffer") and not self._flag("rt-output-reuses-buffer", f"output {k}"):
+                return False
+        if event.get("launches") == 0 and not self._flag(
+                "rt-no-kernel-launched", f"trial {self.run - 1} launched no candidate kernel"):
+            return False
+        return True
+
+    def _compare(self, trial: int, raw: list[dict], prefix: str | None) -> dict | None | bool:
+        """The judge's mismatch for one set of output files, None when they match, False on a failure."""
         try:
             metas = [validate_meta(m, self.max_bytes) for m in raw]
         except TensorFileError as exc:
             self.problem = f"unreadable output: {exc}"
             return False
         try:
-            found = self.judge.request("compare", eval_id=self.eval_id, trial=self.run - 1, out_dir=self.out_dir,
-                                       outputs=metas, atol=self.tol.atol, rtol=self.tol.rtol)["mismatch"]
+            return self.judge.request("compare", eval_id=self.eval_id, trial=trial, out_dir=self.out_dir,
+                                      outputs=metas, atol=self.tol.atol, rtol=self.tol.rtol, prefix=prefix,
+                                      check_inputs=prefix is None)["mismatch"]
         except JudgeError as exc:
             self.problem = f"outputs could not be compared: {str(exc)[-500:]}"
             return False
-        if found is not None:
-            self.mismatch = Mismatch(trial=self.run - 1, input_set=self.plan[self.run - 1]["set"], **found)
+
+    def _on_timing(self, event: dict) -> bool:
+        self.timing_raw = event
+        checked = event.get("checked")
+        if not isinstance(checked, list) or not checked:
+            self.problem = "the timing report names no checked call"
             return False
-        self.passed += 1
+        for n, check in enumerate(checked[:16]):
+            trial = check.get("trial") if isinstance(check, dict) else None
+            if not isinstance(trial, int) or not 0 <= trial < self.planned or not isinstance(check.get("outputs"), list):
+                self.problem = "malformed timed-call check"
+                return False
+            found = self._compare(trial, check["outputs"], f"timed{n}")
+            if found is False:
+                return False
+            if found is not None:
+                return self._flag("rt-timed-output-mismatch",
+                                  f"timed call {check.get('rep')} (inputs of trial {trial}): {found.get('detail', '')}")
+        threads = event.get("threads")
+        if threads and not self._flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive after timing"):
+            return False
+        calls, launches = event.get("calls"), event.get("launches")
+        if isinstance(calls, int) and isinstance(launches, int) and launches < calls:
+            return self._flag("rt-no-kernel-launched", f"{launches} candidate kernel launches in {calls} timed calls")
         return True
 
     def _mismatch(self, output_index: int, reason: str, detail: str) -> bool:
@@ -298,7 +387,8 @@ class Evaluator:
         try:
             prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
                                            problem_sha256=problem.sha256, master_seed=master,
-                                           min_trials=cfg.trials, input_sets=list(cfg.input_sets or []), in_dir=str(in_dir))
+                                           min_trials=cfg.trials, input_sets=list(cfg.input_sets or []), in_dir=str(in_dir),
+                                           timing_variants=cfg.timing_variants if env.mode == "gpu" and cfg.timing else 0)
         except JudgeError as exc:
             return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                               message="the problem's reference failed (a problem error, not the candidate's)",
@@ -323,7 +413,7 @@ class Evaluator:
         (workdir / "request.json").write_text(json.dumps(request))
         planned = len(prepared["trials"])
         trials = _Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
-                         int(cfg.max_output_gb * _GiB))
+                         int(cfg.max_output_gb * _GiB), dict(cfg.runtime_policy or {}))
         if self._sandbox_prefix is None:
             self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
         outcome = run_child(
@@ -344,10 +434,11 @@ class Evaluator:
             input_sets=prepared["sets"], mismatch=trials.mismatch,
         )
         base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
-                "correctness": correctness}
+                "correctness": correctness, "findings": [*base.get("findings", []), *trials.findings]}
         verdict = self._verdict(outcome, trials, base)
         if verdict.status is Status.CORRECT:
-            verdict.timing = self._timing(problem, env, trials, master)
+            verdict.timing = self._timing(problem, env, trials, master, prepared)
+            verdict = self._timing_checks(verdict, trials)
         return verdict
 
     def _extension_dir(self, code: str) -> Path:
@@ -386,9 +477,13 @@ class Evaluator:
                               message=f"wrong output (trial {m.trial} on input set {m.input_set}, output "
                                       f"{m.output_index}: {m.reason})",
                               feedback=m.detail, **base)
-        if trials.hack is not None:
-            return EvalResult(status=Status.HACK_DETECTED, stage=Stage.CORRECTNESS, message=trials.hack,
-                              feedback=trials.hack, **base)
+        hack = trials.hack
+        if hack is not None:
+            stage = Stage.TIMING if outcome.last("timing") else Stage.CORRECTNESS
+            return EvalResult(status=Status.HACK_DETECTED, stage=stage,
+                              message=f"runtime check {hack.rule}: {hack.detail or hack.message}"[:200],
+                              feedback=f"[{hack.rule}] {hack.message}" + (f" ({hack.detail})" if hack.detail else ""),
+                              **base)
         error = outcome.last("error")
         if error is not None:
             exc_type = str(error.get("exc_type", "Exception"))[:200]
@@ -443,7 +538,48 @@ class Evaluator:
         return EvalResult(status=Status.CORRECT, stage=Stage.DONE,
                           message=f"correct ({trials.passed}/{trials.planned} trials)", **base)
 
-    def _timing(self, problem: Problem, env: Environment, trials: _Trials, seed: int) -> TimingReport:
+    def _timing_checks(self, verdict: EvalResult, trials: _Trials) -> EvalResult:
+        """Runtime checks on a correct candidate's timing: timer integrity, speed-of-light floor, share of GPU
+        time in the candidate's own kernels. A rejection turns the verdict into hack_detected."""
+        timing, cfg = verdict.timing, self.config
+        if timing is None or timing.candidate is None:
+            return verdict
+        checks = []
+        if trials.timing_raw is not None and events_exceed_wall(trials.timing_raw):
+            checks.append(("rt-timer-inconsistent", f"event median {timing.candidate.median_ms:.4f} ms > wall median "
+                                                    f"{timing.candidate.wall_median_ms} ms"))
+        if timing.floor_ms is not None and timing.candidate.median_ms < timing.floor_ms:
+            checks.append(("rt-below-speed-of-light", f"{timing.candidate.median_ms:.4f} ms < floor "
+                                                      f"{timing.floor_ms:.4f} ms"))
+        fraction = timing.kernel_gpu_fraction
+        if fraction is not None and fraction < cfg.min_kernel_gpu_fraction:
+            checks.append(("rt-kernel-gpu-fraction", f"{fraction:.0%} of GPU time in the candidate's kernels, "
+                                                     f"minimum {cfg.min_kernel_gpu_fraction:.0%}"))
+        for check, detail in checks:
+            trials._flag(check, detail)
+        verdict.findings = [*verdict.findings, *[f for f in trials.findings if f not in verdict.findings]]
+        hack = trials.hack
+        if hack is None:
+            return verdict
+        return dataclasses.replace(
+            verdict, status=Status.HACK_DETECTED, stage=Stage.TIMING,
+            message=f"runtime check {hack.rule}: {hack.detail or hack.message}"[:200],
+            feedback=f"[{hack.rule}] {hack.message}" + (f" ({hack.detail})" if hack.detail else ""))
+
+    def _floor_ms(self, trials: _Trials, prepared: dict) -> float | None:
+        timed = [t for t in prepared["trials"] if t["set"] == prepared["timing_set"]]
+        if not timed:
+            return None
+        try:
+            bandwidth = self._judge.request("bandwidth")["bytes_per_s"]
+        except JudgeError:
+            return None
+        if not bandwidth:
+            return None
+        input_bytes = sum(nbytes_of(m) for m in timed[0]["inputs"])
+        return input_bytes / (self.config.speed_of_light_margin * bandwidth) * 1e3
+
+    def _timing(self, problem: Problem, env: Environment, trials: _Trials, seed: int, prepared: dict) -> TimingReport:
         if env.mode != "gpu":
             return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the interpreter, so times "
                                                    "say nothing about GPU speed")
@@ -454,6 +590,11 @@ class Evaluator:
             report.candidate = summarize(trials.timing_raw or {"times_ms": []})
         except (ValueError, TypeError, KeyError) as exc:
             return TimingReport(unavailable_reason=f"the candidate's timing report is unusable: {exc}")
+        report.timed_checks = len(trials.timing_raw.get("checked") or [])
+        census = trials.census or {}
+        fraction = census.get("fraction")
+        report.kernel_gpu_fraction = float(fraction) if isinstance(fraction, int | float) else None
+        report.floor_ms = self._floor_ms(trials, prepared)
         return self._baselines(problem, seed, report)
 
     def _baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False) -> TimingReport:

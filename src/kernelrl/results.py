@@ -54,7 +54,8 @@ class Mismatch:
 
 @dataclass(frozen=True)
 class Finding:
-    """A static-analysis finding (see kernelrl.candidates.rules and `kernelrl rules`)."""
+    """A static-analysis or runtime finding (see kernelrl.candidates.rules, kernelrl.verify.runtime_checks
+    and `kernelrl rules`)."""
 
     rule: str
     policy: str  # 'reject' or 'warn'
@@ -100,6 +101,9 @@ class TimingReport:
     speedup_vs_eager: float | None = None
     speedup_vs_inductor: float | None = None
     unavailable_reason: str | None = None  # why some or all numbers are missing
+    floor_ms: float | None = None  # speed-of-light floor: input bytes / (margin x measured bandwidth)
+    timed_checks: int = 0  # timed calls whose outputs were compared with the reference
+    kernel_gpu_fraction: float | None = None  # share of one forward's GPU time in the candidate's kernels
 
 
 @dataclass
@@ -125,7 +129,7 @@ class EvalResult:
     correctness: CorrectnessReport | None = None
     timing: TimingReport | None = None
     environment: Environment | None = None
-    findings: list[Finding] = field(default_factory=list)  # static analysis (rejections and warnings)
+    findings: list[Finding] = field(default_factory=list)  # static and runtime checks (rejections and warnings)
     log: str = ""  # the candidate's stdout+stderr, head and tail kept when long
     log_bytes_dropped: int = 0
     wall_time_s: float = 0.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 import time
 import traceback
@@ -19,6 +20,7 @@ import traceback
 from kernelrl.sandbox import isolation
 
 _clock = time.perf_counter  # captured before any candidate code exists
+_TIMED_CHECKS = 4  # timed calls whose outputs go to the judge
 
 
 class _Channel:
@@ -68,6 +70,80 @@ def _load_args(in_dir: str, trial: dict, device, read_tensor) -> tuple[list, lis
     return tensors, args
 
 
+def _host_copy(t):
+    """The tensor's values on the host, copied in order after the current stream's work only."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return None
+    return t.detach().contiguous().cpu()
+
+
+def _same_bytes(torch, a, b) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    return bool(torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)))
+
+
+def _storage_ptr(t) -> int:
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:  # noqa: BLE001 - tensors without storage (meta, sparse) report none
+        return 0
+
+
+def _output_facts(torch, t, inputs: list, previous: list) -> dict:
+    """What the verdict process needs to know about one returned tensor beyond its values."""
+    facts = {"subclass": type(t) is not torch.Tensor}
+    try:
+        facts["instance_attrs"] = sorted(object.__getattribute__(t, "__dict__"))[:8]
+    except AttributeError:
+        facts["instance_attrs"] = []
+    ptr = _storage_ptr(t)
+    facts["aliases_input"] = bool(ptr) and any(ptr == _storage_ptr(x) for x in inputs)
+    facts["reuses_buffer"] = bool(ptr) and any(ptr == _storage_ptr(x) for x in previous)
+    return facts
+
+
+def _poison_free_memory(torch) -> None:
+    """Overwrite the caching allocator's free blocks with NaN bytes, so a candidate that returns
+    uninitialized memory cannot find an earlier call's results there."""
+    free = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+    if free >= 1 << 20:
+        try:
+            torch.empty(free // 2, dtype=torch.uint8, device="cuda").fill_(0xFF)
+        except RuntimeError:  # fragmentation: skip rather than fail the candidate
+            pass
+
+
+def _candidate_gpu_fraction(torch, census, model, trial: dict, in_dir: str, device) -> dict:
+    """Share of one forward's GPU kernel time spent in the candidate's own kernels (torch.profiler/CUPTI)."""
+    from kernelrl.sandbox.tensorio import read_tensor
+
+    _, args = _load_args(in_dir, trial, device, read_tensor)
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
+            model(*args)
+            torch.cuda.synchronize()
+        total = mine = 0.0
+        kernels: dict[str, float] = {}
+        for evt in prof.events():
+            if str(getattr(evt, "device_type", "")).endswith("CUDA") and evt.time_range.elapsed_us() > 0:
+                us = float(evt.time_range.elapsed_us())
+                total += us
+                kernels[evt.name[:80]] = kernels.get(evt.name[:80], 0.0) + us
+                if census.is_candidate_kernel(evt.name):
+                    mine += us
+    except Exception as exc:  # noqa: BLE001 - no profiler here: the fraction is reported as unavailable
+        return {"fraction": None, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    top = sorted(kernels.items(), key=lambda kv: -kv[1])[:6]
+    return {"fraction": (mine / total) if total > 0 else None, "total_us": total, "top": top}
+
+
 def _init_process(channel: _Channel) -> None:
     """PID 1 of the sandbox's PID namespace: fork the real stub and reap. PID 1 ignores signals it has no
     handler for (abort() would not end it), so candidate code must never run as PID 1. When this process
@@ -111,6 +187,7 @@ def main(argv: list[str]) -> None:
     import torch
 
     from kernelrl.problems.input_sets import call_with, input_sets
+    from kernelrl.sandbox.census import LaunchCensus
     from kernelrl.sandbox.tensorio import ITEMSIZE, read_tensor, tensor_meta, write_tensor
     from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
 
@@ -136,6 +213,11 @@ def main(argv: list[str]) -> None:
     if in_pid_namespace:
         applied.append("pidns")
     device = torch.device("cuda" if gpu else "cpu")
+    census = LaunchCensus("kernelrl_candidate")
+    census.install()
+    secret = random.Random(int.from_bytes(os.urandom(16), "little"))  # which timed calls are checked
+    current_frames = sys._current_frames
+    tensor_copy = torch.Tensor.copy_  # refills the timed calls' inputs; taken before any candidate code runs
     channel.send("ready", isolation=applied)
 
     def load(path: str, name: str):
@@ -148,6 +230,7 @@ def main(argv: list[str]) -> None:
     stage = "import"
     try:
         problem = load(request["problem_path"], "kernelrl_problem")
+        threads_before = set(current_frames())
         candidate = load(request["candidate_path"], "kernelrl_candidate")
         model_cls = getattr(candidate, "ModelNew", None)
         if not isinstance(model_cls, type):
@@ -169,45 +252,88 @@ def main(argv: list[str]) -> None:
                 models[set_name] = model_cls(*init_inputs).to(device)
             return models[set_name]
 
+        def stray_threads() -> list[str]:
+            return sorted(str(t) for t in set(current_frames()) - threads_before)[:8]
+
         model_for(request["trials"][0]["set"])
         channel.send("initialized")
 
         stage = "correctness"
         out_dir = request["out_dir"]
+        previous: list = []  # earlier calls' outputs, still held as a caller would hold them
         for trial in request["trials"]:
             index = trial["index"]
             model = model_for(trial["set"])
             inputs, args = _load_args(request["in_dir"], trial, device, read_tensor)
+            if gpu:
+                _poison_free_memory(torch)
+            launches = census.launches
             with torch.no_grad():
                 outputs = _flatten_outputs(model(*args))
+            launched = census.launches - launches
+            # host copies ordered after the current stream only: work left on other streams shows up below
+            early = [_host_copy(t) for t in outputs]
             if gpu:
                 sync()
             metas = []
             for k, t in enumerate(outputs):
                 meta = tensor_meta(t)
-                meta["subclass"] = type(t) is not torch.Tensor
+                meta.update(_output_facts(torch, t, inputs, previous))
+                if gpu and early[k] is not None and not _same_bytes(torch, early[k], _host_copy(t)):
+                    meta["changed_after_sync"] = True
                 metas.append(meta)
-                if meta["dtype"] in ITEMSIZE:
-                    write_tensor(os.path.join(out_dir, f"trial{index}_out{k}.bin"), t)
+                if meta["dtype"] in ITEMSIZE and early[k] is not None:
+                    write_tensor(os.path.join(out_dir, f"trial{index}_out{k}.bin"), early[k])
             for k, t in enumerate(inputs):
                 write_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), t)
-            channel.send("trial", index=index, outputs=metas)
+            previous += outputs
+            channel.send("trial", index=index, outputs=metas, launches=launched, threads=stray_threads())
 
-        if gpu and request["timing"] and any(t["set"] == request["timing_set"] for t in request["trials"]):
+        timed_trials = [t for t in request["trials"] if t["set"] == request["timing_set"]]
+        if gpu and request["timing"] and timed_trials:
             stage = "timing"
-            timed = next(t for t in request["trials"] if t["set"] == request["timing_set"])
-            model = model_for(timed["set"])
-            _, args = _load_args(request["in_dir"], timed, device, read_tensor)
+            model = model_for(timed_trials[0]["set"])
+            fraction = _candidate_gpu_fraction(torch, census, model, timed_trials[0], request["in_dir"], device)
+            channel.send("census", **fraction)
+            # the timed calls rotate through the timing set's trials, refilled into the same buffers before
+            # each call, never the same inputs twice in a row; a secret subset of calls is checked
+            variants = [_load_args(request["in_dir"], t, device, read_tensor)[0] for t in timed_trials]
+            buffers, args = _load_args(request["in_dir"], timed_trials[0], device, read_tensor)
+            state: dict = {"variant": 0, "checks": set()}
+            checked: list[dict] = []
+
+            def refill() -> None:
+                if len(variants) > 1:
+                    state["variant"] = secret.choice([v for v in range(len(variants)) if v != state["variant"]])
+                for dst, src in zip(buffers, variants[state["variant"]], strict=True):
+                    tensor_copy(dst, src)
+
+            def check(i, reps, result) -> None:
+                if i == 0:  # which timed calls are checked: secret, drawn once the rep count is known
+                    state["checks"] = set(secret.sample(range(reps), min(_TIMED_CHECKS, reps)))
+                if i is None or i not in state["checks"]:
+                    return
+                outs = _flatten_outputs(result)
+                metas = []
+                for k, t in enumerate(outs):
+                    meta = tensor_meta(t)
+                    if meta["dtype"] in ITEMSIZE:
+                        write_tensor(os.path.join(out_dir, f"timed{len(checked)}_out{k}.bin"), t)
+                    metas.append(meta)
+                checked.append({"rep": i, "trial": timed_trials[state["variant"]]["index"], "outputs": metas})
 
             def call():
                 with torch.no_grad():
-                    model(*args)
+                    return model(*args)
 
+            launches = census.launches
             raw = time_cuda(
                 call, torch=torch, synchronize=sync, event_cls=event_cls, clock=_clock,
-                settings=TimerSettings(**request["timer"]),
+                settings=TimerSettings(**request["timer"]), prepare=refill, inspect=check,
             )
-            channel.send("timing", **raw)
+            calls = len(raw["times_ms"]) + raw["warmup"]
+            channel.send("timing", **raw, checked=checked, calls=calls, launches=census.launches - launches,
+                         threads=stray_threads())
     except SystemExit as exc:
         channel.send("exit", stage=stage, code=str(exc.code)[:200])
         os._exit(0)

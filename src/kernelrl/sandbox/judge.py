@@ -53,6 +53,7 @@ class Judge:
         self.models: dict[tuple, object] = {}  # (problem sha, constructor args) -> reference model
         self.evals: dict[str, dict] = {}
         self._baseline_cache: dict[str, dict] = {}
+        self._bandwidth: float | None = None
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _module(self, path: str, sha: str):
@@ -112,10 +113,14 @@ class Judge:
         module, sets = self._module(req["problem_path"], req["problem_sha256"])
         names = correctness_sets(list(sets), self.gpu, req.get("input_sets"))
         count = max(req["min_trials"], len(names))
-        seeds = [int(hashlib.sha256(f"{req['master_seed']}:{i}".encode()).hexdigest()[:15], 16) for i in range(count)]
+        plan = [names[i % len(names)] for i in range(count)]
+        timed = timing_set(list(sets))
+        if timed in names:  # the timed calls rotate through this many different inputs of the timing set
+            plan += [timed] * max(0, req.get("timing_variants", 0) - plan.count(timed))
+        seeds = [int(hashlib.sha256(f"{req['master_seed']}:{i}".encode()).hexdigest()[:15], 16)
+                 for i in range(len(plan))]
         trials, refs, originals = [], [], []
-        for index, seed in enumerate(seeds):
-            set_name = names[index % len(names)]
+        for index, (seed, set_name) in enumerate(zip(seeds, plan, strict=True)):
             model = self._model(req["problem_sha256"], module, sets[set_name])
             values = self._inputs(module, sets[set_name], seed)
             metas, args, tensors = [], [], []
@@ -155,13 +160,14 @@ class Judge:
         state = self.evals[req["eval_id"]]
         index = req["trial"]
         out_dir = req["out_dir"]
+        prefix = req.get("prefix") or f"trial{index}"  # timed calls' outputs come as timed{n}_out{k}.bin
         expected, originals = state["refs"][index], state["originals"][index]
         actual = [
-            read_tensor(os.path.join(out_dir, f"trial{index}_out{k}.bin"), meta)
+            read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta)
             for k, meta in enumerate(req["outputs"])
         ]
         mismatch = compare_outputs(expected, actual, req["atol"], req["rtol"])
-        if mismatch is None:
+        if mismatch is None and req.get("check_inputs", True):
             after = [
                 read_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), {
                     "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)})
@@ -249,6 +255,28 @@ class Judge:
         except Exception as exc:  # noqa: BLE001 - the reference failing is the finding
             return [("reference_raises", f"{type(exc).__name__}: {exc}"[:500])], median
 
+    def bandwidth(self, req: dict) -> dict:
+        """Device memory bandwidth (bytes/s) of a large device-to-device copy, the best of a few: the
+        speed-of-light floor divides bytes by it."""
+        torch = self.torch
+        if not self.gpu:
+            return {"bytes_per_s": None}
+        if self._bandwidth is None:
+            src = torch.empty(1 << 30, dtype=torch.uint8, device=self.device)
+            dst = torch.empty_like(src)
+            best = float("inf")
+            for _ in range(6):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                dst.copy_(src)
+                end.record()
+                end.synchronize()
+                best = min(best, start.elapsed_time(end) / 1e3)
+            del src, dst
+            torch.cuda.empty_cache()
+            self._bandwidth = 2 * (1 << 30) / best  # read + write
+        return {"bytes_per_s": self._bandwidth}
+
     def release(self, req: dict) -> dict:
         self.evals.pop(req["eval_id"], None)
         if self.gpu:
@@ -316,6 +344,7 @@ def main(argv: list[str]) -> None:
     handlers = {
         "prepare": judge.prepare,
         "compare": judge.compare,
+        "bandwidth": judge.bandwidth,
         "release": judge.release,
         "baselines": judge.baselines,
         "audit": judge.audit,

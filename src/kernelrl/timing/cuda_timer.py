@@ -35,37 +35,47 @@ def time_cuda(
     event_cls: type,
     clock: Callable[[], float],
     settings: TimerSettings = TimerSettings(),
+    prepare: Callable[[], None] | None = None,
+    inspect: Callable[[int | None, int, Any], None] | None = None,
 ) -> dict:
-    """Time `fn()` on the current CUDA device; return raw per-rep times (ms) and warm-up count."""
+    """Time `fn()` on the current CUDA device; return raw per-rep times (ms) and warm-up count.
+
+    `prepare()` runs before each rep outside the timed region (the sandbox refills the inputs there);
+    `inspect(i, reps, result)` gets each rep's return value after the rep (`i` is None during warm-up)."""
     device = torch.cuda.current_device()
     l2_bytes = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or 64 << 20
     # twice the L2 so a zero-fill evicts everything the previous rep left there
     flush = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device="cuda")
 
-    def timed_rep() -> tuple[float, float]:
+    def timed_rep(i: int | None, reps: int) -> tuple[float, float]:
+        if prepare is not None:
+            prepare()
         flush.zero_()
         start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
         t0 = clock()
         start.record()
-        fn()
+        result = fn()
         synchronize()  # device-wide: work on any stream belongs to this rep
         end.record()
         t1 = clock()
         end.synchronize()
+        if inspect is not None:
+            inspect(i, reps, result)
+        del result
         return start.elapsed_time(end), (t1 - t0) * 1e3
 
     synchronize()
     warm_times: list[float] = []
     warm_start = clock()
     while len(warm_times) < 3 or (clock() - warm_start) * 1e3 < settings.warmup_ms:
-        warm_times.append(timed_rep()[0])
+        warm_times.append(timed_rep(None, 0)[0])
         if len(warm_times) >= 1000:
             break
     estimate = max(statistics.median(warm_times), 1e-3)
     reps = min(settings.max_reps, max(settings.min_reps, math.ceil(settings.target_ms / estimate)))
     times, walls = [], []
-    for _ in range(reps):
-        event_ms, wall_ms = timed_rep()
+    for i in range(reps):
+        event_ms, wall_ms = timed_rep(i, reps)
         times.append(event_ms)
         walls.append(wall_ms)
     return {"times_ms": times, "wall_ms": walls, "warmup": len(warm_times), "method": METHOD}
@@ -91,3 +101,13 @@ def summarize(raw: dict) -> TimingStats:
         method=str(raw.get("method", METHOD))[:64],
         wall_median_ms=statistics.median(walls) if walls else None,
     )
+
+
+def events_exceed_wall(raw: dict) -> bool:
+    """True when the event times cannot be real: each rep's events lie inside its wall-clock interval, so an
+    event time above the wall time (beyond clock noise) means the event functions were tampered with."""
+    times = [float(t) for t in raw.get("times_ms") or []]
+    walls = [float(t) for t in raw.get("wall_ms") or []]
+    if not times or len(walls) != len(times):
+        return bool(times)  # a report without wall times is not trusted either
+    return statistics.median(times) > 1.05 * statistics.median(walls) + 0.02

@@ -1,0 +1,93 @@
+"""Kernel launch census, installed by the sandbox stub before the candidate is imported.
+
+It counts launches of kernels the candidate itself defines: Triton `@triton.jit` functions whose module is the
+candidate's (compiled `JITFunction.run` on a GPU, `InterpretedFunction.run` under TRITON_INTERPRET=1), and calls
+into extensions the candidate builds with `torch.utils.cpp_extension.load_inline`/`load`. A kernel imported
+from a library does not count. The static rules forbid patching triton/torch attributes, so the candidate
+cannot take these hooks out again without being rejected first.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_GLOBAL_FN = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)")
+
+
+class LaunchCensus:
+    def __init__(self, candidate_module: str) -> None:
+        self.candidate_module = candidate_module
+        self.launches = 0
+        self.triton_kernels: set[str] = set()  # names of candidate Triton kernels seen launching
+        self.cuda_kernels: set[str] = set()  # __global__ function names in candidate CUDA sources
+
+    def install(self) -> None:
+        try:
+            from triton.runtime.jit import JITFunction
+        except ImportError:  # no Triton on this machine: CUDA C++ candidates still count
+            JITFunction = None  # noqa: N806
+        if JITFunction is not None:
+            self._wrap_run(JITFunction)
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+        except ImportError:
+            InterpretedFunction = None  # noqa: N806
+        if InterpretedFunction is not None:
+            self._wrap_run(InterpretedFunction)
+        from torch.utils import cpp_extension
+
+        for name in ("load_inline", "load"):
+            setattr(cpp_extension, name, self._wrap_loader(getattr(cpp_extension, name)))
+
+    def _wrap_run(self, cls) -> None:
+        original = cls.run
+        census = self
+
+        @functools.wraps(original)
+        def run(self, *args, grid, warmup, **kwargs):
+            fn = getattr(self, "fn", None)
+            if not warmup and getattr(fn, "__module__", None) == census.candidate_module:
+                census.launches += 1
+                census.triton_kernels.add(getattr(fn, "__name__", "?"))
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+        cls.run = run
+
+    def _wrap_loader(self, loader):
+        census = self
+
+        @functools.wraps(loader)
+        def load(*args, **kwargs):
+            module = loader(*args, **kwargs)
+            for key in ("cuda_sources", "cpp_sources", "sources"):
+                sources = kwargs.get(key)
+                for text in [sources] if isinstance(sources, str) else sources or []:
+                    census.cuda_kernels.update(_GLOBAL_FN.findall(text) if isinstance(text, str) else [])
+            if "cuda_sources" not in kwargs and len(args) > 2:  # load_inline(name, cpp_sources, cuda_sources)
+                for text in [args[2]] if isinstance(args[2], str) else args[2] or []:
+                    census.cuda_kernels.update(_GLOBAL_FN.findall(text) if isinstance(text, str) else [])
+            for attr in dir(module):
+                value = getattr(module, attr)
+                if not attr.startswith("_") and callable(value):
+                    setattr(module, attr, census._counting(value))
+            return module
+
+        return load
+
+    def _counting(self, function):
+        census = self
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            census.launches += 1
+            return function(*args, **kwargs)
+
+        return call
+
+    def is_candidate_kernel(self, gpu_kernel_name: str) -> bool:
+        """Whether a kernel name from the profiler belongs to the candidate: Triton kernels keep the Python
+        function's name; CUDA C++ kernels appear mangled (`_Z<len><name>...`) or as extern "C" names."""
+        if gpu_kernel_name in self.triton_kernels or gpu_kernel_name in self.cuda_kernels:
+            return True
+        return gpu_kernel_name.startswith("_Z") and any(f"{len(n)}{n}" in gpu_kernel_name for n in self.cuda_kernels)
