@@ -28,6 +28,13 @@ SEED = 1234
 _INDUCTOR_CACHE = "/tmp/kernelrl-suite-table-inductor"  # shared by the check workers and the timing step
 
 
+def _selected(pid: str, only: str | None) -> bool:
+    """`only` is a problem id prefix (level1/) or a comma-separated list of ids."""
+    if not only:
+        return True
+    return pid in only.split(",") if "," in only else pid.startswith(only)
+
+
 def _setup(pid: str, device: str = "cuda"):
     import importlib.util
 
@@ -66,6 +73,14 @@ def _flatten(out):
 
 def check_one(pid: str, device: str = "cuda") -> dict:
     """Correctness of the solution on every set, and one torch.compile of the reference (fills the caches)."""
+    try:
+        return _check_one(pid, device)
+    except Exception as exc:  # noqa: BLE001 - one problem's failure (e.g. out of memory) is a row, not the end
+        return {"problem_id": pid, "level": None, "split": None, "solution": None, "sets": {},
+                "error": f"{type(exc).__name__}: {str(exc)[:300]}", "check_s": None}
+
+
+def _check_one(pid: str, device: str) -> dict:
     from kernelrl.problems.input_sets import correctness_sets, timing_set
     from kernelrl.verify.compare import compare_outputs
     from kernelrl.verify.tolerance import tolerance_for
@@ -100,6 +115,10 @@ def check_one(pid: str, device: str = "cuda") -> dict:
             row["sets"][name] = "ok" if mismatch is None else f"{mismatch['reason']}: {mismatch['detail'][:200]}"
         except Exception as exc:  # noqa: BLE001 - recorded in the table
             row["sets"][name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        judge.models.clear()  # bench-sized weights of several sets add up across parallel workers
+        del inputs, expected
+        if judge.gpu:
+            torch.cuda.empty_cache()
     try:
         if judge.gpu:  # compiling warms the Inductor caches the serial `time` step then reads
             params = sets[bench]
@@ -134,7 +153,7 @@ def time_all(out: Path, only: str | None) -> None:
     settings = TimerSettings(warmup_ms=100, target_ms=300)
     with open(out / "times.jsonl", "a") as f:
         for problem in load_suite():
-            if only and not problem.id.startswith(only):
+            if not _selected(problem.id, only):
                 continue
             _, judge, module, sets, solution = _setup(problem.id)
             torch = judge.torch
@@ -214,7 +233,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("command", choices=["check", "time", "render"])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--only", help="problem id prefix, e.g. level1/")
+    parser.add_argument("--only", help="problem id prefix (level1/) or comma-separated problem ids")
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test of `check` (needs TRITON_INTERPRET=1)")
     args = parser.parse_args()
@@ -223,7 +242,7 @@ def main() -> None:
     if args.command == "check":
         from kernelrl import load_suite
 
-        ids = [p.id for p in load_suite() if not args.only or p.id.startswith(args.only)]
+        ids = [p.id for p in load_suite() if _selected(p.id, args.only)]
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", _INDUCTOR_CACHE)
         context = multiprocessing.get_context("spawn")  # CUDA per worker, never inherited through fork
         with ProcessPoolExecutor(args.workers, mp_context=context) as pool, open(out / "checks.jsonl", "a") as f:
