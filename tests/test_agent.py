@@ -101,3 +101,25 @@ def test_bad_agent_config():
         AgentConfig(mode="search")
     with pytest.raises(ValueError, match="unknown reward"):
         AgentConfig(reward="nope")
+
+
+def test_cli_agent_with_replay(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = write_replay(tmp_path / "script.jsonl", [
+        {"problem_id": "level0/1_relu", "turn": 1, "text": fenced(WRONG_RELU)},
+        {"problem_id": "level0/1_relu", "turn": 2, "text": fenced(example("relu_triton.py"))},
+    ])
+    args = [sys.executable, "-m", "kernelrl.cli", "agent", "level0/1_relu", "--policy", f"replay:{script}",
+            "--turns", "2", "--samples", "1", "--device", "cpu", "--trials", "2", "--run-dir", str(tmp_path / "run"),
+            "--kernel-db", str(tmp_path / "k.sqlite"), "--reward", "makora:delta=1.5", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["solved"] and summary["best"]["turn"] == 2
+    assert summary["best"]["reward"] == pytest.approx(1 / (1 + 2.718281828459045 ** 0.5))  # sigmoid(1 + 0 - 1.5)
+    assert (tmp_path / "run" / "kernels" / "level0" / "1_relu.py").is_file()
+    bad = subprocess.run([*args[:3], "level0/nope", "--policy", f"replay:{script}"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "level0/nope" in bad.stderr
