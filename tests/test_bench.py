@@ -17,7 +17,7 @@ from kernelrl.agent.bench import run_bench, solutions_replay
 from kernelrl.policies import Completion, ReplayPolicy, write_replay
 from kernelrl.report import compute_metrics, kernelbench_results, metrics_by_level, pass_at_k, write_report
 from kernelrl.results import EvalResult, Stage, TimingReport, TimingStats
-from kernelrl.runs import RunStore, Step
+from kernelrl.runs import RunStore, Step, export_sft
 
 
 def step(problem_id: str, sample: int, turn: int, status: Status, eager: float | None = None,
@@ -130,6 +130,11 @@ def test_bench_and_report_from_replayed_solutions(tmp_path, suite, evaluator):
     best = (run_dir / "kernels" / "level1" / "1_row_softmax.py").read_text()
     assert "sample 1, turn 1, correct" in best
     assert len(RunStore(run_dir).steps()) == 6
+    # SFT data: the 5 correct attempts, each prompt + the assistant's completion
+    assert export_sft(run_dir, tmp_path / "sft.jsonl") == 5
+    record = json.loads((tmp_path / "sft.jsonl").read_text().splitlines()[0])
+    assert [m["role"] for m in record["messages"]] == ["system", "user", "assistant"]
+    assert "ModelNew" in record["messages"][-1]["content"] and record["status"] == "correct"
 
 
 def cli(*args, cwd=None, timeout=600) -> subprocess.CompletedProcess:
