@@ -123,3 +123,25 @@ def test_cli_agent_with_replay(tmp_path):
     assert (tmp_path / "run" / "kernels" / "level0" / "1_relu.py").is_file()
     bad = subprocess.run([*args[:3], "level0/nope", "--policy", f"replay:{script}"], capture_output=True, text=True)
     assert bad.returncode == 2 and "level0/nope" in bad.stderr
+
+
+def test_agent_with_llm_judge_term_and_hack_verification(tmp_path, suite, evaluator):
+    relu = suite.get("level0/1_relu")
+    script = write_replay(tmp_path / "s.jsonl", [{"problem_id": relu.id, "text": fenced(example("relu_triton.py"))}])
+    from kernelrl.rewards.judge import LLMJudge
+
+    warn_judge = LLMJudge(ReplayPolicy(write_replay(tmp_path / "j1.jsonl", [
+        {"text": '{"verdict": "honest"}'}, {"text": '{"correctness": 1, "compilability": 1, "speed": 0.4}'}])))
+    warned = Agent(ReplayPolicy(script), evaluator, AgentConfig(turns=1, samples=1, reward="tiered"),
+                   judge=warn_judge, judge_lambda=0.5, judge_verify="warn").solve(relu)
+    assert warned.steps[0].result.status is Status.CORRECT
+    assert warned.steps[0].reward == pytest.approx(1.0 + 0.5 * 0.8)  # tiered 1 + lambda * mean(1, 1, 0.4)
+    hack_judge = LLMJudge(ReplayPolicy(write_replay(tmp_path / "j2.jsonl", [
+        {"text": '{"verdict": "hack", "kind": "output_caching", "reason": "returns a cached tensor"}'}])))
+    enforced = Agent(ReplayPolicy(script), evaluator, AgentConfig(turns=1, samples=1, reward="tiered"),
+                     judge=hack_judge, judge_lambda=0.5, judge_verify="enforce").solve(relu)
+    step = enforced.steps[0]
+    assert step.result.status is Status.HACK_DETECTED and step.reward == -1.0 and not enforced.solved
+    assert step.result.findings[-1].rule == "llm-judge/output_caching"
+    with pytest.raises(ValueError, match="need a judge"):
+        Agent(ReplayPolicy(script), evaluator, judge_verify="warn")

@@ -586,6 +586,34 @@ KernelDbOpt = Annotated[Path | None, typer.Option(
     "--kernel-db", help="Kernel database (SQLite) shared across runs; default $KERNELRL_KERNEL_DB or "
                         "~/.cache/kernelrl/kernels.sqlite.", show_default=False)]
 NoKernelDbOpt = Annotated[bool, typer.Option("--no-kernel-db", help="Do not read or fill the kernel database.")]
+JudgeOpt = Annotated[str | None, typer.Option(
+    "--judge", help="Policy spec of an LLM judge (e.g. openai:MODEL; uses --base-url/--api-key-env for openai).",
+    show_default=False)]
+JudgeLambdaOpt = Annotated[float, typer.Option("--judge-lambda", min=0.0, help="Reward r + lambda*J (needs --judge).")]
+JudgeVerifyOpt = Annotated[str, typer.Option("--judge-verify", help="off, warn (record the judge's hack finding on "
+                                                                     "correct kernels) or enforce (hack_detected).")]
+
+
+def _judge_options(judge: str | None, judge_lambda: float, judge_verify: str, base_url: str | None,
+                   api_key_env: str) -> dict:
+    from kernelrl.policies import PolicyError, make_policy
+    from kernelrl.rewards.judge import LLMJudge
+    from kernelrl.runs import default_kernel_db_path
+
+    if judge is None:
+        if judge_lambda or judge_verify != "off":
+            _fail("--judge-lambda and --judge-verify need --judge SPEC", EXIT_BAD_INPUT)
+        return {}
+    if judge_verify not in ("off", "warn", "enforce"):
+        _fail(f"--judge-verify must be off, warn or enforce, not {judge_verify!r}", EXIT_BAD_INPUT)
+    options = {"base_url": base_url, "api_key_env": api_key_env} if judge.startswith("openai:") else {}
+    try:
+        with _bad_input():
+            policy = make_policy(judge, **options)
+    except PolicyError as exc:
+        _fail(f"the judge could not start: {exc}", EXIT_POLICY)
+    cache = default_kernel_db_path().with_name("judge-cache.sqlite")
+    return {"judge": LLMJudge(policy, cache_path=cache), "judge_lambda": judge_lambda, "judge_verify": judge_verify}
 
 
 def _agent_setup(policy: str, base_url: str | None, api_key_env: str, turns: int, samples: int, mode: str,
@@ -705,6 +733,9 @@ def agent_cmd(
                                                             "resumes.")] = Path("runs/agent"),
     kernel_db: KernelDbOpt = None,
     no_kernel_db: NoKernelDbOpt = False,
+    judge: JudgeOpt = None,
+    judge_lambda: JudgeLambdaOpt = 0.0,
+    judge_verify: JudgeVerifyOpt = "off",
     device: DeviceOpt = _DEFAULTS.device,
     trials: TrialsOpt = _DEFAULTS.trials,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON summary per problem.")] = False,
@@ -725,7 +756,8 @@ def agent_cmd(
     store.write_config({"policy": built.name, "agent": dataclasses.asdict(config), "problems": [p.id for p in chosen]})
     evaluator = _make_evaluator(device=device, trials=trials)
     on_step = None if json_output else (lambda step: _err.print(_step_line(step), soft_wrap=True))
-    agent = Agent(built, evaluator, config, prompts=prompts, store=store, kernel_db=db, on_step=on_step)
+    agent = Agent(built, evaluator, config, prompts=prompts, store=store, kernel_db=db, on_step=on_step,
+                  **_judge_options(judge, judge_lambda, judge_verify, base_url, api_key_env))
     outcomes = []
     with evaluator, _evaluating(), _running_policy():
         for problem in chosen:
@@ -780,6 +812,9 @@ def bench_cmd(
     hardware: HardwareOpt = None,
     kernel_db: KernelDbOpt = None,
     no_kernel_db: NoKernelDbOpt = False,
+    judge: JudgeOpt = None,
+    judge_lambda: JudgeLambdaOpt = 0.0,
+    judge_verify: JudgeVerifyOpt = "off",
     device: DeviceOpt = _DEFAULTS.device,
     trials: TrialsOpt = _DEFAULTS.trials,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Also write RUN_DIR/report.html.")] = True,
@@ -823,8 +858,9 @@ def bench_cmd(
         chosen = chosen[:limit]
     if not chosen:
         _fail(f"no problems selected from suite {loaded.name} (split {split}, levels {level or 'all'})", EXIT_BAD_INPUT)
+    judge_options = _judge_options(judge, judge_lambda, judge_verify, base_url, api_key_env)
     evaluator = _make_evaluator(device=device, trials=trials)
-    info = {"suite": loaded.name, "suite_root": str(loaded.root), "split": split, "levels": level,
+    info = {"judge": judge, "judge_lambda": judge_lambda, "judge_verify": judge_verify, "suite": loaded.name, "suite_root": str(loaded.root), "split": split, "levels": level,
             "policy_spec": policy, "device": device, "trials": trials}
     with evaluator, _evaluating(), _running_policy(), _progress() as progress:
         task = progress.add_task("bench", total=len(chosen))
@@ -836,7 +872,7 @@ def bench_cmd(
                 progress.advance(task)
 
         result = run_bench(built, chosen, run_dir, evaluator, config, prompts=prompts, kernel_db=db, info=info,
-                           on_problem=on_problem)
+                           on_problem=on_problem, **judge_options)
         progress.update(task, description="done")
     _print_metrics(result.metrics, f"kernelrl bench: {built.name} on {loaded.name}/{split}, "
                                    f"{samples} samples x {turns} turns")

@@ -49,16 +49,18 @@ def solutions_replay(suite: Suite, problems: Sequence[Problem], path: str | Path
 def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, evaluator: Evaluator,
               config: AgentConfig | None = None, prompts: Prompts | None = None, kernel_db: KernelDB | None = None,
               info: dict[str, Any] | None = None, on_step: Callable[[Step], None] | None = None,
-              on_problem: Callable[[Problem, ProblemOutcome | None], None] | None = None) -> BenchResult:
+              on_problem: Callable[[Problem, ProblemOutcome | None], None] | None = None,
+              **agent_options: Any) -> BenchResult:
     """Run (or resume) a benchmark. Finished (problem, sample, turn) attempts recorded in `run_dir` are reused,
-    not generated or evaluated again."""
+    not generated or evaluated again. `agent_options` go to `Agent` (judge, judge_lambda, judge_verify)."""
     if not problems:
         raise ValueError("no problems to benchmark")
     config = config or AgentConfig(turns=1, samples=1)
     store = RunStore(run_dir)
     store.write_config({"policy": policy.name, "agent": dataclasses.asdict(config),
                         "problems": [p.id for p in problems], **(info or {})})
-    agent = Agent(policy, evaluator, config, prompts=prompts, store=store, kernel_db=kernel_db, on_step=on_step)
+    agent = Agent(policy, evaluator, config, prompts=prompts, store=store, kernel_db=kernel_db, on_step=on_step,
+                  **agent_options)
     outcomes = []
     for problem in problems:
         if on_problem is not None:

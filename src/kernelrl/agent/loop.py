@@ -31,6 +31,7 @@ from kernelrl.problems import Problem
 from kernelrl.prompts import Prompts
 from kernelrl.results import EvalResult, Status
 from kernelrl.rewards import get_reward, reward_minimum
+from kernelrl.rewards.judge import LLMJudge, judged_reward, verify_with_judge
 from kernelrl.runs import KernelDB, RunStore, Step
 
 MODES = ("refine", "evolve")
@@ -91,7 +92,16 @@ class Agent:
 
     def __init__(self, policy: Policy, evaluator: Evaluator, config: AgentConfig | None = None,
                  prompts: Prompts | None = None, store: RunStore | None = None, kernel_db: KernelDB | None = None,
-                 on_step: Callable[[Step], None] | None = None) -> None:
+                 on_step: Callable[[Step], None] | None = None, judge: LLMJudge | None = None,
+                 judge_lambda: float = 0.0, judge_verify: str = "off") -> None:
+        """`judge` (optional): with `judge_lambda` > 0 the reward is r + lambda*J (see rewards.judge);
+        `judge_verify` 'warn' records the judge's hack finding on correct kernels, 'enforce' also turns the
+        verdict into hack_detected, 'off' does neither."""
+        if judge_verify not in ("off", "warn", "enforce"):
+            raise ValueError(f"judge_verify must be off, warn or enforce, not {judge_verify!r}")
+        if (judge_lambda or judge_verify != "off") and judge is None:
+            raise ValueError("judge_lambda and judge_verify need a judge")
+        self.judge, self.judge_verify = judge, judge_verify
         self.policy = policy
         self.evaluator = evaluator
         self.config = config or AgentConfig()
@@ -101,6 +111,8 @@ class Agent:
         self.on_step = on_step
         self._reward = get_reward(self.config.reward, **self.config.reward_params)
         self._reward_min = reward_minimum(self.config.reward, **self.config.reward_params)
+        self._judged = (judged_reward(self._reward, judge, judge_lambda, self._reward_min)
+                        if judge is not None and judge_lambda else None)
 
     # -- one attempt ------------------------------------------------------------------------------------------
     def reward(self, result: EvalResult) -> float:
@@ -110,8 +122,14 @@ class Agent:
                   completion: Completion, parent: str | None) -> Step:
         code = extract_code(completion.text).code
         result = self.evaluator.evaluate_completion(problem, completion.text)
+        if self.judge is not None and self.judge_verify != "off" and code is not None:
+            result = verify_with_judge(result, problem, code, self.judge, enforce=self.judge_verify == "enforce")
+        if self._judged is not None:
+            reward = self._judged(result, problem, code)
+        else:
+            reward = self.reward(result)
         step = Step(problem_id=problem.id, sample=sample, turn=turn, messages=messages, completion=completion,
-                    code=code, result=result, reward=self.reward(result), level=problem.level,
+                    code=code, result=result, reward=reward, level=problem.level,
                     family=problem.family, parent=parent)
         if self.store is not None:
             self.store.record(step)
