@@ -775,14 +775,15 @@ def agent_cmd(
                 msg = (f"{problem.id}: solved at turn {best.turn} (sample {best.sample}, reward {best.reward:.3g})"
                        if best else f"{problem.id}: not solved in {len(outcome.steps)} attempts")
                 _out.print(Text(msg, style="green" if best else "red"))
-    if best_dir := [o for o in outcomes if o.best is not None]:
+    solved = [o for o in outcomes if o.best is not None]
+    if solved:
         from kernelrl.report import write_best_kernels
 
         write_best_kernels(store.run_dir, store.steps())
         if not json_output:
             _out.print(Text(f"best kernels in {store.run_dir / 'kernels'}; trajectories in {store.jsonl_path}",
                             style="dim"))
-    raise typer.Exit(EXIT_OK if len(best_dir) == len(outcomes) else EXIT_NOT_CORRECT)
+    raise typer.Exit(EXIT_OK if len(solved) == len(outcomes) else EXIT_NOT_CORRECT)
 
 
 @app.command("bench", epilog=_EPILOG)
