@@ -5,12 +5,16 @@ Commands:
   kernelrl eval --suite DIR --solutions DIR --out F  evaluate a directory of solutions against a suite
   kernelrl problems [SUITE]                          list a suite's problems ('builtin' by default)
   kernelrl demo                                      evaluate the shipped example candidates
+  kernelrl agent PROBLEM... --policy P               optimize problems with an LLM over refinement turns
+  kernelrl bench --policy P --split test             benchmark a policy on a suite split (resumable run dir)
+  kernelrl report RUN_DIR                            HTML report and summary of a run directory
 
 Exit codes:
   0  every evaluated candidate is correct (demo: every verdict as expected; problems: listed)
   1  at least one candidate is not correct (demo: at least one verdict not as expected)
   2  bad usage or input: unreadable file, not a problem (ProblemError), unknown device, ...
   3  the evaluator itself failed (kernelrl.EvaluatorError): no verdict was reached
+  4  the policy failed (agent, bench): server unreachable after retries, replay without a matching completion
 """
 
 from __future__ import annotations
@@ -69,7 +73,8 @@ _EPILOG = (
     "Exit codes: 0 = every evaluated candidate correct (demo: all verdicts as expected; problems: listed); "
     "1 = at least one candidate not correct; "
     "2 = bad usage or input (unreadable file, not a problem, unknown device); "
-    "3 = the evaluator itself failed (EvaluatorError)."
+    "3 = the evaluator itself failed (EvaluatorError); "
+    "4 = the policy failed (agent, bench)."
 )
 
 _DEFAULTS = EvalConfig()
@@ -565,6 +570,365 @@ def demo_cmd(device: DeviceOpt = _DEFAULTS.device, trials: TrialsOpt = _DEFAULTS
     all_ok = matched == len(pairs)
     _out.print(Text(f"{matched}/{len(pairs)} verdicts as expected", style="bold green" if all_ok else "bold red"))
     raise typer.Exit(EXIT_OK if all_ok else EXIT_NOT_CORRECT)
+
+
+# -- agent, bench, report (issue 6) -------------------------------------------------------------------------------
+EXIT_POLICY = 4  # the policy failed (server unreachable after retries, replay without a matching completion)
+
+PolicyOpt = Annotated[str, typer.Option(
+    "--policy", help="replay:FILE.jsonl, openai:MODEL, hf:PATH_OR_HUB_ID, smollm2 (offline default) "
+                     "or, for bench, solutions (replay the suite's reference solutions).")]
+BaseUrlOpt = Annotated[str | None, typer.Option(
+    "--base-url", help="OpenAI-compatible server (default $OPENAI_BASE_URL, else api.openai.com).", show_default=False)]
+ApiKeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="Environment variable holding the API key.")]
+TurnsOpt = Annotated[int, typer.Option("--turns", min=1, help="Refinement turns per sample (K).")]
+SamplesOpt = Annotated[int, typer.Option("--samples", min=1, help="Parallel samples per problem (N).")]
+ModeOpt = Annotated[str, typer.Option("--mode", help="refine (each sample improves its own kernel) or evolve "
+                                                     "(population + kernel database).")]
+RewardOpt = Annotated[str, typer.Option("--reward", help="Reward preset with parameters, e.g. tiered, makora:delta=1.8, "
+                                                         "composite:alpha=0.1,gamma=0.5, two_stage:stage=midend, kevin.")]
+TargetOpt = Annotated[float | None, typer.Option("--target-speedup", help="Stop a problem once a correct kernel is "
+                                                                            "this much faster than eager.", show_default=False)]
+TemperatureOpt = Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature.")]
+MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Completion token limit per sample.")]
+BackendOpt = Annotated[str, typer.Option("--backend", help="Prompt for triton or cuda kernels.")]
+TemplatesOpt = Annotated[Path | None, typer.Option("--templates", help="Directory of prompt templates overriding the "
+                                                                       "packaged ones (kernelrl/prompts/templates).", show_default=False)]
+HardwareOpt = Annotated[str | None, typer.Option("--hardware", help="Hardware facts to put in prompts.", show_default=False)]
+KernelDbOpt = Annotated[Path | None, typer.Option(
+    "--kernel-db", help="Kernel database (SQLite) shared across runs; default $KERNELRL_KERNEL_DB or "
+                        "~/.cache/kernelrl/kernels.sqlite.", show_default=False)]
+NoKernelDbOpt = Annotated[bool, typer.Option("--no-kernel-db", help="Do not read or fill the kernel database.")]
+JudgeOpt = Annotated[str | None, typer.Option(
+    "--judge", help="Policy spec of an LLM judge (e.g. openai:MODEL; uses --base-url/--api-key-env for openai).",
+    show_default=False)]
+JudgeLambdaOpt = Annotated[float, typer.Option("--judge-lambda", min=0.0, help="Reward r + lambda*J (needs --judge).")]
+JudgeVerifyOpt = Annotated[str, typer.Option("--judge-verify", help="off, warn (record the judge's hack finding on "
+                                                                     "correct kernels) or enforce (hack_detected).")]
+
+
+def _judge_options(judge: str | None, judge_lambda: float, judge_verify: str, base_url: str | None,
+                   api_key_env: str) -> dict:
+    from kernelrl.policies import PolicyError, make_policy
+    from kernelrl.rewards.judge import LLMJudge
+    from kernelrl.runs import default_kernel_db_path
+
+    if judge is None:
+        if judge_lambda or judge_verify != "off":
+            _fail("--judge-lambda and --judge-verify need --judge SPEC", EXIT_BAD_INPUT)
+        return {}
+    if judge_verify not in ("off", "warn", "enforce"):
+        _fail(f"--judge-verify must be off, warn or enforce, not {judge_verify!r}", EXIT_BAD_INPUT)
+    options = {"base_url": base_url, "api_key_env": api_key_env} if judge.startswith("openai:") else {}
+    try:
+        with _bad_input():
+            policy = make_policy(judge, **options)
+    except PolicyError as exc:
+        _fail(f"the judge could not start: {exc}", EXIT_POLICY)
+    cache = default_kernel_db_path().with_name("judge-cache.sqlite")
+    return {"judge": LLMJudge(policy, cache_path=cache), "judge_lambda": judge_lambda, "judge_verify": judge_verify}
+
+
+def _agent_setup(policy: str, base_url: str | None, api_key_env: str, turns: int, samples: int, mode: str,
+                 reward: str, target_speedup: float | None, temperature: float, max_tokens: int, backend: str,
+                 templates: Path | None, hardware: str | None, kernel_db: Path | None, no_kernel_db: bool):
+    from kernelrl.agent import AgentConfig
+    from kernelrl.policies import PolicyError, make_policy
+    from kernelrl.prompts import Prompts
+    from kernelrl.rewards import parse_reward_spec
+    from kernelrl.runs import KernelDB, default_kernel_db_path
+
+    with _bad_input():
+        name, params = parse_reward_spec(reward)
+        config = AgentConfig(turns=turns, samples=samples, mode=mode, reward=name, reward_params=params,
+                             target_speedup=target_speedup, temperature=temperature, max_tokens=max_tokens)
+        prompts = Prompts(templates, backend=backend, hardware=hardware)
+        db = None if no_kernel_db else KernelDB(kernel_db or default_kernel_db_path())
+    built = None
+    if policy != "solutions":
+        options = {}
+        if policy.startswith("openai:"):
+            options = {"base_url": base_url, "api_key_env": api_key_env}
+        try:
+            with _bad_input():
+                built = make_policy(policy, **options)
+        except PolicyError as exc:
+            _fail(f"the policy could not start: {exc}", EXIT_POLICY)
+    return built, config, prompts, db
+
+
+@contextmanager
+def _running_policy() -> Iterator[None]:
+    from kernelrl.policies import PolicyError
+
+    try:
+        yield
+    except PolicyError as exc:
+        _fail(f"the policy failed: {exc} (finished attempts are saved; re-run the same command to resume)",
+              EXIT_POLICY)
+
+
+def _step_line(step) -> Text:
+    line = Text(f"{step.problem_id} sample {step.sample} turn {step.turn}: ")
+    line.append_text(_status(step.result.status))
+    line.append(f"  reward {step.reward:.3g}")
+    if step.speedup_vs_eager is not None:
+        line.append(f"  {step.speedup_vs_eager:.2f}x eager")
+    line.append(f"  {step.result.message[:100]}", style="dim")
+    return line
+
+
+def _print_metrics(metrics: dict, title: str) -> None:
+    """Two narrow tables (correctness, then speed and cost) so they fit an 80-column terminal."""
+    ks = sorted({k for m in metrics.values() for k in m.pass_at_k}, key=lambda k: int(k.split("@")[1]))
+
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.1f}%"
+
+    def table(caption: str, columns: list[str]) -> Table:
+        t = Table(title=caption, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
+                  collapse_padding=True)
+        for column in columns:
+            t.add_column(column, justify="left" if column == "level" else "right", no_wrap=True)
+        return t
+
+    first = table(title, ["level", "problems", "attempts", "format", "compile", "correct", "solved", *ks])
+    second = table("speed (best correct kernel per problem) and cost",
+                   ["level", *[f"fast{p:g}" for p in (1.0, 1.5, 2.0)], "ind fast1", "gmean", "ind gmean",
+                    "tok/sol", "GPUs/sol"])
+    for name, m in metrics.items():
+        first.add_row(name, str(m.problems), str(m.attempts), pct(m.format_rate), pct(m.compile_rate),
+                      pct(m.correct_rate), f"{m.solved}", *[pct(m.pass_at_k.get(k)) for k in ks])
+        second.add_row(name, *[pct(v) for v in m.fast_p_eager.values()], pct(m.fast_p_inductor["fast_1"]),
+                       _x(m.geomean_speedup_eager) or "-", _x(m.geomean_speedup_inductor) or "-",
+                       _num(m.tokens_per_solved), _num(m.gpu_seconds_per_solved))
+    _out.print(first)
+    _out.print(second)
+    if all(m.timed_correct == 0 for m in metrics.values()):
+        _out.print(Text("no measured speedups: fast_p and geomean need a GPU run", style="dim"))
+
+
+def _resolve_problems(suite_location: str, specs: list[str]) -> list[Problem]:
+    with _bad_input():
+        found = []
+        suite = None
+        for spec in specs:
+            if Path(spec).is_file():
+                found.append(load_problem(spec))
+                continue
+            suite = suite or load_suite(suite_location)
+            try:
+                found.append(suite.get(spec))
+            except KeyError:
+                raise ProblemError(f"{spec} is neither a problem file nor a problem id of suite {suite.name} "
+                                   "(see kernelrl problems)") from None
+        return found
+
+
+@app.command("agent", epilog=_EPILOG)
+def agent_cmd(
+    problems: Annotated[list[str], typer.Argument(metavar="PROBLEM...", help="Problem ids of --suite or problem files.")],
+    suite: Annotated[str, typer.Option("--suite", help="Suite the problem ids refer to.")] = "builtin",
+    policy: PolicyOpt = "smollm2",
+    base_url: BaseUrlOpt = None,
+    api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+    turns: TurnsOpt = 3,
+    samples: SamplesOpt = 4,
+    mode: ModeOpt = "refine",
+    reward: RewardOpt = "tiered",
+    target_speedup: TargetOpt = None,
+    temperature: TemperatureOpt = 0.7,
+    max_tokens: MaxTokensOpt = 4096,
+    backend: BackendOpt = "triton",
+    templates: TemplatesOpt = None,
+    hardware: HardwareOpt = None,
+    run_dir: Annotated[Path, typer.Option("--run-dir", help="Where trajectories go (JSONL + SQLite); re-running "
+                                                            "resumes.")] = Path("runs/agent"),
+    kernel_db: KernelDbOpt = None,
+    no_kernel_db: NoKernelDbOpt = False,
+    judge: JudgeOpt = None,
+    judge_lambda: JudgeLambdaOpt = 0.0,
+    judge_verify: JudgeVerifyOpt = "off",
+    device: DeviceOpt = _DEFAULTS.device,
+    trials: TrialsOpt = _DEFAULTS.trials,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON summary per problem.")] = False,
+) -> None:
+    """Optimize problems with an LLM: K refinement turns x N samples, keeping the best correct kernel by reward.
+    Exit 0 when every problem was solved, 1 otherwise, 4 when the policy failed."""
+    from kernelrl.agent import Agent
+    from kernelrl.runs import RunStore
+
+    if policy == "solutions":
+        _fail("--policy solutions is for kernelrl bench", EXIT_BAD_INPUT)
+    chosen = _resolve_problems(suite, problems)
+    built, config, prompts, db = _agent_setup(policy, base_url, api_key_env, turns, samples, mode, reward,
+                                              target_speedup, temperature, max_tokens, backend, templates, hardware,
+                                              kernel_db, no_kernel_db)
+    with _bad_input():
+        store = RunStore(run_dir)
+    store.write_config({"policy": built.name, "agent": dataclasses.asdict(config), "problems": [p.id for p in chosen]})
+    evaluator = _make_evaluator(device=device, trials=trials)
+    on_step = None if json_output else (lambda step: _err.print(_step_line(step), soft_wrap=True))
+    agent = Agent(built, evaluator, config, prompts=prompts, store=store, kernel_db=db, on_step=on_step,
+                  **_judge_options(judge, judge_lambda, judge_verify, base_url, api_key_env))
+    outcomes = []
+    with evaluator, _evaluating(), _running_policy():
+        for problem in chosen:
+            outcome = agent.solve(problem)
+            outcomes.append(outcome)
+            best = outcome.best
+            if json_output:
+                typer.echo(json.dumps({
+                    "problem_id": problem.id, "solved": outcome.solved, "attempts": len(outcome.steps),
+                    "stopped_early": outcome.stopped_early,
+                    "best": None if best is None else {"sample": best.sample, "turn": best.turn, "reward": best.reward,
+                                                       "speedup_vs_eager": best.speedup_vs_eager,
+                                                       "speedup_vs_inductor": best.speedup_vs_inductor}}))
+            else:
+                msg = (f"{problem.id}: solved at turn {best.turn} (sample {best.sample}, reward {best.reward:.3g})"
+                       if best else f"{problem.id}: not solved in {len(outcome.steps)} attempts")
+                _out.print(Text(msg, style="green" if best else "red"))
+    solved = [o for o in outcomes if o.best is not None]
+    if solved:
+        from kernelrl.report import write_best_kernels
+
+        write_best_kernels(store.run_dir, store.steps())
+        if not json_output:
+            _out.print(Text(f"best kernels in {store.run_dir / 'kernels'}; trajectories in {store.jsonl_path}",
+                            style="dim"))
+    raise typer.Exit(EXIT_OK if len(solved) == len(outcomes) else EXIT_NOT_CORRECT)
+
+
+@app.command("bench", epilog=_EPILOG)
+def bench_cmd(
+    policy: PolicyOpt = "smollm2",
+    suite: Annotated[str, typer.Option("--suite", help="A suite directory, a KernelBench checkout, or 'builtin'.")] = "builtin",
+    split: Annotated[str, typer.Option("--split", help="test, train or all.")] = "test",
+    level: Annotated[list[int] | None, typer.Option("--level", help="Only these levels (repeatable).",
+                                                    show_default=False)] = None,
+    problem: Annotated[list[str] | None, typer.Option("--problem", help="Only these problem ids (repeatable).",
+                                                      show_default=False)] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many problems.",
+                                              show_default=False)] = None,
+    samples: SamplesOpt = 1,
+    turns: TurnsOpt = 1,
+    run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Run directory (default runs/<policy>-<suite>-"
+                                                                   "<split>); re-running resumes.", show_default=False)] = None,
+    base_url: BaseUrlOpt = None,
+    api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+    mode: ModeOpt = "refine",
+    reward: RewardOpt = "tiered",
+    target_speedup: TargetOpt = None,
+    temperature: TemperatureOpt = 0.7,
+    max_tokens: MaxTokensOpt = 4096,
+    backend: BackendOpt = "triton",
+    templates: TemplatesOpt = None,
+    hardware: HardwareOpt = None,
+    kernel_db: KernelDbOpt = None,
+    no_kernel_db: NoKernelDbOpt = False,
+    judge: JudgeOpt = None,
+    judge_lambda: JudgeLambdaOpt = 0.0,
+    judge_verify: JudgeVerifyOpt = "off",
+    device: DeviceOpt = _DEFAULTS.device,
+    trials: TrialsOpt = _DEFAULTS.trials,
+    report: Annotated[bool, typer.Option("--report/--no-report", help="Also write RUN_DIR/report.html.")] = True,
+) -> None:
+    """Benchmark a policy on a suite split: metrics.json, eval_results.json (KernelBench format) and the
+    trajectories in RUN_DIR. Resumable. Exit 0 when the run finished (benchmarks report numbers, they do
+    not gate), 2 bad input, 3 evaluator failure, 4 policy failure."""
+    import re as _re
+
+    from kernelrl.agent.bench import run_bench, solutions_replay
+    from kernelrl.policies import ReplayPolicy
+    from kernelrl.report import write_report
+
+    if split not in ("test", "train", "all"):
+        _fail(f"--split must be test, train or all, not {split!r}", EXIT_BAD_INPUT)
+    with _bad_input():
+        loaded = load_suite(suite)
+        chosen = list(loaded) if split == "all" else list(loaded.split(split))
+        if level:
+            chosen = [p for p in chosen if p.level in level]
+        if problem:
+            unknown = sorted(set(problem) - {p.id for p in loaded})
+            if unknown:
+                raise ProblemError(f"no problem {', '.join(unknown)} in suite {loaded.name}")
+            chosen = [p for p in chosen if p.id in problem]
+    if run_dir is None:
+        slug = _re.sub(r"[^A-Za-z0-9_.-]+", "_", policy if policy == "solutions" else policy.split("/")[-1])[-60:]
+        run_dir = Path("runs") / f"{slug}-{loaded.name}-{split}"
+    built, config, prompts, db = _agent_setup(policy, base_url, api_key_env, turns, samples, mode, reward,
+                                              target_speedup, temperature, max_tokens, backend, templates, hardware,
+                                              kernel_db, no_kernel_db)
+    if policy == "solutions":
+        with _bad_input():
+            run_dir.mkdir(parents=True, exist_ok=True)
+            replay_file, covered = solutions_replay(loaded, chosen, run_dir / "solutions_replay.jsonl")
+        missing = len(chosen) - len(covered)
+        if missing:
+            _err.print(Text(f"{missing} problems have no reference solution and are skipped", style="yellow"))
+        chosen, built = covered, ReplayPolicy(replay_file)
+    if limit:
+        chosen = chosen[:limit]
+    if not chosen:
+        _fail(f"no problems selected from suite {loaded.name} (split {split}, levels {level or 'all'})", EXIT_BAD_INPUT)
+    judge_options = _judge_options(judge, judge_lambda, judge_verify, base_url, api_key_env)
+    evaluator = _make_evaluator(device=device, trials=trials)
+    info = {"judge": judge, "judge_lambda": judge_lambda, "judge_verify": judge_verify, "suite": loaded.name, "suite_root": str(loaded.root), "split": split, "levels": level,
+            "policy_spec": policy, "device": device, "trials": trials}
+    with evaluator, _evaluating(), _running_policy(), _progress() as progress:
+        task = progress.add_task("bench", total=len(chosen))
+
+        def on_problem(p, outcome) -> None:
+            if outcome is None:
+                progress.update(task, description=p.id)
+            else:
+                progress.advance(task)
+
+        result = run_bench(built, chosen, run_dir, evaluator, config, prompts=prompts, kernel_db=db, info=info,
+                           on_problem=on_problem, **judge_options)
+        progress.update(task, description="done")
+    _print_metrics(result.metrics, f"kernelrl bench: {built.name} on {loaded.name}/{split}, "
+                                   f"{samples} samples x {turns} turns")
+    _out.print(Text(f"run directory {run_dir}: metrics.json, eval_results.json, trajectories.jsonl, run.sqlite",
+                    style="dim"))
+    if report:
+        _out.print(Text(f"report: {write_report(run_dir)}", style="dim"))
+    raise typer.Exit(EXIT_OK)
+
+
+@app.command("report", epilog=_EPILOG)
+def report_cmd(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory of kernelrl bench or agent.")],
+    out: Annotated[Path | None, typer.Option("--out", help="HTML file (default RUN_DIR/report.html); kernel links are "
+                                                           "relative to RUN_DIR.", show_default=False)] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON instead of a table.")] = False,
+) -> None:
+    """Write a self-contained HTML report of a run (metrics per level, speedup distributions, per-problem rows
+    linking to the best kernels) and print a summary."""
+    from kernelrl.report import metrics_by_level, problem_summaries, write_report
+    from kernelrl.runs import open_run
+
+    with _bad_input():
+        store = open_run(run_dir)
+        steps = store.steps()
+        path = write_report(run_dir, out)
+    metrics = metrics_by_level(steps)
+    if json_output:
+        typer.echo(json.dumps({k: m.to_dict() for k, m in metrics.items()}, indent=2))
+        raise typer.Exit(EXIT_OK)
+    _print_metrics(metrics, f"run {run_dir}: {len(steps)} attempts")
+    table = Table(title="problems", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
+                  collapse_padding=True)
+    for column in ("problem", "samples", "tries", "best", "reward", "turn", "x eager", "x ind"):
+        table.add_column(column, justify="left" if column in ("problem", "best") else "right", no_wrap=True)
+    for p in problem_summaries(steps):
+        table.add_row(Text(p.problem_id), str(p.samples), str(p.attempts), _status(p.best_status) if p.best_status
+                      in Status._value2member_map_ else p.best_status, _num(p.best_reward),
+                      "" if p.best_turn is None else str(p.best_turn), _x(p.speedup_vs_eager), _x(p.speedup_vs_inductor))
+    _out.print(table)
+    _out.print(Text(f"report: {path}", style="dim"))
+    raise typer.Exit(EXIT_OK)
 
 
 def main() -> None:

