@@ -79,7 +79,10 @@ class EvalConfig:
     runtime_policy: dict[str, str] | None = None  # runtime check id -> 'reject' | 'warn' | 'off' (default reject)
     timing_variants: int = 4  # different inputs the timed calls rotate through (>= 3 defeats parity caches)
     min_kernel_gpu_fraction: float = 0.5  # of one forward's GPU time in the candidate's kernels (GPU; 0: off)
-    speed_of_light_margin: float = 1.5  # floor = input bytes / (margin x measured device bandwidth)
+    speed_of_light_margin: float = 1.5  # bandwidth floor = input bytes / (margin x measured copy bandwidth)
+    # FLOP floor = reference matmul/conv FLOPs / (margin x best measured matmul rate); wider, since an honest
+    # kernel may skip work the dense reference does (causal masks, zeros)
+    flop_floor_margin: float = 4.0
     refuse_flagged_problems: bool = True  # problems the audit flags (zeros pass, ...) end `unsupported`
     isolate_network: bool = True
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
@@ -566,18 +569,19 @@ class Evaluator:
             message=f"runtime check {hack.rule}: {hack.detail or hack.message}"[:200],
             feedback=f"[{hack.rule}] {hack.message}" + (f" ({hack.detail})" if hack.detail else ""))
 
-    def _floor_ms(self, trials: _Trials, prepared: dict) -> float | None:
+    def _floor_ms(self, prepared: dict) -> float | None:
+        """Speed-of-light floor of the timed call: the larger of input bytes over the measured device bandwidth
+        and reference FLOPs over the measured peak matmul rate, each with the configured margin."""
         timed = [t for t in prepared["trials"] if t["set"] == prepared["timing_set"]]
         if not timed:
             return None
         try:
             bandwidth = self._judge.request("bandwidth")["bytes_per_s"]
+            peak = self._judge.request("peak_flops")["flops_per_s"] if prepared.get("timing_flops") else None
         except JudgeError:
             return None
-        if not bandwidth:
-            return None
-        input_bytes = sum(nbytes_of(m) for m in timed[0]["inputs"])
-        return input_bytes / (self.config.speed_of_light_margin * bandwidth) * 1e3
+        return speed_of_light_ms(sum(nbytes_of(m) for m in timed[0]["inputs"]), prepared.get("timing_flops"),
+                                 bandwidth, peak, self.config.speed_of_light_margin, self.config.flop_floor_margin)
 
     def _timing(self, problem: Problem, env: Environment, trials: _Trials, seed: int, prepared: dict) -> TimingReport:
         if env.mode != "gpu":
@@ -594,7 +598,7 @@ class Evaluator:
         census = trials.census or {}
         fraction = census.get("fraction")
         report.kernel_gpu_fraction = float(fraction) if isinstance(fraction, int | float) else None
-        report.floor_ms = self._floor_ms(trials, prepared)
+        report.floor_ms = self._floor_ms(prepared)
         return self._baselines(problem, seed, report)
 
     def _baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False) -> TimingReport:
@@ -618,6 +622,19 @@ class Evaluator:
             if report.inductor is not None:
                 report.speedup_vs_inductor = report.inductor.median_ms / report.candidate.median_ms
         return report
+
+
+def speed_of_light_ms(input_bytes: int, flops: int | None, bytes_per_s: float | None, flops_per_s: float | None,
+                      margin: float, flop_margin: float) -> float | None:
+    """No correct kernel is faster than reading its inputs once at full bandwidth or doing the reference's
+    matmul/conv FLOPs at the device's best measured matmul rate; the margins (>1) leave room for measurement
+    error and for work an honest kernel may legitimately skip."""
+    floors = []
+    if bytes_per_s:
+        floors.append(input_bytes / (margin * bytes_per_s) * 1e3)
+    if flops and flops_per_s:
+        floors.append(flops / (flop_margin * flops_per_s) * 1e3)
+    return max(floors) if floors else None
 
 
 def evaluate(problem: Problem, code: str, **config) -> EvalResult:

@@ -54,6 +54,7 @@ class Judge:
         self.evals: dict[str, dict] = {}
         self._baseline_cache: dict[str, dict] = {}
         self._bandwidth: float | None = None
+        self._peak_flops: float | None = None
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _module(self, path: str, sha: str):
@@ -81,6 +82,53 @@ class Judge:
     def _inputs(self, module, params: dict, seed: int) -> list:
         self.torch.manual_seed(seed)
         return list(call_with(module.get_inputs, params))
+
+    def _flops(self, sha: str, module, params: dict, args: list[dict], tensors: list) -> int | None:
+        """Matmul/convolution FLOPs of one reference forward (torch's FlopCounterMode), counted on the meta
+        device: shapes only, no compute and no device memory. None when an op has no meta kernel."""
+        import copy
+
+        from torch.utils.flop_counter import FlopCounterMode
+
+        torch = self.torch
+        try:
+            model = copy.deepcopy(self._model(sha, module, params)).to("meta")
+            call = [tensors[a["tensor"]].to("meta") if "tensor" in a else a["value"] for a in args]
+            with FlopCounterMode(display=False) as counter, torch.no_grad():
+                model(*call)
+            return int(counter.get_total_flops())
+        except Exception:  # noqa: BLE001 - no FLOP floor for this problem
+            return None
+
+    def peak_flops(self, req: dict) -> dict:
+        """The fastest dense matmul rate this device reaches (FLOP/s), fp16 and fp32-with-TF32, best of a few
+        8192^3 products: the FLOP floor divides a problem's FLOPs by it, so no honest kernel (whatever tensor
+        cores it uses) can be faster."""
+        torch = self.torch
+        if not self.gpu:
+            return {"flops_per_s": None}
+        if self._peak_flops is None:
+            n, best = 8192, 0.0
+            allow = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = True
+            try:
+                for dtype in (torch.float16, torch.float32):
+                    a = torch.randn(n, n, device=self.device, dtype=dtype)
+                    b = torch.randn(n, n, device=self.device, dtype=dtype)
+                    a @ b
+                    for _ in range(3):
+                        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                        start.record()
+                        a @ b
+                        end.record()
+                        end.synchronize()
+                        best = max(best, 2 * n**3 / (start.elapsed_time(end) / 1e3))
+                    del a, b
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = allow
+            torch.cuda.empty_cache()
+            self._peak_flops = best
+        return {"flops_per_s": self._peak_flops}
 
     def _sync(self) -> None:
         if self.gpu:
@@ -143,7 +191,11 @@ class Judge:
             refs.append(outputs)
             originals.append(tensors)
         self.evals[req["eval_id"]] = {"refs": refs, "originals": originals}
+        timed_trial = next((i for i, name in enumerate(plan) if name == timed), None)
         return {
+            "timing_flops": None if timed_trial is None else self._flops(
+                req["problem_sha256"], module, sets[timed], [a for a in trials[timed_trial]["args"]],
+                originals[timed_trial]),
             "trials": trials,
             "sets": names,
             "timing_set": timing_set(list(sets)),
@@ -345,6 +397,7 @@ def main(argv: list[str]) -> None:
         "prepare": judge.prepare,
         "compare": judge.compare,
         "bandwidth": judge.bandwidth,
+        "peak_flops": judge.peak_flops,
         "release": judge.release,
         "baselines": judge.baselines,
         "audit": judge.audit,
