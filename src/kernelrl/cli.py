@@ -4,6 +4,7 @@ Commands:
   kernelrl eval PROBLEM_FILE SOLUTION_FILE           evaluate one candidate (a module or an LLM completion)
   kernelrl eval --suite DIR --solutions DIR --out F  evaluate a directory of solutions against a suite
   kernelrl problems [SUITE]                          list a suite's problems ('builtin' by default)
+  kernelrl baselines [SUITE] [--only P] [--fresh]    time references on a GPU into the baseline cache
   kernelrl demo                                      evaluate the shipped example candidates
   kernelrl agent PROBLEM... --policy P               optimize problems with an LLM over refinement turns
   kernelrl bench --policy P --split test             benchmark a policy on a suite split (resumable run dir)
@@ -509,6 +510,57 @@ def audit_cmd(
         for a in flagged:
             _out.print(Text(f"{a.problem_id}: {a.summary()}", style="red"), soft_wrap=True)
     raise typer.Exit(EXIT_NOT_CORRECT if flagged else EXIT_OK)
+
+
+@app.command("baselines", epilog=_EPILOG)
+def baselines_cmd(
+    suite: Annotated[str, typer.Argument(metavar="SUITE", help="A suite directory, a KernelBench checkout, or 'builtin'.")] = "builtin",
+    device: Annotated[str, typer.Option("--device", help="cuda or cuda:N (baselines are GPU times).")] = "cuda",
+    only: Annotated[str | None, typer.Option("--only", help="Only problems whose id starts with this prefix.",
+                                             show_default=False)] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Re-time and overwrite cached numbers.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines (one per problem) on stdout.")] = False,
+) -> None:
+    """Time every problem's reference (eager and torch.compile) on a GPU and store the numbers in the
+    baseline cache (CACHE_DIR/baselines.sqlite, default ~/.cache/kernelrl) that evaluations reuse. Exit 1 when
+    some problem could not be timed, 2 without a GPU."""
+    with _bad_input():
+        loaded = load_suite(suite)
+        problems = [p for p in loaded if only is None or p.id.startswith(only)]
+    if not problems:
+        _fail(f"no problem of {loaded.name} has an id starting with {only!r}", EXIT_BAD_INPUT)
+    evaluator = _make_evaluator(device=device)
+    no_gpu = ("baselines are GPU times and this machine has no usable CUDA GPU; nothing was timed or stored "
+              "(run `kernelrl baselines` on the GPU machine that will evaluate)")
+    with evaluator:
+        try:
+            mode = evaluator.environment().mode
+        except EvaluatorError as exc:
+            _fail(f"{no_gpu}\n{exc}", EXIT_BAD_INPUT)
+        if mode != "gpu":
+            _fail(no_gpu, EXIT_BAD_INPUT)
+        reports: list[tuple[Problem, TimingReport]] = []
+        with _evaluating(), _progress() as progress:
+            task = progress.add_task("baselines", total=len(problems))
+            for problem in problems:
+                progress.update(task, description=problem.id)
+                report = evaluator.time_baselines(problem, fresh=fresh)
+                reports.append((problem, report))
+                if json_output:
+                    typer.echo(json.dumps({"problem_id": problem.id, **dataclasses.asdict(report)}))
+                progress.advance(task)
+        stats = evaluator.cache_stats()["baselines"]
+    failed = [(p, r) for p, r in reports if r.eager is None]
+    if not json_output:
+        table = Table(title=f"baselines of {loaded.name}: {len(reports)} problems, {stats.hits} from the cache, "
+                            f"{stats.stores} timed and stored", title_justify="left", box=box.SIMPLE_HEAD)
+        for column in ("problem", "eager ms", "inductor ms", "source", "note"):
+            table.add_column(column)
+        for p, r in reports:
+            source = r.eager.source if r.eager is not None else "-"
+            table.add_row(Text(p.id), _ms(r.eager), _ms(r.inductor), source, Text(r.unavailable_reason or ""))
+        _out.print(table)
+    raise typer.Exit(EXIT_NOT_CORRECT if failed else EXIT_OK)
 
 
 _TIMING_COLUMNS = ("cand ms", "eager ms", "inductor ms", "vs eager", "vs inductor")
