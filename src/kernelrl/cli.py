@@ -149,10 +149,11 @@ def _evaluating() -> Iterator[None]:
 # -- helpers over the API -----------------------------------------------------------------------------------
 def _make_evaluator(device: str, trials: int = _DEFAULTS.trials, seed: int | None = None,
                     run_timeout: float = _DEFAULTS.run_timeout_s,
-                    compile_timeout: float = _DEFAULTS.compile_timeout_s, timing: bool = True) -> Evaluator:
+                    compile_timeout: float = _DEFAULTS.compile_timeout_s, timing: bool = True,
+                    cache: bool = True) -> Evaluator:
     with _bad_input():
         config = EvalConfig(device=device, trials=trials, seed=seed, run_timeout_s=run_timeout,
-                            compile_timeout_s=compile_timeout, timing=timing)
+                            compile_timeout_s=compile_timeout, timing=timing, result_cache=cache)
     return Evaluator(config)  # starts nothing yet: the judge starts on the first evaluation
 
 
@@ -206,7 +207,7 @@ def _has_times(timing: TimingReport | None) -> bool:
 
 def _stats_line(stats: TimingStats) -> str:
     return (f"{stats.median_ms:.4g} ms median (IQR {stats.iqr_ms:.3g} ms, min {stats.min_ms:.4g} ms, "
-            f"{stats.reps} reps)")
+            f"{stats.reps} reps" + (", from the baseline cache)" if stats.source == "cache" else ")"))
 
 
 def _print_result(result: EvalResult, solution: Path, as_completion: bool) -> None:
@@ -250,7 +251,7 @@ def _print_result(result: EvalResult, solution: Path, as_completion: bool) -> No
                                          f"triton {env.triton_version or '-'}, python {env.python_version})"))
         if env.isolation:
             grid.add_row("isolation", Text(", ".join(env.isolation), style="dim"))
-    grid.add_row("wall time", f"{result.wall_time_s:.1f} s")
+    grid.add_row("wall time", f"{result.wall_time_s:.1f} s" + (" (verdict from the result cache)" if result.cached else ""))
     if result.log:
         grid.add_row("log", Text(f"{len(result.log)} characters captured (see --json)", style="dim"))
     style = "green" if result.correct else "red"
@@ -317,6 +318,8 @@ def eval_cmd(
     compile_timeout: Annotated[float, typer.Option("--compile-timeout", help="Seconds for importing the candidate.")
                                ] = _DEFAULTS.compile_timeout_s,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="Skip timing (GPU only anyway).")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Evaluate even when the result cache has a verdict "
+                                                              "for an identical candidate.")] = False,
 ) -> None:
     """Evaluate one candidate (PROBLEM_FILE SOLUTION_FILE), or a suite with --suite/--solutions."""
     pair = problem_file is not None or solution_file is not None
@@ -328,7 +331,7 @@ def eval_cmd(
     if not batch and (problem_file is None or solution_file is None):
         ctx.fail("give PROBLEM_FILE SOLUTION_FILE, or --suite DIR --solutions DIR")
     settings = {"device": device, "trials": trials, "seed": seed, "run_timeout": run_timeout,
-                "compile_timeout": compile_timeout, "timing": not no_timing}
+                "compile_timeout": compile_timeout, "timing": not no_timing, "cache": not no_cache}
     if batch:
         assert suite is not None and solutions is not None
         _eval_batch(suite, solutions, out, json_output, settings)
