@@ -301,3 +301,35 @@ def test_baselines_cli_without_gpu_exits_nonzero_and_says_why():
         assert run.returncode == 2, run.stderr
         assert "baselines are GPU times" in run.stderr and "no usable CUDA GPU" in run.stderr
         assert "nothing was timed or stored" in run.stderr
+
+
+def test_evaluator_baselines_use_the_cache_and_fresh_retimes(tmp_path, suite):
+    """The Evaluator's baseline path with a stand-in judge (no GPU here): the judge times once, a second
+    Evaluator on the same cache_dir reads the numbers back, fresh=True re-times and overwrites."""
+    problem = suite.get("level1/1_row_softmax")
+    calls = []
+
+    def fake_judge(op, **req):
+        assert op == "baselines"
+        calls.append(req["fresh"])
+        base = 1.0 + len(calls)
+        return {"eager": {"times_ms": [base] * 20, "wall_ms": [base] * 20, "warmup": 3, "method": METHOD},
+                "inductor": {"times_ms": [base / 2] * 20, "warmup": 3, "method": METHOD}}
+
+    def evaluator() -> Evaluator:
+        ev = Evaluator(device="cpu", cache_dir=tmp_path)
+        ev.environment = lambda: ENV  # type: ignore[method-assign]
+        ev._judge_info = lambda: {"mode": "gpu"}  # type: ignore[method-assign]
+        ev._judge.request = fake_judge  # type: ignore[method-assign]
+        return ev
+
+    first = evaluator().time_baselines(problem)
+    assert first.eager.median_ms == 2.0 and first.eager.source == first.inductor.source == "measured"
+    again = evaluator().time_baselines(problem)
+    assert calls == [False] and again.eager.source == again.inductor.source == "cache"
+    assert (again.eager.median_ms, again.inductor.median_ms) == (2.0, 1.0)
+    ev = evaluator()
+    fresh = ev.time_baselines(problem, fresh=True)
+    assert calls == [False, True] and fresh.eager.median_ms == 3.0 and fresh.eager.source == "measured"
+    assert evaluator().time_baselines(problem).eager.median_ms == 3.0  # overwritten
+    assert ev.cache_stats()["baselines"].stores == 1
