@@ -108,7 +108,7 @@ def test_evaluator_key_covers_verdict_settings_not_device_or_cache_dir(tmp_path,
 
 
 def test_kernelrl_build_changes_with_verdict_code(tmp_path):
-    pkg = tmp_path / "kernelrl"
+    pkg = tmp_path / "suites" / "kernelrl"  # a "suites" folder above the package must not matter
     (pkg / "sandbox").mkdir(parents=True)
     (pkg / "problems" / "suites").mkdir(parents=True)
     (pkg / "evaluate.py").write_text("x = 1\n")

@@ -47,7 +47,8 @@ def kernelrl_build(package_dir: Path | None = None) -> str:
     h = hashlib.sha256()
     for part in _VERDICT_CODE:
         path = root / part
-        files = [path] if path.is_file() else sorted(p for p in path.rglob("*.py") if "suites" not in p.parts)
+        files = [path] if path.is_file() else sorted(
+            p for p in path.rglob("*.py") if "suites" not in p.relative_to(root).parts)
         for file in files:
             h.update(str(file.relative_to(root)).encode() + b"\0")
             try:
