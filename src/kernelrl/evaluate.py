@@ -327,8 +327,8 @@ class Evaluator:
         return stats
 
     def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False) -> TimingReport:
-        """Eager and Inductor times of the problem's reference (GPU only); `fresh` re-times instead of
-        returning this evaluator's earlier numbers for the problem."""
+        """Eager and Inductor times of the problem's reference (GPU only), from the baseline cache in
+        `cache_dir` when it has them (`TimingStats.source == "cache"`); `fresh` re-times and overwrites them."""
         info = self._judge_info()
         if info["mode"] != "gpu":
             return TimingReport(unavailable_reason="baselines are timed on a GPU only")
