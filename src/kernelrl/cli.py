@@ -388,6 +388,7 @@ def _eval_batch(suite_location: str, solutions: Path, out: Path, json_output: bo
         summary = {
             "suite": suite.name, "out": str(out), "evaluated": len(results), "skipped": skipped,
             "counts": dict(Counter(r.status.value for r in results)),
+            "cached": sum(r.cached for r in results),  # verdicts served by the result cache
             "results": [{"problem_id": r.problem_id, "status": r.status.value, "message": r.message,
                          "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
                          "speedup_vs_inductor": r.timing.speedup_vs_inductor if r.timing else None}
