@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,10 @@ import pytest
 import kernelrl
 
 EXAMPLES = Path(kernelrl.__file__).parent / "examples"
+
+# tests exercise the sandbox: verdicts must come from real runs, not from earlier runs' result cache (the CLI
+# tests' subprocesses inherit this); tests of the cache itself remove it with monkeypatch.delenv
+os.environ.setdefault("KERNELRL_RESULT_CACHE", "0")
 
 
 def example(name: str) -> str:

@@ -4,6 +4,7 @@ Commands:
   kernelrl eval PROBLEM_FILE SOLUTION_FILE           evaluate one candidate (a module or an LLM completion)
   kernelrl eval --suite DIR --solutions DIR --out F  evaluate a directory of solutions against a suite
   kernelrl problems [SUITE]                          list a suite's problems ('builtin' by default)
+  kernelrl baselines [SUITE] [--only P] [--fresh]    time references on a GPU into the baseline cache
   kernelrl demo                                      evaluate the shipped example candidates
   kernelrl agent PROBLEM... --policy P               optimize problems with an LLM over refinement turns
   kernelrl bench --policy P --split test             benchmark a policy on a suite split (resumable run dir)
@@ -148,10 +149,11 @@ def _evaluating() -> Iterator[None]:
 # -- helpers over the API -----------------------------------------------------------------------------------
 def _make_evaluator(device: str, trials: int = _DEFAULTS.trials, seed: int | None = None,
                     run_timeout: float = _DEFAULTS.run_timeout_s,
-                    compile_timeout: float = _DEFAULTS.compile_timeout_s, timing: bool = True) -> Evaluator:
+                    compile_timeout: float = _DEFAULTS.compile_timeout_s, timing: bool = True,
+                    cache: bool = True) -> Evaluator:
     with _bad_input():
         config = EvalConfig(device=device, trials=trials, seed=seed, run_timeout_s=run_timeout,
-                            compile_timeout_s=compile_timeout, timing=timing)
+                            compile_timeout_s=compile_timeout, timing=timing, result_cache=cache)
     return Evaluator(config)  # starts nothing yet: the judge starts on the first evaluation
 
 
@@ -205,7 +207,7 @@ def _has_times(timing: TimingReport | None) -> bool:
 
 def _stats_line(stats: TimingStats) -> str:
     return (f"{stats.median_ms:.4g} ms median (IQR {stats.iqr_ms:.3g} ms, min {stats.min_ms:.4g} ms, "
-            f"{stats.reps} reps)")
+            f"{stats.reps} reps" + (", from the baseline cache)" if stats.source == "cache" else ")"))
 
 
 def _print_result(result: EvalResult, solution: Path, as_completion: bool) -> None:
@@ -249,7 +251,7 @@ def _print_result(result: EvalResult, solution: Path, as_completion: bool) -> No
                                          f"triton {env.triton_version or '-'}, python {env.python_version})"))
         if env.isolation:
             grid.add_row("isolation", Text(", ".join(env.isolation), style="dim"))
-    grid.add_row("wall time", f"{result.wall_time_s:.1f} s")
+    grid.add_row("wall time", f"{result.wall_time_s:.1f} s" + (" (verdict from the result cache)" if result.cached else ""))
     if result.log:
         grid.add_row("log", Text(f"{len(result.log)} characters captured (see --json)", style="dim"))
     style = "green" if result.correct else "red"
@@ -316,6 +318,8 @@ def eval_cmd(
     compile_timeout: Annotated[float, typer.Option("--compile-timeout", help="Seconds for importing the candidate.")
                                ] = _DEFAULTS.compile_timeout_s,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="Skip timing (GPU only anyway).")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Evaluate even when the result cache has a verdict "
+                                                              "for an identical candidate.")] = False,
 ) -> None:
     """Evaluate one candidate (PROBLEM_FILE SOLUTION_FILE), or a suite with --suite/--solutions."""
     pair = problem_file is not None or solution_file is not None
@@ -327,7 +331,7 @@ def eval_cmd(
     if not batch and (problem_file is None or solution_file is None):
         ctx.fail("give PROBLEM_FILE SOLUTION_FILE, or --suite DIR --solutions DIR")
     settings = {"device": device, "trials": trials, "seed": seed, "run_timeout": run_timeout,
-                "compile_timeout": compile_timeout, "timing": not no_timing}
+                "compile_timeout": compile_timeout, "timing": not no_timing, "cache": not no_cache}
     if batch:
         assert suite is not None and solutions is not None
         _eval_batch(suite, solutions, out, json_output, settings)
@@ -384,6 +388,7 @@ def _eval_batch(suite_location: str, solutions: Path, out: Path, json_output: bo
         summary = {
             "suite": suite.name, "out": str(out), "evaluated": len(results), "skipped": skipped,
             "counts": dict(Counter(r.status.value for r in results)),
+            "cached": sum(r.cached for r in results),  # verdicts served by the result cache
             "results": [{"problem_id": r.problem_id, "status": r.status.value, "message": r.message,
                          "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
                          "speedup_vs_inductor": r.timing.speedup_vs_inductor if r.timing else None}
@@ -509,6 +514,57 @@ def audit_cmd(
         for a in flagged:
             _out.print(Text(f"{a.problem_id}: {a.summary()}", style="red"), soft_wrap=True)
     raise typer.Exit(EXIT_NOT_CORRECT if flagged else EXIT_OK)
+
+
+@app.command("baselines", epilog=_EPILOG)
+def baselines_cmd(
+    suite: Annotated[str, typer.Argument(metavar="SUITE", help="A suite directory, a KernelBench checkout, or 'builtin'.")] = "builtin",
+    device: Annotated[str, typer.Option("--device", help="cuda or cuda:N (baselines are GPU times).")] = "cuda",
+    only: Annotated[str | None, typer.Option("--only", help="Only problems whose id starts with this prefix.",
+                                             show_default=False)] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Re-time and overwrite cached numbers.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines (one per problem) on stdout.")] = False,
+) -> None:
+    """Time every problem's reference (eager and torch.compile) on a GPU and store the numbers in the
+    baseline cache (CACHE_DIR/baselines.sqlite, default ~/.cache/kernelrl) that evaluations reuse. Exit 1 when
+    some problem could not be timed, 2 without a GPU."""
+    with _bad_input():
+        loaded = load_suite(suite)
+        problems = [p for p in loaded if only is None or p.id.startswith(only)]
+    if not problems:
+        _fail(f"no problem of {loaded.name} has an id starting with {only!r}", EXIT_BAD_INPUT)
+    evaluator = _make_evaluator(device=device)
+    no_gpu = ("baselines are GPU times and this machine has no usable CUDA GPU; nothing was timed or stored "
+              "(run `kernelrl baselines` on the GPU machine that will evaluate)")
+    with evaluator:
+        try:
+            mode = evaluator.environment().mode
+        except EvaluatorError as exc:
+            _fail(f"{no_gpu}\n{exc}", EXIT_BAD_INPUT)
+        if mode != "gpu":
+            _fail(no_gpu, EXIT_BAD_INPUT)
+        reports: list[tuple[Problem, TimingReport]] = []
+        with _evaluating(), _progress() as progress:
+            task = progress.add_task("baselines", total=len(problems))
+            for problem in problems:
+                progress.update(task, description=problem.id)
+                report = evaluator.time_baselines(problem, fresh=fresh)
+                reports.append((problem, report))
+                if json_output:
+                    typer.echo(json.dumps({"problem_id": problem.id, **dataclasses.asdict(report)}))
+                progress.advance(task)
+        stats = evaluator.cache_stats()["baselines"]
+    failed = [(p, r) for p, r in reports if r.eager is None]
+    if not json_output:
+        table = Table(title=f"baselines of {loaded.name}: {len(reports)} problems, {stats.hits} from the cache, "
+                            f"{stats.stores} timed and stored", title_justify="left", box=box.SIMPLE_HEAD)
+        for column in ("problem", "eager ms", "inductor ms", "source", "note"):
+            table.add_column(column)
+        for p, r in reports:
+            source = r.eager.source if r.eager is not None else "-"
+            table.add_row(Text(p.id), _ms(r.eager), _ms(r.inductor), source, Text(r.unavailable_reason or ""))
+        _out.print(table)
+    raise typer.Exit(EXIT_NOT_CORRECT if failed else EXIT_OK)
 
 
 _TIMING_COLUMNS = ("cand ms", "eager ms", "inductor ms", "vs eager", "vs inductor")

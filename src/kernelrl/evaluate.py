@@ -22,6 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelrl import __version__
+from kernelrl.cache import (
+    BaselineCache,
+    BaselineEntry,
+    CacheStats,
+    ResultCache,
+    baseline_key,
+    kernelrl_build,
+    result_key,
+    timing_set_of,
+)
 from kernelrl.candidates import analyze, extract_code
 from kernelrl.candidates.rules import analyze_rules
 from kernelrl.problems import Problem
@@ -40,7 +50,7 @@ from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
 from kernelrl.sandbox.runner import ChildOutcome, run_child
 from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
-from kernelrl.timing.cuda_timer import TimerSettings, events_exceed_wall, summarize
+from kernelrl.timing.cuda_timer import METHOD, TimerSettings, events_exceed_wall, summarize
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 from kernelrl.verify.tolerance import tolerance_for
 
@@ -51,6 +61,9 @@ _ENV_ALLOWLIST = (
 )
 _COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
 _GiB = 1 << 30
+# EvalConfig fields that cannot change a verdict's content (device: the result key has the device's name)
+_NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache"})
+RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for a whole process (CI, tests)
 
 
 class EvaluatorError(RuntimeError):
@@ -87,7 +100,8 @@ class EvalConfig:
     isolate_network: bool = True
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
     readonly_filesystem: bool = True  # every mount read-only except the evaluation directory (needs the PID namespace)
-    cache_dir: Path | None = None  # torch extension builds (default ~/.cache/kernelrl)
+    cache_dir: Path | None = None  # extension builds, baselines.sqlite, results.sqlite (default ~/.cache/kernelrl)
+    result_cache: bool = True  # reuse verdicts of identical candidates (kernelrl.cache; also KERNELRL_RESULT_CACHE=0)
 
     def __post_init__(self) -> None:
         if self.trials < 1:
@@ -264,6 +278,10 @@ class Evaluator:
         self._cache_dir = Path(cache)
         self._sandbox_prefix: list[str] | None = None  # probed on first use
         self._audits: dict[str, ProblemAudit] = {}  # problem sha -> audit (correctness flags, no timing)
+        self._baseline_cache = BaselineCache(self._cache_dir / BaselineCache.FILE)
+        use_results = self.config.result_cache and os.environ.get(RESULT_CACHE_ENV, "1") != "0"
+        self._result_cache = ResultCache(self._cache_dir / ResultCache.FILE) if use_results else None
+        self._build: str | None = None  # kernelrl_build(), computed on first use
 
     def _visible_devices(self) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": self._cuda_index} if self._cuda_index is not None else {}
@@ -287,15 +305,33 @@ class Evaluator:
         return self.evaluate(problem, extraction.code)
 
     def evaluate(self, problem: Problem, code: str) -> EvalResult:
-        """Evaluate candidate source code (a module defining `ModelNew`)."""
+        """Evaluate candidate source code (a module defining `ModelNew`). An identical candidate (same AST
+        without docstrings, same problem, device, versions and settings) returns the stored verdict with
+        `cached=True` when the result cache is on."""
         started = time.monotonic()
-        result = self._evaluate(problem, code)
+        env = self.environment()
+        key = self._result_key(problem, code, env) if self._result_cache is not None else None
+        result = self._result_cache.get(key) if self._result_cache is not None and key is not None else None
+        if result is not None:
+            result.candidate_sha256 = _sha(code)
+        else:
+            result = self._evaluate(problem, code, env)
+            result.wall_time_s = round(time.monotonic() - started, 4)
+            if self._result_cache is not None and key is not None:
+                self._result_cache.put(key, result)
         result.wall_time_s = round(time.monotonic() - started, 4)
         return result
 
+    def cache_stats(self) -> dict[str, CacheStats]:
+        """Hits, misses, stores and errors of this evaluator's caches ('results', 'baselines')."""
+        stats = {"baselines": self._baseline_cache.stats}
+        if self._result_cache is not None:
+            stats["results"] = self._result_cache.stats
+        return stats
+
     def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False) -> TimingReport:
-        """Eager and Inductor times of the problem's reference (GPU only); `fresh` re-times instead of
-        returning this evaluator's earlier numbers for the problem."""
+        """Eager and Inductor times of the problem's reference (GPU only), from the baseline cache in
+        `cache_dir` when it has them (`TimingStats.source == "cache"`); `fresh` re-times and overwrites them."""
         info = self._judge_info()
         if info["mode"] != "gpu":
             return TimingReport(unavailable_reason="baselines are timed on a GPU only")
@@ -312,6 +348,9 @@ class Evaluator:
 
     def close(self) -> None:
         self._judge.close()
+        self._baseline_cache.close()
+        if self._result_cache is not None:
+            self._result_cache.close()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -326,8 +365,13 @@ class Evaluator:
         except JudgeError as exc:
             raise EvaluatorError(str(exc)) from None
 
-    def _evaluate(self, problem: Problem, code: str) -> EvalResult:
-        env = self.environment()
+    def _result_key(self, problem: Problem, code: str, env: Environment) -> str:
+        if self._build is None:
+            self._build = kernelrl_build()
+        settings = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in _NOT_IN_RESULT_KEY}
+        return result_key(problem.sha256, code, env, settings, self._build)
+
+    def _evaluate(self, problem: Problem, code: str, env: Environment) -> EvalResult:
         base = {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
                 "environment": env}
         early = self._before_running(problem, code, env, base)
@@ -602,21 +646,32 @@ class Evaluator:
         return self._baselines(problem, seed, report)
 
     def _baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False) -> TimingReport:
-        try:
-            raw = self._judge.request("baselines", problem_path=str(problem.path), problem_sha256=problem.sha256,
-                                      seed=seed, timer=dataclasses.asdict(self.config.timer),
-                                      inductor=self.config.inductor_baseline, fresh=fresh)
-        except JudgeError as exc:
-            report.unavailable_reason = f"baselines failed: {str(exc)[-300:]}"
-            return report
-        if "eager" not in raw:
-            report.unavailable_reason = raw.get("unavailable", "no baseline times")
-            return report
-        report.eager = summarize(raw["eager"])
-        if "inductor" in raw:
-            report.inductor = summarize(raw["inductor"])
-        elif raw.get("inductor_error"):
-            report.unavailable_reason = f"torch.compile failed: {raw['inductor_error']}"
+        """Eager/Inductor times from the baseline cache, else from the judge (then stored); `fresh` re-times
+        and overwrites the stored numbers."""
+        cfg = self.config
+        key = baseline_key(problem.sha256, timing_set_of(problem.source), self.environment(), METHOD,
+                           dataclasses.asdict(cfg.timer))
+        entry = None if fresh else self._baseline_cache.get(key, need_inductor=cfg.inductor_baseline)
+        if entry is None:
+            try:
+                raw = self._judge.request("baselines", problem_path=str(problem.path), problem_sha256=problem.sha256,
+                                          seed=seed, timer=dataclasses.asdict(cfg.timer),
+                                          inductor=cfg.inductor_baseline, fresh=fresh)
+            except JudgeError as exc:
+                report.unavailable_reason = f"baselines failed: {str(exc)[-300:]}"
+                return report
+            if "eager" not in raw:
+                report.unavailable_reason = raw.get("unavailable", "no baseline times")
+                return report
+            entry = BaselineEntry(eager=summarize(raw["eager"]),
+                                  inductor=summarize(raw["inductor"]) if "inductor" in raw else None,
+                                  inductor_error=str(raw["inductor_error"])[:600] if raw.get("inductor_error") else None)
+            self._baseline_cache.put(key, entry)
+        report.eager = entry.eager
+        if cfg.inductor_baseline and entry.inductor is not None:
+            report.inductor = entry.inductor
+        elif cfg.inductor_baseline and entry.inductor_error:
+            report.unavailable_reason = f"torch.compile failed: {entry.inductor_error}"
         if report.candidate is not None and report.candidate.median_ms > 0:
             report.speedup_vs_eager = report.eager.median_ms / report.candidate.median_ms
             if report.inductor is not None:

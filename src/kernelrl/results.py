@@ -91,6 +91,7 @@ class TimingStats:
     warmup: int
     method: str  # e.g. 'cuda-events+l2-flush+device-sync'
     wall_median_ms: float | None = None  # host clock around the same reps, for cross-checking events
+    source: str = "measured"  # 'measured' in this evaluation, or 'cache' (kernelrl.cache.BaselineCache)
 
 
 @dataclass
@@ -133,6 +134,7 @@ class EvalResult:
     log: str = ""  # the candidate's stdout+stderr, head and tail kept when long
     log_bytes_dropped: int = 0
     wall_time_s: float = 0.0
+    cached: bool = False  # served by the result cache (kernelrl.cache.ResultCache): nothing ran this time
 
     @property
     def compiled(self) -> bool:
