@@ -530,9 +530,18 @@ class Evaluator:
             self._sandbox_prefix = pid_namespace_prefix()
         return bool(self._sandbox_prefix)
 
+    def _device_mode(self) -> str:
+        return self._judge_info()["mode"]
+
     def _pool(self) -> ZygoteClient:
         if self._zygote is None:
-            self._zygote = ZygoteClient(self._visible_devices(), self.config.startup_timeout_s)
+            env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOWLIST}
+            env.update(self._visible_devices())
+            neutral = tempfile.gettempdir()  # the zygote never writes; each child gets its own HOME/TMPDIR
+            env.update({"PYTHONPATH": python_env()["PYTHONPATH"], "HOME": neutral, "TMPDIR": neutral})
+            if self._device_mode() != "gpu":
+                env["TRITON_INTERPRET"] = "1"
+            self._zygote = ZygoteClient(env, self.config.startup_timeout_s)
         return self._zygote
 
     def _run_sandbox(self, workdir: Path, home: Path, code: str, mode: str, trials: _Trials) -> tuple[ChildOutcome, str]:

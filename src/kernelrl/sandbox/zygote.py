@@ -118,6 +118,7 @@ def _namespace_init(request: dict, fds: dict[str, int]) -> None:
             raise OSError(ctypes.get_errno(), "mounting /proc failed")
         from kernelrl.sandbox import child
 
+        sys.argv = [child.__file__, request["request_path"]]  # as in the fresh-process path
         with open(request["request_path"]) as f:
             stub_request = json.load(f)
         child.run(stub_request, fds["proto"], fds["control"])

@@ -15,16 +15,16 @@ import sys
 import tempfile
 import threading
 
-from kernelrl.sandbox.judge_client import python_env
-
 
 class ZygoteError(RuntimeError):
     """The zygote could not start or could not fork a child."""
 
 
 class ZygoteClient:
-    def __init__(self, extra_env: dict[str, str] | None = None, start_timeout_s: float = 120.0) -> None:
-        self.extra_env = extra_env or {}
+    def __init__(self, env: dict[str, str], start_timeout_s: float = 120.0) -> None:
+        # the zygote's whole environment: its children can read it back from /proc/self/environ (the initial
+        # environment block survives os.environ.clear()), so it must hold nothing a candidate may not see
+        self.env = env
         self.start_timeout_s = start_timeout_s
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
@@ -55,7 +55,7 @@ class ZygoteClient:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kernelrl.sandbox.zygote", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
-                env={**python_env(), **self.extra_env, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+                env={**self.env, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
             )
         finally:
             theirs.close()
