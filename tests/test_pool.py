@@ -264,3 +264,23 @@ def test_wall_time_with_and_without_the_pool(relu):
             times["pool" if pool else "fresh"] = walls
     print(f"\nper-evaluation wall time (s), relu, 2 trials, CPU: warm pool {times['pool']}, "
           f"fresh process {times['fresh']}")
+
+
+@pytest.mark.gpu
+def test_gpu_batch_through_the_pool_is_timed_and_the_zygote_stays_cuda_free(suite):
+    problem = suite.get("level0/1_relu")
+    items = [(problem, example("relu_triton.py")), (problem, c.WRONG_SHAPE), (problem, example("relu_triton.py")),
+             (problem, c.ABORT)]
+    with Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False, max_concurrency=4) as ev:
+        started = time.monotonic()
+        results = dict(ev.evaluate_many(items, with_index=True))
+        batch_s = time.monotonic() - started
+        info = ev._zygote.ping()
+    print(f"\nGPU batch of {len(items)}: {batch_s:.1f} s; walls {[results[i].wall_time_s for i in range(len(items))]}")
+    assert info["cuda_initialized"] is False
+    assert [results[i].status for i in range(4)] == [Status.CORRECT, Status.WRONG_OUTPUT, Status.CORRECT,
+                                                     Status.CRASHED]
+    for i in (0, 2):
+        assert results[i].environment.isolation[-1] == "zygote"
+        assert results[i].timing.candidate.median_ms > 0 and results[i].timing.eager.median_ms > 0
+        assert "no-capabilities" in results[i].environment.isolation
