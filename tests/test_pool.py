@@ -284,3 +284,18 @@ def test_gpu_batch_through_the_pool_is_timed_and_the_zygote_stays_cuda_free(suit
         assert results[i].environment.isolation[-1] == "zygote"
         assert results[i].timing.candidate.median_ms > 0 and results[i].timing.eager.median_ms > 0
         assert "no-capabilities" in results[i].environment.isolation
+
+
+def test_multi_device_evaluator_spreads_one_stream_over_devices(relu):
+    from kernelrl.multi import MultiDeviceEvaluator
+
+    good = example("relu_triton.py")
+    items = [(relu, good), (relu, c.WRONG_SHAPE), (relu, good), (relu, good), (relu, c.ABORT), (relu, good)]
+    # two CPU "devices": each has its own judge, zygote and timing token
+    with MultiDeviceEvaluator(["cpu", "cpu"], trials=2, max_concurrency=2, static_checks=False) as multi:
+        results = dict(multi.evaluate_many(iter(items), with_index=True))
+        counts = list(multi.counts)
+    assert sorted(results) == list(range(len(items)))
+    assert results[1].status is Status.WRONG_OUTPUT and results[4].status is Status.CRASHED
+    assert all(results[i].status is Status.CORRECT for i in (0, 2, 3, 5))
+    assert sum(counts) == len(items) and all(n > 0 for n in counts), counts
