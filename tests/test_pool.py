@@ -68,6 +68,8 @@ def _probe():
         problems.append("Triton cache not private")
     if os.getcwd() != home:
         problems.append(f"cwd {{os.getcwd()}}")
+    if sys.path[0] != home:
+        problems.append(f"sys.path[0] {{sys.path[0]}}")
     if os.getpgid(0) == os.getpid():
         problems.append("the candidate leads its own process group (expected the launcher's group)")
     if problems:

@@ -34,6 +34,7 @@ _CLONE_NEWNS = 0x00020000
 _CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
 MAX_MESSAGE = 1 << 20
+_START_DIR = os.getcwd()
 
 
 def _libc() -> ctypes.CDLL:
@@ -82,6 +83,8 @@ def _launcher(request: dict, fds: dict[str, int]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
+        if sys.path and sys.path[0] == _START_DIR:  # `-m` put the zygote's start directory first; the fresh
+            sys.path[0] = request["cwd"]  # path's child has its own cwd (private HOME) there
         import tempfile
 
         tempfile.tempdir = None  # re-read TMPDIR (the zygote's value must not stick)

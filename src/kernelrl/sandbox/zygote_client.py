@@ -54,7 +54,7 @@ class ZygoteClient:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kernelrl.sandbox.zygote", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
+                pass_fds=(theirs.fileno(),), cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
                 env={**self.env, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
             )
         finally:
