@@ -92,15 +92,19 @@ class ZygoteClient:
         data = json.dumps(message).encode()
         with self._lock:
             for attempt in range(2):
+                sent = False
                 try:
                     self._ensure()
                     assert self.sock is not None
                     socket.send_fds(self.sock, [data], fds)
+                    sent = True
                     reply = self._read(30.0)
                 except (OSError, ZygoteError) as exc:
                     self._close()
-                    if attempt:
-                        raise ZygoteError(f"the zygote failed twice: {exc}") from None
+                    # once the zygote had the fds it may have forked a child on them: never a second one on the
+                    # same pipes (the caller closes them, and the lifeline's end kills any such child)
+                    if attempt or sent:
+                        raise ZygoteError(f"the zygote failed: {exc}") from None
                     continue
                 if reply.get("ok"):
                     return int(reply["pid"])
