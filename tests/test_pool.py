@@ -301,3 +301,18 @@ def test_multi_device_evaluator_spreads_one_stream_over_devices(relu):
     assert results[1].status is Status.WRONG_OUTPUT and results[4].status is Status.CRASHED
     assert all(results[i].status is Status.CORRECT for i in (0, 2, 3, 5))
     assert sum(counts) == len(items) and all(n > 0 for n in counts), counts
+
+
+def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(relu):
+    from kernelrl.sandbox.zygote_client import ZygoteClient
+
+    with Evaluator(device="cpu", trials=2, static_checks=False) as ev:
+        ev._zygote = ZygoteClient({"PATH": os.environ.get("PATH", "")}, start_timeout_s=0.01)  # never answers in time
+        results = [ev.evaluate(relu, example("relu_triton.py")) for _ in range(3)]
+        tries = ev._zygote.starts
+        results.append(ev.evaluate(relu, example("relu_triton.py")))
+        assert [r.status for r in results] == [Status.CORRECT] * 4, [r.feedback for r in results]
+        assert [r.environment.isolation[-1] for r in results] == ["fresh-process"] * 4
+        assert ev._zygote.starts == tries  # given up after three failed evaluations in a row
+    with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=False) as ev:
+        assert ev.evaluate(relu, example("relu_triton.py")).environment.isolation[-1] == "fresh-process"

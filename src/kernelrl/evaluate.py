@@ -57,6 +57,7 @@ _ENV_ALLOWLIST = (
 )
 _COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
 _GiB = 1 << 30
+_POOL_MAX_FAILURES = 3
 
 
 class EvaluatorError(RuntimeError):
@@ -275,6 +276,7 @@ class Evaluator:
         self._audits: dict[str, ProblemAudit] = {}  # problem sha -> audit (correctness flags, no timing)
         self._zygote: ZygoteClient | None = None  # the warm pool, started on first use
         self._timing_lock = threading.Lock()  # one timed run at a time on this evaluator's device
+        self._pool_failures = 0  # consecutive zygote failures; at _POOL_MAX_FAILURES the pool is given up
 
     def _visible_devices(self) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": self._cuda_index} if self._cuda_index is not None else {}
@@ -392,7 +394,7 @@ class Evaluator:
             try:
                 self._pool().ensure_started()
             except ZygoteError:
-                pass  # evaluations fall back to fresh processes
+                self._pool_failures += 1  # evaluations fall back to fresh processes
 
     def close(self) -> None:
         self._judge.close()
@@ -524,7 +526,7 @@ class Evaluator:
     def _pool_enabled(self) -> bool:
         """The zygote path needs the PID namespace (its forked children unshare one themselves)."""
         cfg = self.config
-        if not (cfg.warm_pool and cfg.isolate_processes):
+        if not (cfg.warm_pool and cfg.isolate_processes) or self._pool_failures >= _POOL_MAX_FAILURES:
             return False
         if self._sandbox_prefix is None:
             self._sandbox_prefix = pid_namespace_prefix()
@@ -567,9 +569,11 @@ class Evaluator:
                 zygote = self._pool()
                 message = {"op": "fork", "env": child_env, "cwd": str(home), "request_path": request_path}
                 try:
-                    return run_child([], spawn=lambda *fds: zygote.spawn(message, list(fds)), **common), "zygote"
-                except ZygoteError:
-                    pass  # the zygote cannot start or fork here: the fresh-process path below
+                    outcome = run_child([], spawn=lambda *fds: zygote.spawn(message, list(fds)), **common)
+                    self._pool_failures = 0
+                    return outcome, "zygote"
+                except ZygoteError:  # cannot start or fork here: the fresh-process path below
+                    self._pool_failures += 1
             if self._sandbox_prefix is None:
                 self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
             prefix = self._sandbox_prefix if cfg.isolate_processes else []
