@@ -64,8 +64,9 @@ def _probe():
         problems.append(f"HOME {{home}}")
     if not tempfile.gettempdir() == home or os.environ.get("TMPDIR") != home:
         problems.append(f"TMPDIR {{tempfile.gettempdir()}}")
-    if not os.environ.get("TRITON_CACHE_DIR", "").startswith(os.path.dirname(home)):
-        problems.append("Triton cache not private")
+    triton_dir = os.environ.get("TRITON_CACHE_DIR", "")
+    if os.path.dirname(triton_dir).rsplit("/", 1)[-1] != "triton" or len(os.path.basename(triton_dir)) != 24:
+        problems.append(f"Triton cache {{triton_dir}} not keyed by this source")
     if os.getcwd() != home:
         problems.append(f"cwd {{os.getcwd()}}")
     if sys.path[0] != home:
@@ -316,3 +317,19 @@ def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(relu):
         assert ev._zygote.starts == tries  # given up after three failed evaluations in a row
     with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=False) as ev:
         assert ev.evaluate(relu, example("relu_triton.py")).environment.isolation[-1] == "fresh-process"
+
+
+def test_one_candidate_cannot_write_another_candidates_compile_cache(pooled, relu):
+    other = pooled._triton_dir(example("relu_triton.py"))  # where the shipped relu's Triton cache lives
+    own = "\nassert True\n"  # any different source gets a different cache directory
+    writer = c.relu_candidate("return relu(x)", module_extra=f'''
+try:
+    open({str(other / "poisoned.json")!r}, "w").write("{{}}")
+except OSError:
+    pass
+else:
+    raise RuntimeError("POISONED another candidate's Triton cache")
+''' + own)
+    result = pooled.evaluate(relu, writer)
+    assert result.status is Status.CORRECT, result.feedback
+    assert not (other / "poisoned.json").exists()

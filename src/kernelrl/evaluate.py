@@ -499,7 +499,7 @@ class Evaluator:
             "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
             "isolate_network": cfg.isolate_network, "readonly_fs": cfg.readonly_filesystem,
             # this candidate's CUDA-extension build directory is the only writable place outside workdir
-            "writable_paths": [str(workdir), str(self._extension_dir(code))],
+            "writable_paths": [str(workdir), str(self._extension_dir(code)), str(self._triton_dir(code))],
         }
         (workdir / "request.json").write_text(json.dumps(request))
         planned = len(prepared["trials"])
@@ -551,6 +551,7 @@ class Evaluator:
         process. Returns the outcome and which path ran ('zygote' or 'fresh-process')."""
         cfg = self.config
         child_env = self._child_env(mode, workdir, home, self._extension_dir(code))
+        child_env["TRITON_CACHE_DIR"] = str(self._triton_dir(code))
         held: list[bool] = []
 
         def timing_token() -> None:
@@ -582,6 +583,13 @@ class Evaluator:
         finally:
             if held:
                 self._timing_lock.release()
+
+    def _triton_dir(self, code: str) -> Path:
+        """Triton's compile cache for this exact source: a re-evaluated identical candidate (common in RL)
+        compiles warm, and no candidate can poison another's cache (nor gain anything from its own)."""
+        directory = self._cache_dir / "triton" / _sha(code)[:24]
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
 
     def _extension_dir(self, code: str) -> Path:
         directory = self._cache_dir / "torch_extensions" / _sha(code)[:24]
