@@ -333,3 +333,15 @@ else:
     result = pooled.evaluate(relu, writer)
     assert result.status is Status.CORRECT, result.feedback
     assert not (other / "poisoned.json").exists()
+
+
+def test_a_launcher_that_cannot_set_up_reports_the_marker_the_evaluator_falls_back_on(pooled):
+    from kernelrl.evaluate import _POOL_SETUP_FAILED
+
+    zygote = pooled._pool()
+    message = {"op": "fork", "env": {"PATH": "/usr/bin"}, "cwd": "/nonexistent-kernelrl-dir", "request_path": "/x"}
+    outcome = run_child([], env={}, cwd="/", timeouts={"start": 30, "import": 30, "run": 30}, memory_limit_bytes=0,
+                        log_limit_bytes=4096, on_event=lambda e: True,
+                        spawn=lambda *fds: zygote.spawn(message, list(fds)))
+    assert outcome.events == []
+    assert outcome.log.startswith(_POOL_SETUP_FAILED), outcome.log

@@ -58,6 +58,7 @@ _ENV_ALLOWLIST = (
 _COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
 _GiB = 1 << 30
 _POOL_MAX_FAILURES = 3
+_POOL_SETUP_FAILED = ("kernelrl zygote launcher failed", "kernelrl sandbox init failed")  # see sandbox/zygote.py
 
 
 class EvaluatorError(RuntimeError):
@@ -571,9 +572,13 @@ class Evaluator:
                 message = {"op": "fork", "env": child_env, "cwd": str(home), "request_path": request_path}
                 try:
                     outcome = run_child([], spawn=lambda *fds: zygote.spawn(message, list(fds)), **common)
-                    self._pool_failures = 0
-                    return outcome, "zygote"
                 except ZygoteError:  # cannot start or fork here: the fresh-process path below
+                    self._pool_failures += 1
+                else:
+                    if outcome.events or not outcome.log.startswith(_POOL_SETUP_FAILED):
+                        self._pool_failures = 0
+                        return outcome, "zygote"
+                    # the launcher could not set the sandbox up (no event: no candidate code ran): rerun fresh
                     self._pool_failures += 1
             if self._sandbox_prefix is None:
                 self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
