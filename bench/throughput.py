@@ -4,7 +4,7 @@ and without the warm pool (zygote), serial and batched (`Evaluator.evaluate_many
 The mix (built-in suite, shipped examples and reference solutions): correct Triton kernels, wrong outputs,
 a crashing candidate (os.abort), a slow-but-correct one (tiny blocks, four launches per call). Each mode
 first evaluates every problem once (warm-up: judge references, audits, baselines and compile caches; not
-counted), then evaluates the mix `--rounds` times.
+counted; one Evaluator serves every mode), then evaluates the mix `--rounds` times per mode.
 
 Overhead of one evaluation = its wall time minus the GPU time its timed calls had to take
 ((reps + warm-up calls) x the candidate's median), i.e. everything that is not the candidate's GPU work.
@@ -17,6 +17,7 @@ On the CPU nothing is timed, so the overhead is the wall time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -83,19 +84,15 @@ def gpu_seconds(result: EvalResult) -> float:
     return (stats.reps + stats.warmup) * stats.median_ms / 1e3
 
 
-def run_mode(name: str, args, items, warm_items) -> dict:
-    with Evaluator(device=args.device, trials=args.trials, warm_pool=name != "fresh",
-                   max_concurrency=args.concurrency) as ev:
-        ev.warm_up()
-        for problem, code in warm_items:
-            ev.evaluate(problem, code)
-        results: list[EvalResult] = []
-        started = time.monotonic()
-        if name == "pool-batch":
-            results = list(ev.evaluate_many(items))
-        else:
-            results = [ev.evaluate(problem, code) for problem, code in items]
-        total = time.monotonic() - started
+def run_mode(ev: Evaluator, name: str, items) -> dict:
+    # one Evaluator (one judge: references, audits and baselines computed once) for every mode
+    ev.config = dataclasses.replace(ev.config, warm_pool=name != "fresh")
+    started = time.monotonic()
+    if name == "pool-batch":
+        results = list(ev.evaluate_many(items))
+    else:
+        results = [ev.evaluate(problem, code) for problem, code in items]
+    total = time.monotonic() - started
     overheads = [r.wall_time_s - gpu_seconds(r) for r in results]
     statuses: dict[str, int] = {}
     for r in results:
@@ -118,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=4, help="sandboxes at once in the batch mode")
     parser.add_argument("--modes", default="fresh,pool,pool-batch")
+    parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline (GPU)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args(argv)
 
@@ -133,12 +131,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {args.device}: {len(items)} evaluations per mode ({', '.join(kinds)}), trials {args.trials}, "
           f"batch concurrency {args.concurrency}", flush=True)
     rows = []
+    ev = Evaluator(device=args.device, trials=args.trials, max_concurrency=args.concurrency,
+                   inductor_baseline=not args.no_inductor)
+    started = time.monotonic()
+    ev.warm_up()
+    for problem, code in warm_items:
+        ev.evaluate(problem, code)
+    print(f"warm-up (judge, zygote, references, baselines): {time.monotonic() - started:.1f} s", flush=True)
     for name in args.modes.split(","):
-        row = run_mode(name, args, items, warm_items)
+        row = run_mode(ev, name, items)
         rows.append(row)
         print(f"{row['mode']:>11}: {row['evals_per_min']:6.1f} evals/min  median overhead {row['median_overhead_s']:.3f} s"
               f"  p90 {row['p90_overhead_s']:.3f} s  median wall {row['median_wall_s']:.3f} s  total {row['total_s']} s"
               f"  {row['statuses']}  path {row['paths']}", flush=True)
+    ev.close()
     if args.json:
         args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2))
     return 0
