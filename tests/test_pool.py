@@ -17,6 +17,7 @@ import pytest
 from conftest import example
 
 from kernelrl import Evaluator, Status
+from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.runner import run_child
 
@@ -221,23 +222,17 @@ TOKEN_CHILD = textwrap.dedent('''
 ''')
 
 
+def _run_fake(code: str, gate, run_timeout: float = 30.0):
+    return run_child([sys.executable, "-c", code], env={"PATH": os.environ.get("PATH", "")}, cwd="/",
+                     timeouts={"start": 30, "import": 30, "run": run_timeout}, memory_limit_bytes=0,
+                     log_limit_bytes=4096, on_event=lambda e: True, gate=gate)
+
+
 def test_timing_token_makes_timed_runs_exclusive():
-    lock, windows = threading.Lock(), []
+    gate, windows = DeviceGate(), []
 
     def one() -> None:
-        held = []
-
-        def token() -> None:
-            lock.acquire()
-            held.append(True)
-
-        try:
-            outcome = run_child([sys.executable, "-c", TOKEN_CHILD], env={"PATH": os.environ.get("PATH", "")},
-                                cwd="/", timeouts={"start": 30, "import": 30, "run": 30}, memory_limit_bytes=0,
-                                log_limit_bytes=4096, on_event=lambda e: True, timing_token=token)
-        finally:
-            if held:
-                lock.release()
+        outcome = _run_fake(TOKEN_CHILD, gate)
         timed = outcome.last("timed")
         assert timed is not None, outcome.log
         windows.append((timed["start"], timed["end"]))
@@ -251,6 +246,45 @@ def test_timing_token_makes_timed_runs_exclusive():
     assert len(windows) == 3
     for (_, end), (start, _) in zip(windows, windows[1:], strict=False):
         assert start >= end, windows  # no two timed windows overlap
+
+
+# keeps working (heartbeats) for ~1.5 s of its own time
+BUSY_CHILD = textwrap.dedent('''
+    import json, os, time
+    proto = int(os.environ["KERNELRL_PROTO_FD"])
+    os.write(proto, b'{"event": "ready"}\\n{"event": "imported"}\\n')
+    for _ in range(75):
+        os.write(proto, (json.dumps({"event": "beat", "t": time.monotonic()}) + "\\n").encode())
+        time.sleep(0.02)
+    os.write(proto, b'{"event": "done"}\\n')
+''')
+
+
+def test_other_sandboxes_are_stopped_during_a_timed_run_and_their_deadline_waits():
+    gate = DeviceGate()
+    beats, timed = [], {}
+
+    def busy() -> None:
+        outcome = _run_fake(BUSY_CHILD, gate, run_timeout=1.9)  # 1.5 s of work + 0.8 s stopped > 1.9 s
+        beats.append(outcome)
+
+    def timer() -> None:
+        time.sleep(0.5)
+        timed["outcome"] = _run_fake(TOKEN_CHILD.replace("time.sleep(0.4)", "time.sleep(0.8)"), gate)
+
+    threads = [threading.Thread(target=busy), threading.Thread(target=timer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    outcome = beats[0]
+    assert outcome.timed_out_phase is None and outcome.last("done") is not None, outcome.events[-3:]
+    window = timed["outcome"].last("timed")
+    stamps = [e["t"] for e in outcome.events if e["event"] == "beat"]
+    inside = [t for t in stamps if window["start"] + 0.05 < t < window["end"] - 0.05]
+    assert not inside, f"the busy sandbox ran during the timed window: {len(inside)} beats"
+    assert gate.stops >= 1
+    print(f"\nlongest pause of the busy sandbox: {max(b - a for a, b in zip(stamps, stamps[1:], strict=False)):.2f} s")
 
 
 def test_wall_time_with_and_without_the_pool(relu):

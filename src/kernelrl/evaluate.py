@@ -41,6 +41,7 @@ from kernelrl.results import (
     Status,
     TimingReport,
 )
+from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
 from kernelrl.sandbox.runner import ChildOutcome, run_child
@@ -276,7 +277,8 @@ class Evaluator:
         self._sandbox_prefix: list[str] | None = None  # probed on first use
         self._audits: dict[str, ProblemAudit] = {}  # problem sha -> audit (correctness flags, no timing)
         self._zygote: ZygoteClient | None = None  # the warm pool, started on first use
-        self._timing_lock = threading.Lock()  # one timed run at a time on this evaluator's device
+        # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused meanwhile
+        self._gate = DeviceGate(hold_also=[self._judge.lock])
         self._pool_failures = 0  # consecutive zygote failures; at _POOL_MAX_FAILURES the pool is given up
 
     def _visible_devices(self) -> dict[str, str]:
@@ -553,41 +555,31 @@ class Evaluator:
         cfg = self.config
         child_env = self._child_env(mode, workdir, home, self._extension_dir(code))
         child_env["TRITON_CACHE_DIR"] = str(self._triton_dir(code))
-        held: list[bool] = []
-
-        def timing_token() -> None:
-            self._timing_lock.acquire()
-            held.append(True)
-
         common = dict(
             env=child_env, cwd=str(home),
             timeouts={"start": cfg.startup_timeout_s, "import": cfg.compile_timeout_s, "run": cfg.run_timeout_s},
             memory_limit_bytes=int(cfg.memory_limit_gb * _GiB), log_limit_bytes=cfg.log_limit_bytes,
-            on_event=trials.on_event, timing_token=timing_token,
+            on_event=trials.on_event, gate=self._gate,
         )
         request_path = str(workdir / "request.json")
-        try:
-            if self._pool_enabled():
-                zygote = self._pool()
-                message = {"op": "fork", "env": child_env, "cwd": str(home), "request_path": request_path}
-                try:
-                    outcome = run_child([], spawn=lambda *fds: zygote.spawn(message, list(fds)), **common)
-                except ZygoteError:  # cannot start or fork here: the fresh-process path below
-                    self._pool_failures += 1
-                else:
-                    if outcome.events or not outcome.log.startswith(_POOL_SETUP_FAILED):
-                        self._pool_failures = 0
-                        return outcome, "zygote"
-                    # the launcher could not set the sandbox up (no event: no candidate code ran): rerun fresh
-                    self._pool_failures += 1
-            if self._sandbox_prefix is None:
-                self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
-            prefix = self._sandbox_prefix if cfg.isolate_processes else []
-            argv = [*prefix, sys.executable, "-m", "kernelrl.sandbox.child", request_path]
-            return run_child(argv, **common), "fresh-process"
-        finally:
-            if held:
-                self._timing_lock.release()
+        if self._pool_enabled():
+            zygote = self._pool()
+            message = {"op": "fork", "env": child_env, "cwd": str(home), "request_path": request_path}
+            try:
+                outcome = run_child([], spawn=lambda *fds: zygote.spawn(message, list(fds)), **common)
+            except ZygoteError:  # cannot start or fork here: the fresh-process path below
+                self._pool_failures += 1
+            else:
+                if outcome.events or not outcome.log.startswith(_POOL_SETUP_FAILED):
+                    self._pool_failures = 0
+                    return outcome, "zygote"
+                # the launcher could not set the sandbox up (no event: no candidate code ran): rerun fresh
+                self._pool_failures += 1
+        if self._sandbox_prefix is None:
+            self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
+        prefix = self._sandbox_prefix if cfg.isolate_processes else []
+        argv = [*prefix, sys.executable, "-m", "kernelrl.sandbox.child", request_path]
+        return run_child(argv, **common), "fresh-process"
 
     def _triton_dir(self, code: str) -> Path:
         """Triton's compile cache for this exact source: a re-evaluated identical candidate (common in RL)
@@ -749,7 +741,7 @@ class Evaluator:
         census = trials.census or {}
         fraction = census.get("fraction")
         report.kernel_gpu_fraction = float(fraction) if isinstance(fraction, int | float) else None
-        with self._timing_lock:  # the judge's timed runs must not overlap a candidate's on this device
+        with self._gate.exclusive():  # the judge's timed runs: nothing else on this device meanwhile
             report.floor_ms = self._floor_ms(trials, prepared)
             return self._baselines(problem, seed, report)
 

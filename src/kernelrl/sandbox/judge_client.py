@@ -35,6 +35,7 @@ class JudgeClient:
         self._stderr = None
         # one request at a time: concurrent evaluations (Evaluator.evaluate_many) share this judge
         self._lock = threading.RLock()
+        self.lock = self._lock  # held by the device gate while a run is timed (no judge work meanwhile)
 
     def _start(self) -> None:
         self._stderr = tempfile.TemporaryFile()

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import group_rss_bytes
 
 MAX_PROTOCOL_LINE = 1 << 20
@@ -97,14 +98,16 @@ def run_child(
     log_limit_bytes: int,
     on_event: Callable[[dict], bool],
     spawn: Spawner | None = None,
-    timing_token: Callable[[], None] | None = None,
+    gate: DeviceGate | None = None,
 ) -> ChildOutcome:
     """Run the child to completion. `on_event` sees each protocol message; returning False stops the child.
 
     Without `spawn` the child is `argv` started here (a fresh process); with it, `spawn` starts the child
     elsewhere (the zygote) on the fds it is given and returns its host PID, which leads its own process group.
-    The first `timing_token` event blocks in `timing_token()` (the device's timing lock; the caller releases
-    it after this returns), then the child is told to go on; the wait does not count against its deadline.
+    With a `gate` (the device's), the child is registered while it runs: the first `timing_token` event
+    waits for the gate (other sandboxes are stopped while this one times; the gate is released when this
+    child is finished), then the child is told to go on. Time spent waiting or stopped by another sandbox's
+    timed run does not count against the deadlines.
     """
     read_fd, write_fd = os.pipe()
     control_r, control_w = os.pipe()
@@ -138,18 +141,25 @@ def run_child(
         os.close(lifeline_r)
     os.close(write_fd)
     os.close(control_r)
+    if gate is not None:
+        gate.register(pgid)
+    gate_held = False
+
+    def paused() -> float:
+        return gate.paused(pgid) if gate is not None else 0.0
+
     sel = selectors.DefaultSelector()
     sel.register(log_fd, selectors.EVENT_READ, "log")
     sel.register(read_fd, selectors.EVENT_READ, "proto")
     pending = bytearray()
-    phase, phase_start = "start", time.monotonic()
+    phase, phase_start, phase_paused = "start", time.monotonic(), paused()
     open_streams = 2
     next_memory_check = 0.0
     token_asked = False
     try:
         while open_streams:
-            deadline = phase_start + timeouts[phase]
             now = time.monotonic()
+            deadline = phase_start + timeouts[phase] + (paused() - phase_paused)
             if now >= deadline:
                 outcome.timed_out_phase, outcome.timeout_s = phase, timeouts[phase]
                 break
@@ -188,11 +198,14 @@ def run_child(
                     outcome.events.append(event)
                     if event["event"] in PHASE_AFTER_EVENT:
                         phase, phase_start = PHASE_AFTER_EVENT[event["event"]], time.monotonic()
+                        phase_paused = paused()
                     if event["event"] == "timing_token" and not token_asked:
                         token_asked = True
-                        if timing_token is not None:
-                            timing_token()  # blocks while another candidate times on this device
-                        phase_start = time.monotonic()
+                        waited = time.monotonic()
+                        if gate is not None:
+                            gate.acquire(pgid)  # blocks while another run times on this device
+                            gate_held = True
+                        phase_start += time.monotonic() - waited
                         try:
                             os.write(control_w, b"go\n")
                         except OSError:
@@ -206,6 +219,10 @@ def run_child(
             if outcome.protocol_error or outcome.stopped_by_parent:
                 break
     finally:
+        if gate is not None:
+            gate.unregister(pgid)
+        if gate_held:
+            gate.release()
         if lifeline_w is not None:
             os.close(lifeline_w)  # the zygote's launcher kills the namespace when this closes
         _kill_group(pgid)  # also reaps anything the candidate left running in its group
