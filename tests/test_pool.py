@@ -379,3 +379,18 @@ def test_a_launcher_that_cannot_set_up_reports_the_marker_the_evaluator_falls_ba
                         spawn=lambda *fds: zygote.spawn(message, list(fds)))
     assert outcome.events == []
     assert outcome.log.startswith(_POOL_SETUP_FAILED), outcome.log
+
+
+def test_a_forged_early_timing_request_is_a_protocol_violation(pooled, relu):
+    forger = c.relu_candidate("return relu(x)", module_extra='''
+for fd in map(int, os.listdir("/proc/self/fd")):
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        if target.startswith("pipe:") and fd > 2 and os.get_blocking(fd) and os.fstat(fd).st_mode:
+            os.write(fd, b'{"event": "timing_token"}\\n')
+    except OSError:
+        pass
+''')
+    result = pooled.evaluate(relu, forger)
+    assert result.status is Status.CRASHED, result.message
+    assert "out of turn" in result.message

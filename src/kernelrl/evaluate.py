@@ -560,6 +560,7 @@ class Evaluator:
             timeouts={"start": cfg.startup_timeout_s, "import": cfg.compile_timeout_s, "run": cfg.run_timeout_s},
             memory_limit_bytes=int(cfg.memory_limit_gb * _GiB), log_limit_bytes=cfg.log_limit_bytes,
             on_event=trials.on_event, gate=self._gate,
+            token_allowed=lambda: trials.passed == trials.planned and trials.hack is None,
         )
         request_path = str(workdir / "request.json")
         if self._pool_enabled():

@@ -99,6 +99,7 @@ def run_child(
     on_event: Callable[[dict], bool],
     spawn: Spawner | None = None,
     gate: DeviceGate | None = None,
+    token_allowed: Callable[[], bool] | None = None,
 ) -> ChildOutcome:
     """Run the child to completion. `on_event` sees each protocol message; returning False stops the child.
 
@@ -107,7 +108,8 @@ def run_child(
     With a `gate` (the device's), the child is registered while it runs: the first `timing_token` event
     waits for the gate (other sandboxes are stopped while this one times; the gate is released when this
     child is finished), then the child is told to go on. Time spent waiting or stopped by another sandbox's
-    timed run does not count against the deadlines.
+    timed run does not count against the deadlines. `token_allowed` says whether the child may time now (an
+    honest stub asks only after its last trial); a request before that is a protocol violation.
     """
     read_fd, write_fd = os.pipe()
     control_r, control_w = os.pipe()
@@ -199,7 +201,10 @@ def run_child(
                     if event["event"] in PHASE_AFTER_EVENT:
                         phase, phase_start = PHASE_AFTER_EVENT[event["event"]], time.monotonic()
                         phase_paused = paused()
-                    if event["event"] == "timing_token" and not token_asked:
+                    if event["event"] == "timing_token":
+                        if token_asked or (token_allowed is not None and not token_allowed()):
+                            outcome.protocol_error = "timing token requested out of turn"
+                            break
                         token_asked = True
                         waited = time.monotonic()
                         if gate is not None:
