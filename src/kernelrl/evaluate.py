@@ -7,8 +7,10 @@ candidate runs in a sandboxed child (`kernelrl.sandbox.child`), the reference ru
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import secrets
@@ -16,8 +18,11 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,10 +51,12 @@ from kernelrl.results import (
     Status,
     TimingReport,
 )
+from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
 from kernelrl.sandbox.runner import ChildOutcome, run_child
 from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
+from kernelrl.sandbox.zygote_client import ZygoteClient, ZygoteError
 from kernelrl.timing.cuda_timer import METHOD, TimerSettings, events_exceed_wall, summarize
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 from kernelrl.verify.tolerance import tolerance_for
@@ -62,8 +69,10 @@ _ENV_ALLOWLIST = (
 _COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
 _GiB = 1 << 30
 # EvalConfig fields that cannot change a verdict's content (device: the result key has the device's name)
-_NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache"})
+_NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache", "warm_pool", "max_concurrency"})
 RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for a whole process (CI, tests)
+_POOL_MAX_FAILURES = 3
+_POOL_SETUP_FAILED = ("kernelrl zygote launcher failed", "kernelrl sandbox init failed")  # see sandbox/zygote.py
 
 
 class EvaluatorError(RuntimeError):
@@ -102,10 +111,16 @@ class EvalConfig:
     readonly_filesystem: bool = True  # every mount read-only except the evaluation directory (needs the PID namespace)
     cache_dir: Path | None = None  # extension builds, baselines.sqlite, results.sqlite (default ~/.cache/kernelrl)
     result_cache: bool = True  # reuse verdicts of identical candidates (kernelrl.cache; also KERNELRL_RESULT_CACHE=0)
+    # fork candidates from a warm zygote (needs the PID namespace); False: a fresh process each. None: on in CPU
+    # mode, off on a GPU until the pool's GPU path has run on one (pass True to use it there)
+    warm_pool: bool | None = None
+    max_concurrency: int = 4  # evaluate_many: sandboxes at once (compile+correctness overlap; timing is exclusive)
 
     def __post_init__(self) -> None:
         if self.trials < 1:
             raise ValueError("trials must be at least 1")
+        if self.max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
         for check, policy in (self.runtime_policy or {}).items():
             if check not in RUNTIME_CHECKS:
                 raise ValueError(f"unknown runtime check {check!r}; see `kernelrl rules`")
@@ -265,7 +280,9 @@ class _Trials:
 class Evaluator:
     """Evaluates candidates against problems. Reuse one object: it keeps its judge process warm.
 
-    Thread-compatible, not thread-safe: use one Evaluator per thread (or a pool, later).
+    `evaluate` may be called from several threads at once (`evaluate_many` does): judge requests are
+    serialized by the judge client's lock, the zygote's forks by its client's lock, and GPU timing (the
+    candidate's timed run, baselines, the bandwidth probe) by this evaluator's timing lock, one per device.
     """
 
     def __init__(self, config: EvalConfig | None = None, **overrides) -> None:
@@ -282,6 +299,10 @@ class Evaluator:
         use_results = self.config.result_cache and os.environ.get(RESULT_CACHE_ENV, "1") != "0"
         self._result_cache = ResultCache(self._cache_dir / ResultCache.FILE) if use_results else None
         self._build: str | None = None  # kernelrl_build(), computed on first use
+        self._zygote: ZygoteClient | None = None  # the warm pool, started on first use
+        # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused meanwhile
+        self._gate = DeviceGate(hold_also=[self._judge.lock])
+        self._pool_failures = 0  # consecutive zygote failures; at _POOL_MAX_FAILURES the pool is given up
 
     def _visible_devices(self) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": self._cuda_index} if self._cuda_index is not None else {}
@@ -346,11 +367,86 @@ class Evaluator:
             self._audits[problem.sha256] = audit_problem(self._judge, problem, tolerances=self.config.tolerances)
         return self._audits[problem.sha256]
 
+    def evaluate_many(self, items: Iterable[tuple[Problem, str]], *, max_concurrency: int | None = None,
+                      with_index: bool = False) -> Iterator[EvalResult] | Iterator[tuple[int, EvalResult]]:
+        """Evaluate (problem, code) pairs concurrently, yielding results as they finish (not in input order;
+        `with_index=True` yields (position, result)). Up to `max_concurrency` sandboxes (default
+        `config.max_concurrency`) compile and check at once; GPU timing stays one at a time. `items` is read
+        lazily, so it may be a generator fed by a policy."""
+        workers = max_concurrency or self.config.max_concurrency
+        self.warm_up()  # long-lived workers start in this thread (their parent-death signal follows it)
+        source = enumerate(items)
+        running: dict[Future, int] = {}
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kernelrl-eval") as pool:
+            try:
+                for index, (problem, code) in itertools.islice(source, workers):
+                    running[pool.submit(self.evaluate, problem, code)] = index
+                while running:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        index = running.pop(future)
+                        result = future.result()
+                        for nxt, (problem, code) in itertools.islice(source, 1):
+                            running[pool.submit(self.evaluate, problem, code)] = nxt
+                        yield (index, result) if with_index else result
+            finally:
+                for future in running:
+                    future.cancel()
+
+    async def aevaluate(self, problem: Problem, code: str) -> EvalResult:
+        """`evaluate` without blocking the event loop (runs in a worker thread)."""
+        self.warm_up()
+        return await asyncio.to_thread(self.evaluate, problem, code)
+
+    async def aevaluate_many(self, items: Iterable[tuple[Problem, str]], *, max_concurrency: int | None = None,
+                             with_index: bool = False) -> AsyncIterator:
+        """Async variant of `evaluate_many`: `async for result in ev.aevaluate_many(items): ...`"""
+        self.warm_up()
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        done = object()
+        stop = threading.Event()
+
+        def produce() -> None:
+            try:
+                for item in self.evaluate_many(items, max_concurrency=max_concurrency, with_index=with_index):
+                    loop.call_soon_threadsafe(queue.put_nowait, (item, None))
+                    if stop.is_set():
+                        break
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+                loop.call_soon_threadsafe(queue.put_nowait, (None, exc))
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, (done, None))
+
+        producer = threading.Thread(target=produce, name="kernelrl-aevaluate", daemon=True)
+        producer.start()
+        try:
+            while True:
+                item, exc = await queue.get()
+                if exc is not None:
+                    raise exc
+                if item is done:
+                    return
+                yield item
+        finally:
+            stop.set()
+
+    def warm_up(self) -> None:
+        """Start the judge and (with `warm_pool`) the zygote now rather than on the first evaluation."""
+        self._judge_info()
+        if self._pool_enabled():
+            try:
+                self._pool().ensure_started()
+            except ZygoteError:
+                self._pool_failures += 1  # evaluations fall back to fresh processes
+
     def close(self) -> None:
         self._judge.close()
         self._baseline_cache.close()
         if self._result_cache is not None:
             self._result_cache.close()
+        if self._zygote is not None:
+            self._zygote.close()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -455,26 +551,17 @@ class Evaluator:
             "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
             "isolate_network": cfg.isolate_network, "readonly_fs": cfg.readonly_filesystem,
             # this candidate's CUDA-extension build directory is the only writable place outside workdir
-            "writable_paths": [str(workdir), str(self._extension_dir(code))],
+            "writable_paths": [str(workdir), str(self._extension_dir(code)), str(self._triton_dir(code))],
         }
         (workdir / "request.json").write_text(json.dumps(request))
         planned = len(prepared["trials"])
         trials = _Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
                          int(cfg.max_output_gb * _GiB), dict(cfg.runtime_policy or {}))
-        if self._sandbox_prefix is None:
-            self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
-        outcome = run_child(
-            [*self._sandbox_prefix, sys.executable, "-m", "kernelrl.sandbox.child", str(workdir / "request.json")],
-            env=self._child_env(env.mode, workdir, home, self._extension_dir(code)),
-            cwd=str(home),
-            timeouts={"start": cfg.startup_timeout_s, "import": cfg.compile_timeout_s, "run": cfg.run_timeout_s},
-            memory_limit_bytes=int(cfg.memory_limit_gb * _GiB),
-            log_limit_bytes=cfg.log_limit_bytes,
-            on_event=trials.on_event,
-        )
+        outcome, path = self._run_sandbox(workdir, home, code, env.mode, trials)
         ready = outcome.last("ready") or {}
         iso = ready.get("isolation", [])
-        env = dataclasses.replace(env, isolation=[str(x)[:32] for x in iso] if isinstance(iso, list) else [])
+        iso = [str(x)[:32] for x in iso] if isinstance(iso, list) else []
+        env = dataclasses.replace(env, isolation=[*iso, path] if iso else [])
         correctness = CorrectnessReport(
             trials_run=trials.run, trials_passed=trials.passed, trials_planned=planned,
             seeds_sha256=prepared["seeds_sha256"], atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype,
@@ -487,6 +574,70 @@ class Evaluator:
             verdict.timing = self._timing(problem, env, trials, master, prepared)
             verdict = self._timing_checks(verdict, trials)
         return verdict
+
+    def _pool_enabled(self) -> bool:
+        """The zygote path needs the PID namespace (its forked children unshare one themselves)."""
+        cfg = self.config
+        wanted = cfg.warm_pool if cfg.warm_pool is not None else self._device_mode() != "gpu"
+        if not (wanted and cfg.isolate_processes) or self._pool_failures >= _POOL_MAX_FAILURES:
+            return False
+        if self._sandbox_prefix is None:
+            self._sandbox_prefix = pid_namespace_prefix()
+        return bool(self._sandbox_prefix)
+
+    def _device_mode(self) -> str:
+        return self._judge_info()["mode"]
+
+    def _pool(self) -> ZygoteClient:
+        if self._zygote is None:
+            env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOWLIST}
+            env.update(self._visible_devices())
+            neutral = tempfile.gettempdir()  # the zygote never writes; each child gets its own HOME/TMPDIR
+            env.update({"PYTHONPATH": python_env()["PYTHONPATH"], "HOME": neutral, "TMPDIR": neutral})
+            if self._device_mode() != "gpu":
+                env["TRITON_INTERPRET"] = "1"
+            self._zygote = ZygoteClient(env, self.config.startup_timeout_s)
+        return self._zygote
+
+    def _run_sandbox(self, workdir: Path, home: Path, code: str, mode: str, trials: _Trials) -> tuple[ChildOutcome, str]:
+        """Run the candidate's sandbox: forked from the zygote when the warm pool is on and works, else a fresh
+        process. Returns the outcome and which path ran ('zygote' or 'fresh-process')."""
+        cfg = self.config
+        child_env = self._child_env(mode, workdir, home, self._extension_dir(code))
+        child_env["TRITON_CACHE_DIR"] = str(self._triton_dir(code))
+        common = dict(
+            env=child_env, cwd=str(home),
+            timeouts={"start": cfg.startup_timeout_s, "import": cfg.compile_timeout_s, "run": cfg.run_timeout_s},
+            memory_limit_bytes=int(cfg.memory_limit_gb * _GiB), log_limit_bytes=cfg.log_limit_bytes,
+            on_event=trials.on_event, gate=self._gate,
+            token_allowed=lambda: trials.passed == trials.planned and trials.hack is None,
+        )
+        request_path = str(workdir / "request.json")
+        if self._pool_enabled():
+            zygote = self._pool()
+            message = {"op": "fork", "env": child_env, "cwd": str(home), "request_path": request_path}
+            try:
+                outcome = run_child([], spawn=lambda *fds: zygote.spawn(message, list(fds)), **common)
+            except ZygoteError:  # cannot start or fork here: the fresh-process path below
+                self._pool_failures += 1
+            else:
+                if outcome.events or not outcome.log.startswith(_POOL_SETUP_FAILED):
+                    self._pool_failures = 0
+                    return outcome, "zygote"
+                # the launcher could not set the sandbox up (no event: no candidate code ran): rerun fresh
+                self._pool_failures += 1
+        if self._sandbox_prefix is None:
+            self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
+        prefix = self._sandbox_prefix if cfg.isolate_processes else []
+        argv = [*prefix, sys.executable, "-m", "kernelrl.sandbox.child", request_path]
+        return run_child(argv, **common), "fresh-process"
+
+    def _triton_dir(self, code: str) -> Path:
+        """Triton's compile cache for this exact source: a re-evaluated identical candidate (common in RL)
+        compiles warm, and no candidate can poison another's cache (nor gain anything from its own)."""
+        directory = self._cache_dir / "triton" / _sha(code)[:24]
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
 
     def _extension_dir(self, code: str) -> Path:
         directory = self._cache_dir / "torch_extensions" / _sha(code)[:24]
@@ -642,8 +793,9 @@ class Evaluator:
         census = trials.census or {}
         fraction = census.get("fraction")
         report.kernel_gpu_fraction = float(fraction) if isinstance(fraction, int | float) else None
-        report.floor_ms = self._floor_ms(prepared)
-        return self._baselines(problem, seed, report)
+        with self._gate.exclusive():  # the judge's timed runs: nothing else on this device meanwhile
+            report.floor_ms = self._floor_ms(prepared)
+            return self._baselines(problem, seed, report)
 
     def _baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False) -> TimingReport:
         """Eager/Inductor times from the baseline cache, else from the judge (then stored); `fresh` re-times

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class _Store:
         self.stats = CacheStats()
         self._conn: sqlite3.Connection | None = None
         self._disabled: str | None = None  # why this store gave up (a corrupted or unopenable file)
+        self._lock = threading.RLock()  # evaluate_many calls get/put from several threads
 
     @property
     def disabled(self) -> str | None:
@@ -71,6 +73,14 @@ class _Store:
                       f"{'skipped' if transient else 'continuing without this cache'}", CacheWarning, stacklevel=4)
 
     def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._get(key)
+
+    def put(self, key: str, value: str) -> bool:
+        with self._lock:
+            return self._put(key, value)
+
+    def _get(self, key: str) -> str | None:
         if self._disabled:
             return None
         try:
@@ -80,7 +90,7 @@ class _Store:
             return None
         return row[0] if row else None
 
-    def put(self, key: str, value: str) -> bool:
+    def _put(self, key: str, value: str) -> bool:
         if self._disabled:
             return False
         try:  # one statement in autocommit mode: one transaction per write

@@ -163,8 +163,29 @@ def _init_process(channel: _Channel) -> None:
 
 
 def main(argv: list[str]) -> None:
+    """Fresh-process entry: `python -m kernelrl.sandbox.child REQUEST.json` (fds named in the environment)."""
     request = json.loads(open(argv[1]).read())
-    channel = _Channel(int(os.environ.pop("KERNELRL_PROTO_FD")))
+    control = os.environ.pop("KERNELRL_CONTROL_FD", None)
+    run(request, int(os.environ.pop("KERNELRL_PROTO_FD")), int(control) if control else None)
+
+
+def _wait_for_timing_token(channel: _Channel, control_fd: int | None) -> None:
+    """Ask the verdict process for this device's timing token and block until it is granted, so only one
+    candidate times on a GPU at a time. Without a control fd (old callers) timing starts at once."""
+    if control_fd is None:
+        return
+    channel.send("timing_token")
+    while True:
+        data = os.read(control_fd, 64)
+        if not data or b"go" in data:  # EOF: the verdict process is gone or stopped us; the group is killed anyway
+            return
+
+
+def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
+    """The stub's work, from the first confinement step to `done`. Entered by `main` (fresh process) or by
+    the zygote's forked child (`kernelrl.sandbox.zygote`), always as PID 1 of a new PID namespace when one
+    exists. Never returns (os._exit)."""
+    channel = _Channel(proto_fd)
     isolation.die_with_parent()
     in_pid_namespace = os.getpid() == 1
     if in_pid_namespace:
@@ -291,6 +312,7 @@ def main(argv: list[str]) -> None:
 
         timed_trials = [t for t in request["trials"] if t["set"] == request["timing_set"]]
         if gpu and request["timing"] and timed_trials:
+            _wait_for_timing_token(channel, control_fd)
             stage = "timing"
             model = model_for(timed_trials[0]["set"])
             fraction = _candidate_gpu_fraction(torch, census, model, timed_trials[0], request["in_dir"], device)

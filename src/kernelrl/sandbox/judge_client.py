@@ -8,6 +8,7 @@ import selectors
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 
@@ -32,6 +33,9 @@ class JudgeClient:
         self.proc: subprocess.Popen | None = None
         self.info: dict = {}
         self._stderr = None
+        # one request at a time: concurrent evaluations (Evaluator.evaluate_many) share this judge
+        self._lock = threading.RLock()
+        self.lock = self._lock  # held by the device gate while a run is timed (no judge work meanwhile)
 
     def _start(self) -> None:
         self._stderr = tempfile.TemporaryFile()
@@ -49,9 +53,10 @@ class JudgeClient:
         return self.proc is not None and self.proc.poll() is None
 
     def ensure_started(self) -> dict:
-        if self.proc is None or self.proc.poll() is not None:
-            self._start()
-        return self.info
+        with self._lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            return self.info
 
     def _stderr_tail(self) -> str:
         if self._stderr is None:
@@ -78,6 +83,10 @@ class JudgeClient:
         return json.loads(line)
 
     def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+        with self._lock:
+            return self._request(op, timeout_s, **fields)
+
+    def _request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
         self.ensure_started()
         assert self.proc is not None and self.proc.stdin is not None
         try:
@@ -93,6 +102,10 @@ class JudgeClient:
         return response
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.kill()

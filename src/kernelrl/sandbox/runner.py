@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import group_rss_bytes
 
 MAX_PROTOCOL_LINE = 1 << 20
@@ -66,15 +67,25 @@ class ChildOutcome:
         return next((e for e in reversed(self.events) if e.get("event") == name), None)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(pgid: int) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _group_alive(pgid: int) -> bool:
     try:
-        proc.kill()
+        os.killpg(pgid, 0)
+        return True
     except ProcessLookupError:
-        pass
+        return False
+    except PermissionError:
+        return True
+
+
+# spawn(log_fd, proto_fd, control_fd, lifeline_fd) -> host PID of a new process-group leader (the zygote path)
+Spawner = Callable[[int, int, int, int], int]
 
 
 def run_child(
@@ -86,40 +97,82 @@ def run_child(
     memory_limit_bytes: int,
     log_limit_bytes: int,
     on_event: Callable[[dict], bool],
+    spawn: Spawner | None = None,
+    gate: DeviceGate | None = None,
+    token_allowed: Callable[[], bool] | None = None,
 ) -> ChildOutcome:
-    """Run the child to completion. `on_event` sees each protocol message; returning False stops the child."""
+    """Run the child to completion. `on_event` sees each protocol message; returning False stops the child.
+
+    Without `spawn` the child is `argv` started here (a fresh process); with it, `spawn` starts the child
+    elsewhere (the zygote) on the fds it is given and returns its host PID, which leads its own process group.
+    With a `gate` (the device's), the child is registered while it runs: the first `timing_token` event
+    waits for the gate (other sandboxes are stopped while this one times; the gate is released when this
+    child is finished), then the child is told to go on. Time spent waiting or stopped by another sandbox's
+    timed run does not count against the deadlines. `token_allowed` says whether the child may time now (an
+    honest stub asks only after its last trial); a request before that is a protocol violation.
+    """
     read_fd, write_fd = os.pipe()
-    env = {**env, "KERNELRL_PROTO_FD": str(write_fd)}
+    control_r, control_w = os.pipe()
     outcome = ChildOutcome()
     log = LogBuffer(log_limit_bytes)
     started = time.monotonic()
-    proc = subprocess.Popen(
-        argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        pass_fds=(write_fd,), start_new_session=True, close_fds=True,
-    )
+    proc: subprocess.Popen | None = None
+    lifeline_w: int | None = None
+    if spawn is None:
+        env = {**env, "KERNELRL_PROTO_FD": str(write_fd), "KERNELRL_CONTROL_FD": str(control_r)}
+        try:
+            proc = subprocess.Popen(
+                argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                pass_fds=(write_fd, control_r), start_new_session=True, close_fds=True,
+            )
+        except BaseException:
+            for fd in (read_fd, write_fd, control_r, control_w):
+                os.close(fd)
+            raise
+        pgid, log_fd = proc.pid, proc.stdout.fileno()
+    else:
+        log_fd, log_w = os.pipe()
+        lifeline_r, lifeline_w = os.pipe()
+        try:
+            pgid = spawn(log_w, write_fd, control_r, lifeline_r)
+        except BaseException:
+            for fd in (read_fd, write_fd, control_r, control_w, log_fd, log_w, lifeline_r, lifeline_w):
+                os.close(fd)
+            raise
+        os.close(log_w)
+        os.close(lifeline_r)
     os.close(write_fd)
+    os.close(control_r)
+    if gate is not None:
+        gate.register(pgid)
+    gate_held = False
+
+    def paused() -> float:
+        return gate.paused(pgid) if gate is not None else 0.0
+
     sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, "log")
+    sel.register(log_fd, selectors.EVENT_READ, "log")
     sel.register(read_fd, selectors.EVENT_READ, "proto")
     pending = bytearray()
-    phase, phase_start = "start", time.monotonic()
+    phase, phase_start, phase_paused = "start", time.monotonic(), paused()
     open_streams = 2
     next_memory_check = 0.0
+    token_asked = False
     try:
         while open_streams:
-            deadline = phase_start + timeouts[phase]
             now = time.monotonic()
+            deadline = phase_start + timeouts[phase] + (paused() - phase_paused)
             if now >= deadline:
                 outcome.timed_out_phase, outcome.timeout_s = phase, timeouts[phase]
                 break
             if memory_limit_bytes and now >= next_memory_check:
                 next_memory_check = now + 0.05
-                rss = group_rss_bytes(proc.pid)
+                rss = group_rss_bytes(pgid)
                 if rss > memory_limit_bytes:
                     outcome.memory_exceeded_bytes = rss
                     break
             ready = sel.select(timeout=min(0.05, deadline - now))
-            if not ready and proc.poll() is not None:
+            if not ready and (proc.poll() is not None if proc is not None else not _group_alive(pgid)):
                 break  # exited, pipes drained; a grandchild may still hold them open, it gets killed below
             for key, _ in ready:
                 chunk = os.read(key.fd, 1 << 16)
@@ -147,6 +200,22 @@ def run_child(
                     outcome.events.append(event)
                     if event["event"] in PHASE_AFTER_EVENT:
                         phase, phase_start = PHASE_AFTER_EVENT[event["event"]], time.monotonic()
+                        phase_paused = paused()
+                    if event["event"] == "timing_token":
+                        if token_asked or (token_allowed is not None and not token_allowed()):
+                            outcome.protocol_error = "timing token requested out of turn"
+                            break
+                        token_asked = True
+                        waited = time.monotonic()
+                        if gate is not None:
+                            gate.acquire(pgid)  # blocks while another run times on this device
+                            gate_held = True
+                        phase_start += time.monotonic() - waited
+                        try:
+                            os.write(control_w, b"go\n")
+                        except OSError:
+                            pass
+                        continue
                     if not on_event(event):
                         outcome.stopped_by_parent = True
                         break
@@ -155,17 +224,32 @@ def run_child(
             if outcome.protocol_error or outcome.stopped_by_parent:
                 break
     finally:
-        _kill_group(proc)  # also reaps anything the candidate left running in its group
-        outcome.returncode = proc.wait()
+        if gate is not None:
+            gate.unregister(pgid)
+        if gate_held:
+            gate.release()
+        if lifeline_w is not None:
+            os.close(lifeline_w)  # the zygote's launcher kills the namespace when this closes
+        _kill_group(pgid)  # also reaps anything the candidate left running in its group
+        os.close(control_w)
+        if proc is not None:
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+            outcome.returncode = proc.wait()
         # drain what is already buffered, without waiting on grandchildren that still hold the pipe
         sel.close()
-        os.set_blocking(proc.stdout.fileno(), False)
+        os.set_blocking(log_fd, False)
         try:
-            while chunk := proc.stdout.read(1 << 16):
+            while chunk := os.read(log_fd, 1 << 16):
                 log.add(chunk)
         except (OSError, TypeError):
             pass
-        proc.stdout.close()
+        if proc is not None:
+            proc.stdout.close()
+        else:
+            os.close(log_fd)
         os.close(read_fd)
     outcome.log, outcome.log_bytes_dropped = log.text(), log.dropped
     outcome.wall_s = time.monotonic() - started

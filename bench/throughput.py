@@ -1,0 +1,154 @@
+"""Evaluator throughput on a fixed mix of candidates: evaluations per minute and per-evaluation overhead, with
+and without the warm pool (zygote), serial and batched (`Evaluator.evaluate_many`).
+
+The mix (built-in suite, shipped examples and reference solutions): correct Triton kernels, wrong outputs,
+a crashing candidate (os.abort), a slow-but-correct one (tiny blocks, four launches per call). Each mode
+first evaluates every problem once (warm-up: judge references, audits, baselines and compile caches; not
+counted; one Evaluator serves every mode), then evaluates the mix `--rounds` times per mode.
+
+Overhead of one evaluation = its wall time minus the GPU time its timed calls had to take
+((reps + warm-up calls) x the candidate's median), i.e. everything that is not the candidate's GPU work.
+On the CPU nothing is timed, so the overhead is the wall time.
+
+  python bench/throughput.py --device cpu                    # this machine (Triton interpreter)
+  python bench/throughput.py --device cuda --json OUT.json   # a GPU machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from kernelrl import Evaluator, load_suite
+from kernelrl.results import EvalResult
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "src" / "kernelrl" / "examples"
+SOLUTIONS = ROOT / "src" / "kernelrl" / "problems" / "suites" / "builtin" / "solutions"
+
+SLOW_RELU = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(y_ptr + offsets, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        for _ in range(4):  # the same work four times, with small blocks: correct and slow
+            relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+'''
+
+
+def mix() -> list[tuple[str, str, str]]:
+    """(kind, problem id, source)."""
+    def ex(name: str) -> str:
+        return (EXAMPLES / name).read_text()
+
+    def sol(pid: str) -> str:
+        return (SOLUTIONS / f"{pid}.py").read_text()
+
+    return [
+        ("correct", "level0/1_relu", ex("relu_triton.py")),
+        ("correct", "level0/2_scale_shift", ex("scale_shift_triton.py")),
+        ("correct", "level1/1_row_softmax", ex("softmax_triton.py")),
+        ("correct", "level0/4_silu", sol("level0/4_silu")),
+        ("correct", "level0/3_gelu_tanh", sol("level0/3_gelu_tanh")),
+        ("wrong", "level1/1_row_softmax", ex("softmax_off_by_one.py")),
+        ("wrong", "level0/1_relu", ex("relu_triton.py").replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.5)")),
+        ("crashing", "level0/1_relu", ex("relu_abort.py")),
+        ("slow", "level0/1_relu", SLOW_RELU),
+    ]
+
+
+def gpu_seconds(result: EvalResult) -> float:
+    stats = result.timing.candidate if result.timing else None
+    if stats is None:
+        return 0.0
+    return (stats.reps + stats.warmup) * stats.median_ms / 1e3
+
+
+def run_mode(ev: Evaluator, name: str, items) -> dict:
+    # one Evaluator (one judge: references, audits and baselines computed once) for every mode
+    ev.config = dataclasses.replace(ev.config, warm_pool=name != "fresh")
+    started = time.monotonic()
+    if name == "pool-batch":
+        results = list(ev.evaluate_many(items))
+    else:
+        results = [ev.evaluate(problem, code) for problem, code in items]
+    total = time.monotonic() - started
+    overheads = [r.wall_time_s - gpu_seconds(r) for r in results]
+    statuses: dict[str, int] = {}
+    for r in results:
+        statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
+    paths = sorted({r.environment.isolation[-1] for r in results if r.environment and r.environment.isolation})
+    return {
+        "mode": name, "evaluations": len(results), "total_s": round(total, 2),
+        "evals_per_min": round(60 * len(results) / total, 1),
+        "median_overhead_s": round(statistics.median(overheads), 3),
+        "p90_overhead_s": round(sorted(overheads)[int(0.9 * (len(overheads) - 1))], 3),
+        "median_wall_s": round(statistics.median(r.wall_time_s for r in results), 3),
+        "statuses": statuses, "paths": paths,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--rounds", type=int, default=1, help="times the mix is evaluated per mode")
+    parser.add_argument("--trials", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=4, help="sandboxes at once in the batch mode")
+    parser.add_argument("--modes", default="fresh,pool,pool-batch")
+    parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline (GPU)")
+    parser.add_argument("--json", type=Path, help="also write the numbers here")
+    args = parser.parse_args(argv)
+
+    suite = load_suite()
+    chosen = mix()
+    items = [(suite.get(pid), code) for _, pid, code in chosen] * args.rounds
+    firsts: dict[str, str] = {}
+    for kind, pid, code in chosen:
+        if kind == "correct":
+            firsts.setdefault(pid, code)
+    warm_items = [(suite.get(pid), code) for pid, code in firsts.items()]
+    kinds = sorted({k for k, _, _ in chosen})
+    print(f"device {args.device}: {len(items)} evaluations per mode ({', '.join(kinds)}), trials {args.trials}, "
+          f"batch concurrency {args.concurrency}", flush=True)
+    rows = []
+    ev = Evaluator(device=args.device, trials=args.trials, max_concurrency=args.concurrency,
+                   inductor_baseline=not args.no_inductor)
+    started = time.monotonic()
+    ev.warm_up()
+    for problem, code in warm_items:
+        ev.evaluate(problem, code)
+    print(f"warm-up (judge, zygote, references, baselines): {time.monotonic() - started:.1f} s", flush=True)
+    for name in args.modes.split(","):
+        row = run_mode(ev, name, items)
+        rows.append(row)
+        print(f"{row['mode']:>11}: {row['evals_per_min']:6.1f} evals/min  median overhead {row['median_overhead_s']:.3f} s"
+              f"  p90 {row['p90_overhead_s']:.3f} s  median wall {row['median_wall_s']:.3f} s  total {row['total_s']} s"
+              f"  {row['statuses']}  path {row['paths']}", flush=True)
+    ev.close()
+    if args.json:
+        args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

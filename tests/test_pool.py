@@ -1,0 +1,397 @@
+"""The warm pool (zygote) and the batch API on the CPU, with real processes: isolation of forked children, no
+state carried from one candidate to the next, failures that cost only their own timeout, zygote restart, the
+device timing token. Wall times with and without the pool are printed, never asserted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+import threading
+import time
+
+import candidates as c
+import pytest
+from conftest import example
+
+from kernelrl import Evaluator, Status
+from kernelrl.sandbox.gate import DeviceGate
+from kernelrl.sandbox.isolation import pid_namespace_prefix
+from kernelrl.sandbox.runner import run_child
+
+pytestmark = pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)")
+
+SECRET = "KERNELRL_TEST_SECRET_VALUE_7f3a"
+
+# Raises unless every isolation layer is visible from inside the candidate; otherwise a correct relu.
+PROBE = c.relu_candidate("return relu(x)", module_extra=f'''
+import resource
+import socket
+import tempfile
+
+def _probe():
+    problems = []
+    if os.getpid() == 1 or os.getppid() != 1:
+        problems.append(f"pid {{os.getpid()}} ppid {{os.getppid()}}: expected a child of the namespace's init")
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    if max(pids) > 50:
+        problems.append(f"/proc shows host processes: {{sorted(pids)[:10]}}")
+    names = [n for _, n in socket.if_nameindex()]
+    if names != ["lo"]:
+        problems.append(f"network interfaces {{names}}")
+    for where in (os.path.dirname(torch.__file__), "/etc", "/usr"):
+        try:
+            open(os.path.join(where, "kernelrl_pool_probe"), "w").close()
+            problems.append(f"{{where}} is writable")
+        except OSError:
+            pass
+    status = open("/proc/self/status").read()
+    if "NoNewPrivs:\\t1" not in status:
+        problems.append("no_new_privs not set")
+    cap_eff = [line for line in status.splitlines() if line.startswith("CapEff")][0]
+    if not cap_eff.endswith("0000000000000000"):
+        problems.append(cap_eff)
+    if resource.getrlimit(resource.RLIMIT_CORE)[0] != 0:
+        problems.append("core dumps allowed")
+    if resource.getrlimit(resource.RLIMIT_FSIZE)[0] == resource.RLIM_INFINITY:
+        problems.append("no file size limit")
+    environ = open("/proc/self/environ", "rb").read().decode(errors="replace") + repr(dict(os.environ))
+    if "{SECRET}" in environ:
+        problems.append("the verdict process's environment leaked")
+    home = os.environ.get("HOME", "")
+    if not home.startswith("/dev/shm/kernelrl-") and "kernelrl-" not in home:
+        problems.append(f"HOME {{home}}")
+    if not tempfile.gettempdir() == home or os.environ.get("TMPDIR") != home:
+        problems.append(f"TMPDIR {{tempfile.gettempdir()}}")
+    triton_dir = os.environ.get("TRITON_CACHE_DIR", "")
+    if os.path.dirname(triton_dir).rsplit("/", 1)[-1] != "triton" or len(os.path.basename(triton_dir)) != 24:
+        problems.append(f"Triton cache {{triton_dir}} not keyed by this source")
+    if os.getcwd() != home:
+        problems.append(f"cwd {{os.getcwd()}}")
+    if sys.path[0] != home:
+        problems.append(f"sys.path[0] {{sys.path[0]}}")
+    if os.getpgid(0) == os.getpid():
+        problems.append("the candidate leads its own process group (expected the launcher's group)")
+    if problems:
+        raise RuntimeError("ISOLATION: " + "; ".join(problems))
+
+_probe()
+''')
+
+# Monkey-patches torch and leaves globals behind at import, and computes relu correctly anyway.
+POLLUTER = c.relu_candidate("return relu(x)", module_extra='''
+import builtins
+import math
+builtins.KERNELRL_POLLUTED = True
+torch.KERNELRL_POLLUTED = True
+torch.allclose = lambda *a, **k: True
+torch.Tensor.sum = lambda self, *a, **k: torch.tensor(0.0)
+math.pi = 3.0
+os.environ["KERNELRL_POLLUTED"] = "1"
+sys.modules["kernelrl_pollution"] = object()
+''')
+
+# An honest relu that refuses to run if it sees any of the polluter's traces.
+INSPECTOR = c.relu_candidate("return relu(x)", module_extra='''
+import builtins
+import math
+_seen = [name for name, bad in (
+    ("builtins", hasattr(builtins, "KERNELRL_POLLUTED")),
+    ("torch attribute", hasattr(torch, "KERNELRL_POLLUTED")),
+    ("torch.allclose", torch.allclose(torch.zeros(2), torch.ones(2))),
+    ("Tensor.sum", float(torch.ones(3).sum()) != 3.0),
+    ("math.pi", math.pi == 3.0),
+    ("environment", "KERNELRL_POLLUTED" in os.environ),
+    ("sys.modules", "kernelrl_pollution" in sys.modules),
+    ("earlier candidate module", "kernelrl_candidate" in sys.modules and sys.modules["kernelrl_candidate"].__dict__.get("POLLUTER")),
+) if bad]
+if _seen:
+    raise RuntimeError(f"LEAK from an earlier candidate: {_seen}")
+''')
+
+
+@pytest.fixture(scope="module")
+def relu(suite):
+    return suite.get("level0/1_relu")
+
+
+@pytest.fixture(scope="module")
+def pooled():
+    os.environ[SECRET] = SECRET  # the zygote and its children must never see the verdict process's environment
+    try:
+        with Evaluator(device="cpu", trials=2, run_timeout_s=8, compile_timeout_s=20, memory_limit_gb=4,
+                       static_checks=False, warm_pool=True, max_concurrency=3) as ev:
+            yield ev
+    finally:
+        os.environ.pop(SECRET, None)
+
+
+def test_zygote_child_has_the_full_isolation_list(pooled, relu):
+    result = pooled.evaluate(relu, PROBE)
+    assert result.status is Status.CORRECT, result.feedback
+    iso = result.environment.isolation
+    assert iso[-1] == "zygote"
+    expected = {"process-group", "private-tmpdir", "env-allowlist", "netns", "rlimit-fsize", "no-new-privs",
+                "rlimit-as", "readonly-fs", "no-capabilities", "pidns"}
+    assert expected <= set(iso), iso
+    with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=False) as fresh:
+        old = fresh.evaluate(relu, PROBE)
+    assert old.status is Status.CORRECT, old.feedback
+    assert old.environment.isolation[-1] == "fresh-process"
+    assert set(old.environment.isolation) - {"fresh-process"} == set(iso) - {"zygote"}
+
+
+def test_zygote_stays_cuda_free_and_warm(pooled, relu):
+    pooled.evaluate(relu, example("relu_triton.py"))
+    zygote = pooled._zygote
+    pid = zygote.pid
+    info = zygote.ping()
+    assert info["ok"] and info["cuda_initialized"] is False
+    pooled.evaluate(relu, example("relu_triton.py"))
+    assert zygote.pid == pid  # the same warm zygote served both
+
+
+def test_no_state_leaks_between_consecutive_candidates(pooled, relu):
+    polluted = pooled.evaluate(relu, POLLUTER)
+    assert polluted.environment.isolation[-1] == "zygote"
+    assert polluted.status is Status.CORRECT, polluted.feedback
+    honest = pooled.evaluate(relu, INSPECTOR)
+    assert honest.status is Status.CORRECT, honest.feedback
+    assert honest.environment.isolation[-1] == "zygote"
+    # and concurrently: the inspector next to polluters in one batch
+    results = list(pooled.evaluate_many([(relu, POLLUTER), (relu, INSPECTOR), (relu, POLLUTER), (relu, INSPECTOR)]))
+    assert [r.status for r in results] == [Status.CORRECT] * 4, [r.feedback for r in results]
+
+
+def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
+    good = example("relu_triton.py")
+    items = [(relu, c.INFINITE_LOOP), (relu, c.ABORT), (relu, good), (relu, c.RAISE_IN_FORWARD), (relu, good),
+             (relu, good)]
+    order, started = [], time.monotonic()
+    for index, result in pooled.evaluate_many(items, with_index=True):
+        order.append((index, result.status, round(time.monotonic() - started, 2)))
+    print("\nbatch order (index, status, seconds since start):", order)
+    statuses = dict((i, s) for i, s, _ in order)
+    assert sorted(statuses) == list(range(len(items)))
+    assert statuses[0] is Status.TIMEOUT
+    assert statuses[1] is Status.CRASHED
+    assert statuses[3] is Status.RUNTIME_ERROR
+    assert statuses[2] is statuses[4] is statuses[5] is Status.CORRECT
+    assert order[-1][0] == 0  # the hanging candidate finished last: everything else went past it
+    hang = next(t for i, _, t in order if i == 0)
+    assert hang < 8 + 20  # its own run timeout plus start-up, not the others' time
+
+
+def test_zygote_killed_mid_batch_is_restarted_and_the_batch_completes(pooled, relu):
+    pooled.warm_up()
+    zygote = pooled._zygote
+    first_pid, starts = zygote.pid, zygote.starts
+    items = [(relu, example("relu_triton.py"))] * 6
+    results = []
+    for n, result in enumerate(pooled.evaluate_many(items, max_concurrency=2)):
+        results.append(result)
+        if n == 0:
+            os.kill(first_pid, signal.SIGKILL)
+    assert [r.status for r in results] == [Status.CORRECT] * 6, [r.message for r in results]
+    assert zygote.starts > starts and zygote.pid != first_pid
+    assert results[-1].environment.isolation[-1] == "zygote"
+
+
+def test_async_batch_streams_results(pooled, relu):
+    async def collect():
+        out = [r async for r in pooled.aevaluate_many([(relu, example("relu_triton.py")), (relu, c.WRONG_SHAPE)])]
+        single = await pooled.aevaluate(relu, example("relu_triton.py"))
+        return out, single
+
+    out, single = asyncio.run(collect())
+    assert sorted(r.status.value for r in out) == ["correct", "wrong_output"]
+    assert single.status is Status.CORRECT
+
+
+# a stand-in child speaking the runner's protocol: asks for the timing token, records when it "timed"
+TOKEN_CHILD = textwrap.dedent('''
+    import json, os, sys, time
+    proto, control = int(os.environ["KERNELRL_PROTO_FD"]), int(os.environ["KERNELRL_CONTROL_FD"])
+    os.write(proto, b'{"event": "ready"}\\n{"event": "imported"}\\n{"event": "timing_token"}\\n')
+    assert b"go" in os.read(control, 16)
+    start = time.monotonic(); time.sleep(0.4); end = time.monotonic()
+    os.write(proto, (json.dumps({"event": "timed", "start": start, "end": end}) + "\\n").encode())
+    os.write(proto, b'{"event": "done"}\\n')
+''')
+
+
+def _run_fake(code: str, gate, run_timeout: float = 30.0):
+    return run_child([sys.executable, "-c", code], env={"PATH": os.environ.get("PATH", "")}, cwd="/",
+                     timeouts={"start": 30, "import": 30, "run": run_timeout}, memory_limit_bytes=0,
+                     log_limit_bytes=4096, on_event=lambda e: True, gate=gate)
+
+
+def test_timing_token_makes_timed_runs_exclusive():
+    gate, windows = DeviceGate(), []
+
+    def one() -> None:
+        outcome = _run_fake(TOKEN_CHILD, gate)
+        timed = outcome.last("timed")
+        assert timed is not None, outcome.log
+        windows.append((timed["start"], timed["end"]))
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    windows.sort()
+    assert len(windows) == 3
+    for (_, end), (start, _) in zip(windows, windows[1:], strict=False):
+        assert start >= end, windows  # no two timed windows overlap
+
+
+# keeps working (heartbeats) for ~1.5 s of its own time
+BUSY_CHILD = textwrap.dedent('''
+    import json, os, time
+    proto = int(os.environ["KERNELRL_PROTO_FD"])
+    os.write(proto, b'{"event": "ready"}\\n{"event": "imported"}\\n')
+    for _ in range(75):
+        os.write(proto, (json.dumps({"event": "beat", "t": time.monotonic()}) + "\\n").encode())
+        time.sleep(0.02)
+    os.write(proto, b'{"event": "done"}\\n')
+''')
+
+
+def test_other_sandboxes_are_stopped_during_a_timed_run_and_their_deadline_waits():
+    gate = DeviceGate()
+    beats, timed = [], {}
+
+    def busy() -> None:
+        outcome = _run_fake(BUSY_CHILD, gate, run_timeout=1.9)  # 1.5 s of work + 0.8 s stopped > 1.9 s
+        beats.append(outcome)
+
+    def timer() -> None:
+        time.sleep(0.5)
+        timed["outcome"] = _run_fake(TOKEN_CHILD.replace("time.sleep(0.4)", "time.sleep(0.8)"), gate)
+
+    threads = [threading.Thread(target=busy), threading.Thread(target=timer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    outcome = beats[0]
+    assert outcome.timed_out_phase is None and outcome.last("done") is not None, outcome.events[-3:]
+    window = timed["outcome"].last("timed")
+    stamps = [e["t"] for e in outcome.events if e["event"] == "beat"]
+    inside = [t for t in stamps if window["start"] + 0.05 < t < window["end"] - 0.05]
+    assert not inside, f"the busy sandbox ran during the timed window: {len(inside)} beats"
+    assert gate.stops >= 1
+    print(f"\nlongest pause of the busy sandbox: {max(b - a for a, b in zip(stamps, stamps[1:], strict=False)):.2f} s")
+
+
+def test_wall_time_with_and_without_the_pool(relu):
+    code = example("relu_triton.py")
+    times = {}
+    for pool in (True, False):
+        with Evaluator(device="cpu", trials=2, warm_pool=pool) as ev:
+            ev.warm_up()
+            walls = []
+            for _ in range(3):
+                result = ev.evaluate(relu, code)
+                assert result.status is Status.CORRECT, result.feedback
+                walls.append(result.wall_time_s)
+            times["pool" if pool else "fresh"] = walls
+    print(f"\nper-evaluation wall time (s), relu, 2 trials, CPU: warm pool {times['pool']}, "
+          f"fresh process {times['fresh']}")
+
+
+@pytest.mark.gpu
+def test_gpu_batch_through_the_pool_is_timed_and_the_zygote_stays_cuda_free(suite):
+    problem = suite.get("level0/1_relu")
+    items = [(problem, example("relu_triton.py")), (problem, c.WRONG_SHAPE), (problem, example("relu_triton.py")),
+             (problem, c.ABORT)]
+    with Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False, max_concurrency=4,
+                   warm_pool=True) as ev:
+        started = time.monotonic()
+        results = dict(ev.evaluate_many(items, with_index=True))
+        batch_s = time.monotonic() - started
+        info = ev._zygote.ping()
+    print(f"\nGPU batch of {len(items)}: {batch_s:.1f} s; walls {[results[i].wall_time_s for i in range(len(items))]}")
+    assert info["cuda_initialized"] is False
+    assert [results[i].status for i in range(4)] == [Status.CORRECT, Status.WRONG_OUTPUT, Status.CORRECT,
+                                                     Status.CRASHED]
+    for i in (0, 2):
+        assert results[i].environment.isolation[-1] == "zygote"
+        assert results[i].timing.candidate.median_ms > 0 and results[i].timing.eager.median_ms > 0
+        assert "no-capabilities" in results[i].environment.isolation
+
+
+def test_multi_device_evaluator_spreads_one_stream_over_devices(relu):
+    from kernelrl.multi import MultiDeviceEvaluator
+
+    good = example("relu_triton.py")
+    items = [(relu, good), (relu, c.WRONG_SHAPE), (relu, good), (relu, good), (relu, c.ABORT), (relu, good)]
+    # two CPU "devices": each has its own judge, zygote and timing token
+    with MultiDeviceEvaluator(["cpu", "cpu"], trials=2, max_concurrency=2, static_checks=False) as multi:
+        results = dict(multi.evaluate_many(iter(items), with_index=True))
+        counts = list(multi.counts)
+    assert sorted(results) == list(range(len(items)))
+    assert results[1].status is Status.WRONG_OUTPUT and results[4].status is Status.CRASHED
+    assert all(results[i].status is Status.CORRECT for i in (0, 2, 3, 5))
+    assert sum(counts) == len(items) and all(n > 0 for n in counts), counts
+
+
+def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(relu):
+    from kernelrl.sandbox.zygote_client import ZygoteClient
+
+    with Evaluator(device="cpu", trials=2, static_checks=False) as ev:
+        ev._zygote = ZygoteClient({"PATH": os.environ.get("PATH", "")}, start_timeout_s=0.01)  # never answers in time
+        results = [ev.evaluate(relu, example("relu_triton.py")) for _ in range(3)]
+        tries = ev._zygote.starts
+        results.append(ev.evaluate(relu, example("relu_triton.py")))
+        assert [r.status for r in results] == [Status.CORRECT] * 4, [r.feedback for r in results]
+        assert [r.environment.isolation[-1] for r in results] == ["fresh-process"] * 4
+        assert ev._zygote.starts == tries  # given up after three failed evaluations in a row
+    with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=False) as ev:
+        assert ev.evaluate(relu, example("relu_triton.py")).environment.isolation[-1] == "fresh-process"
+
+
+def test_one_candidate_cannot_write_another_candidates_compile_cache(pooled, relu):
+    other = pooled._triton_dir(example("relu_triton.py"))  # where the shipped relu's Triton cache lives
+    own = "\nassert True\n"  # any different source gets a different cache directory
+    writer = c.relu_candidate("return relu(x)", module_extra=f'''
+try:
+    open({str(other / "poisoned.json")!r}, "w").write("{{}}")
+except OSError:
+    pass
+else:
+    raise RuntimeError("POISONED another candidate's Triton cache")
+''' + own)
+    result = pooled.evaluate(relu, writer)
+    assert result.status is Status.CORRECT, result.feedback
+    assert not (other / "poisoned.json").exists()
+
+
+def test_a_launcher_that_cannot_set_up_reports_the_marker_the_evaluator_falls_back_on(pooled):
+    from kernelrl.evaluate import _POOL_SETUP_FAILED
+
+    zygote = pooled._pool()
+    message = {"op": "fork", "env": {"PATH": "/usr/bin"}, "cwd": "/nonexistent-kernelrl-dir", "request_path": "/x"}
+    outcome = run_child([], env={}, cwd="/", timeouts={"start": 30, "import": 30, "run": 30}, memory_limit_bytes=0,
+                        log_limit_bytes=4096, on_event=lambda e: True,
+                        spawn=lambda *fds: zygote.spawn(message, list(fds)))
+    assert outcome.events == []
+    assert outcome.log.startswith(_POOL_SETUP_FAILED), outcome.log
+
+
+def test_a_forged_early_timing_request_is_a_protocol_violation(pooled, relu):
+    forger = c.relu_candidate("return relu(x)", module_extra='''
+for fd in map(int, os.listdir("/proc/self/fd")):
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        if target.startswith("pipe:") and fd > 2 and os.get_blocking(fd) and os.fstat(fd).st_mode:
+            os.write(fd, b'{"event": "timing_token"}\\n')
+    except OSError:
+        pass
+''')
+    result = pooled.evaluate(relu, forger)
+    assert result.status is Status.CRASHED, result.message
+    assert "out of turn" in result.message
