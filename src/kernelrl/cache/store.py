@@ -144,10 +144,8 @@ def result_cacheable(result: EvalResult) -> bool:
     return True
 
 
-class ResultCache:
-    """Verdicts by `result_key` (see kernelrl.cache.keys), in `results.sqlite`."""
-
-    FILE = "results.sqlite"
+class _Cache:
+    """A typed cache over one `_Store` file."""
 
     def __init__(self, path: Path, timeout_s: float = 10.0) -> None:
         self._store = _Store(path, timeout_s)
@@ -163,6 +161,12 @@ class ResultCache:
     @property
     def disabled(self) -> str | None:
         return self._store.disabled
+
+
+class ResultCache(_Cache):
+    """Verdicts by `result_key` (see kernelrl.cache.keys), in `results.sqlite`."""
+
+    FILE = "results.sqlite"
 
     def get(self, key: str) -> EvalResult | None:
         """The stored verdict marked `cached=True`, or None (counted as a miss)."""
@@ -212,26 +216,11 @@ class BaselineEntry:
                    inductor_error=data.get("inductor_error"))
 
 
-class BaselineCache:
+class BaselineCache(_Cache):
     """Eager and Inductor times by `baseline_key`, in `baselines.sqlite`. Numbers read back carry
     `source="cache"`."""
 
     FILE = "baselines.sqlite"
-
-    def __init__(self, path: Path, timeout_s: float = 10.0) -> None:
-        self._store = _Store(path, timeout_s)
-
-    @property
-    def path(self) -> Path:
-        return self._store.path
-
-    @property
-    def stats(self) -> CacheStats:
-        return self._store.stats
-
-    @property
-    def disabled(self) -> str | None:
-        return self._store.disabled
 
     def get(self, key: str, need_inductor: bool = False) -> BaselineEntry | None:
         """The stored times (or None, a miss); with `need_inductor`, an entry timed without Inductor misses."""
