@@ -84,6 +84,26 @@ def test_eval_batch_writes_jsonl(tmp_path):
     assert "skipped (no solution): 1" in proc.stdout
 
 
+def test_eval_batch_in_parallel_keeps_every_verdict(tmp_path):
+    suite = tmp_path / "suite"
+    solutions = tmp_path / "solutions"
+    (suite / "level0").mkdir(parents=True)
+    (solutions / "level0").mkdir(parents=True)
+    for name in ("1_relu", "2_scale_shift", "4_silu"):
+        shutil.copy(BUILTIN / "level0" / f"{name}.py", suite / "level0" / f"{name}.py")
+    for name in ("1_relu", "2_scale_shift"):
+        shutil.copy(BUILTIN / "solutions" / "level0" / f"{name}.py", solutions / "level0" / f"{name}.py")
+    (solutions / "level0" / "4_silu.py").write_text("Here is my kernel:\n```python\nprint('no ModelNew')\n```\n")
+    out = tmp_path / "results.jsonl"
+    proc = cli("eval", "--suite", suite, "--solutions", solutions, "--out", out, "--device", "cpu", "--trials", "2",
+               "--jobs", "3", "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # one format error
+    summary = json.loads(proc.stdout)
+    assert [r["problem_id"] for r in summary["results"]] == ["level0/1_relu", "level0/2_scale_shift", "level0/4_silu"]
+    assert [r["status"] for r in summary["results"]] == ["correct", "correct", "format_error"]
+    assert len(out.read_text().splitlines()) == 3
+
+
 def test_bad_input_exits_2_without_traceback(tmp_path):
     missing = cli("eval", tmp_path / "no_such_problem.py", EXAMPLES / "relu_triton.py", "--device", "cpu")
     assert missing.returncode == 2

@@ -60,6 +60,7 @@ from kernelrl import (
     load_problem,
     load_suite,
 )
+from kernelrl.candidates import extract_code
 from kernelrl.candidates.rules import RULES
 from kernelrl.demo import DEMO_CASES, DemoCase, run_demo
 from kernelrl.results import TimingReport, TimingStats
@@ -320,6 +321,9 @@ def eval_cmd(
     no_timing: Annotated[bool, typer.Option("--no-timing", help="Skip timing (GPU only anyway).")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Evaluate even when the result cache has a verdict "
                                                               "for an identical candidate.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Batch mode: candidates evaluated at once "
+                                                            "(Evaluator.evaluate_many; GPU timing stays one at a "
+                                                            "time).")] = 1,
 ) -> None:
     """Evaluate one candidate (PROBLEM_FILE SOLUTION_FILE), or a suite with --suite/--solutions."""
     pair = problem_file is not None or solution_file is not None
@@ -334,7 +338,7 @@ def eval_cmd(
                 "compile_timeout": compile_timeout, "timing": not no_timing, "cache": not no_cache}
     if batch:
         assert suite is not None and solutions is not None
-        _eval_batch(suite, solutions, out, json_output, settings)
+        _eval_batch(suite, solutions, out, json_output, settings, jobs)
     else:
         assert problem_file is not None and solution_file is not None
         _eval_one(problem_file, solution_file, json_output, settings)
@@ -354,7 +358,8 @@ def _eval_one(problem_file: Path, solution_file: Path, json_output: bool, settin
     raise typer.Exit(EXIT_OK if result.correct else EXIT_NOT_CORRECT)
 
 
-def _eval_batch(suite_location: str, solutions: Path, out: Path, json_output: bool, settings: dict) -> None:
+def _eval_batch(suite_location: str, solutions: Path, out: Path, json_output: bool, settings: dict,
+                parallel: int = 1) -> None:
     with _bad_input():
         suite = load_suite(suite_location)
         if not solutions.is_dir():
@@ -376,13 +381,30 @@ def _eval_batch(suite_location: str, solutions: Path, out: Path, json_output: bo
     results: list[EvalResult] = []
     with sink, evaluator, _evaluating(), _progress() as progress:
         task = progress.add_task("evaluating", total=len(jobs))
-        for problem, text in jobs:
-            progress.update(task, description=problem.id)
-            result = _evaluate(evaluator, problem, text)
+
+        def record(result: EvalResult) -> None:
             sink.write(result.to_json() + "\n")
             sink.flush()
             results.append(result)
+            progress.update(task, description=result.problem_id)
             progress.advance(task)
+
+        if parallel == 1:
+            for problem, text in jobs:
+                progress.update(task, description=problem.id)
+                record(_evaluate(evaluator, problem, text))
+        else:
+            sources = []
+            for problem, text in jobs:
+                extraction = extract_code(text) if _is_completion(text) else None
+                if extraction is not None and extraction.code is None:
+                    record(evaluator.evaluate_completion(problem, text))  # a format error: nothing to run
+                else:
+                    sources.append((problem, text if extraction is None else extraction.code))
+            for result in evaluator.evaluate_many(sources, max_concurrency=parallel):
+                record(result)
+            order = {problem.id: i for i, (problem, _) in enumerate(jobs)}
+            results.sort(key=lambda r: order.get(r.problem_id, len(order)))
         progress.update(task, description="done")
     if json_output:
         summary = {
