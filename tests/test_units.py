@@ -288,3 +288,43 @@ def test_judge_counts_reference_flops_on_the_meta_device():
     n = b.shape[1]
     args = [{"tensor": 0}, {"tensor": 1}]
     assert judge._flops(problem.sha256, module, params, args, [a, b]) == 2 * m * k * n
+
+
+def test_event_times_above_wall_times_mean_a_tampered_timer():
+    from kernelrl.timing.cuda_timer import events_exceed_wall
+
+    honest = {"times_ms": [1.0, 1.1, 0.9], "wall_ms": [1.2, 1.3, 1.1]}
+    launch_bound = {"times_ms": [0.01, 0.01, 0.01], "wall_ms": [0.05, 0.06, 0.05]}
+    inflated = {"times_ms": [2.0, 2.1, 2.0], "wall_ms": [1.0, 1.0, 1.0]}
+    assert not events_exceed_wall(honest) and not events_exceed_wall(launch_bound)
+    assert events_exceed_wall(inflated)
+    assert events_exceed_wall({"times_ms": [1.0]})  # no wall times: not trusted
+
+
+def test_census_matches_only_the_candidates_own_kernel_names():
+    from kernelrl.sandbox.census import LaunchCensus
+
+    census = LaunchCensus("kernelrl_candidate")
+    census.triton_kernels.add("relu_kernel")
+    census.cuda_kernels.add("gemm")
+    assert census.is_candidate_kernel("relu_kernel")
+    assert census.is_candidate_kernel("_Z4gemmPKfS0_Pfiii")  # mangled CUDA C++ name
+    assert not census.is_candidate_kernel("relu_kernel_0d1d")  # another kernel that merely shares a prefix
+    assert not census.is_candidate_kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32")
+
+
+def test_census_counts_calls_into_a_built_extension_and_reads_its_kernel_names():
+    import types
+
+    from kernelrl.sandbox.census import LaunchCensus
+
+    built = types.ModuleType("relu_ext")
+    built.relu = lambda x: x
+    census = LaunchCensus("kernelrl_candidate")
+    load_inline = census._wrap_loader(lambda *args, **kwargs: built)
+    module = load_inline("relu_ext", cpp_sources="torch::Tensor relu(torch::Tensor x);",
+                         cuda_sources="__global__ void __launch_bounds__(256) relu_kernel(float* x) {}",
+                         functions=["relu"])
+    assert census.cuda_kernels == {"relu_kernel"} and census.launches == 0
+    assert module.relu(3) == 3 and module.relu(4) == 4
+    assert census.launches == 2

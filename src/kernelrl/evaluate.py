@@ -134,6 +134,12 @@ def _trim(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
+def _runtime_hack_text(hack: Finding) -> dict[str, str]:
+    """The verdict's message and feedback for a rejecting runtime finding."""
+    return {"message": f"runtime check {hack.rule}: {hack.detail or hack.message}"[:200],
+            "feedback": f"[{hack.rule}] {hack.message}" + (f" ({hack.detail})" if hack.detail else "")}
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -160,7 +166,7 @@ class _Trials:
     def hack(self) -> Finding | None:
         return next((f for f in self.findings if f.policy == "reject"), None)
 
-    def _flag(self, check: str, detail: str = "") -> bool:
+    def flag(self, check: str, detail: str = "") -> bool:
         """Record a runtime finding; False (stop the candidate) when its policy rejects."""
         policy = self.policy.get(check, "reject")
         if policy == "off":
@@ -209,24 +215,24 @@ class _Trials:
 
     def _background_work(self, event: dict, raw: list[dict]) -> bool:
         for k, meta in enumerate(raw):
-            if meta.get("changed_after_sync") and not self._flag(
+            if meta.get("changed_after_sync") and not self.flag(
                     "rt-deferred-write", f"output {k} of trial {self.run - 1} changed after a device-wide sync"):
                 return False
         threads = event.get("threads")
-        return not threads or self._flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive")
+        return not threads or self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive")
 
     def _runtime_facts(self, event: dict, raw: list[dict]) -> bool:
         for k, meta in enumerate(raw):
-            if meta.get("subclass") and not self._flag("rt-tensor-subclass", f"output {k}"):
+            if meta.get("subclass") and not self.flag("rt-tensor-subclass", f"output {k}"):
                 return False
             attrs = meta.get("instance_attrs")
-            if attrs and not self._flag("rt-tensor-override", f"output {k} has instance attributes {attrs}"):
+            if attrs and not self.flag("rt-tensor-override", f"output {k} has instance attributes {attrs}"):
                 return False
-            if meta.get("aliases_input") and not self._flag("rt-output-aliases-input", f"output {k}"):
+            if meta.get("aliases_input") and not self.flag("rt-output-aliases-input", f"output {k}"):
                 return False
-            if meta.get("reuses_buffer") and not self._flag("rt-output-reuses-buffer", f"output {k}"):
+            if meta.get("reuses_buffer") and not self.flag("rt-output-reuses-buffer", f"output {k}"):
                 return False
-        if event.get("launches") == 0 and not self._flag(
+        if event.get("launches") == 0 and not self.flag(
                 "rt-no-kernel-launched", f"trial {self.run - 1} launched no candidate kernel"):
             return False
         return True
@@ -261,14 +267,14 @@ class _Trials:
             if found is False:
                 return False
             if found is not None:
-                return self._flag("rt-timed-output-mismatch",
+                return self.flag("rt-timed-output-mismatch",
                                   f"timed call {check.get('rep')} (inputs of trial {trial}): {found.get('detail', '')}")
         threads = event.get("threads")
-        if threads and not self._flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive after timing"):
+        if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive after timing"):
             return False
         calls, launches = event.get("calls"), event.get("launches")
         if isinstance(calls, int) and isinstance(launches, int) and launches < calls:
-            return self._flag("rt-no-kernel-launched", f"{launches} candidate kernel launches in {calls} timed calls")
+            return self.flag("rt-no-kernel-launched", f"{launches} candidate kernel launches in {calls} timed calls")
         return True
 
     def _mismatch(self, output_index: int, reason: str, detail: str) -> bool:
@@ -678,10 +684,7 @@ class Evaluator:
         hack = trials.hack
         if hack is not None:
             stage = Stage.TIMING if outcome.last("timing") else Stage.CORRECTNESS
-            return EvalResult(status=Status.HACK_DETECTED, stage=stage,
-                              message=f"runtime check {hack.rule}: {hack.detail or hack.message}"[:200],
-                              feedback=f"[{hack.rule}] {hack.message}" + (f" ({hack.detail})" if hack.detail else ""),
-                              **base)
+            return EvalResult(status=Status.HACK_DETECTED, stage=stage, **_runtime_hack_text(hack), **base)
         error = outcome.last("error")
         if error is not None:
             exc_type = str(error.get("exc_type", "Exception"))[:200]
@@ -753,16 +756,14 @@ class Evaluator:
         if fraction is not None and fraction < cfg.min_kernel_gpu_fraction:
             checks.append(("rt-kernel-gpu-fraction", f"{fraction:.0%} of GPU time in the candidate's kernels, "
                                                      f"minimum {cfg.min_kernel_gpu_fraction:.0%}"))
+        before = len(trials.findings)
         for check, detail in checks:
-            trials._flag(check, detail)
-        verdict.findings = [*verdict.findings, *[f for f in trials.findings if f not in verdict.findings]]
+            trials.flag(check, detail)
+        verdict.findings = [*verdict.findings, *trials.findings[before:]]
         hack = trials.hack
         if hack is None:
             return verdict
-        return dataclasses.replace(
-            verdict, status=Status.HACK_DETECTED, stage=Stage.TIMING,
-            message=f"runtime check {hack.rule}: {hack.detail or hack.message}"[:200],
-            feedback=f"[{hack.rule}] {hack.message}" + (f" ({hack.detail})" if hack.detail else ""))
+        return dataclasses.replace(verdict, status=Status.HACK_DETECTED, stage=Stage.TIMING, **_runtime_hack_text(hack))
 
     def _floor_ms(self, prepared: dict) -> float | None:
         """Speed-of-light floor of the timed call: the larger of input bytes over the measured device bandwidth

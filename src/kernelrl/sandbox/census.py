@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 import re
 
-_GLOBAL_FN = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)")
+_BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"  # allowed before or after the return type
+_GLOBAL_FN = re.compile(r"__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS + r"(\w+)\s*\(")
 
 
 class LaunchCensus:
@@ -60,13 +61,13 @@ class LaunchCensus:
         @functools.wraps(loader)
         def load(*args, **kwargs):
             module = loader(*args, **kwargs)
-            for key in ("cuda_sources", "cpp_sources", "sources"):
-                sources = kwargs.get(key)
+            # load_inline(name, cpp_sources, cuda_sources, ...) or keywords; load(name, sources) holds paths,
+            # which the regex simply finds nothing in
+            given = [*args[1:3], *(kwargs.get(k) for k in ("cpp_sources", "cuda_sources", "sources"))]
+            for sources in given:
                 for text in [sources] if isinstance(sources, str) else sources or []:
-                    census.cuda_kernels.update(_GLOBAL_FN.findall(text) if isinstance(text, str) else [])
-            if "cuda_sources" not in kwargs and len(args) > 2:  # load_inline(name, cpp_sources, cuda_sources)
-                for text in [args[2]] if isinstance(args[2], str) else args[2] or []:
-                    census.cuda_kernels.update(_GLOBAL_FN.findall(text) if isinstance(text, str) else [])
+                    if isinstance(text, str):
+                        census.cuda_kernels.update(_GLOBAL_FN.findall(text))
             for attr in dir(module):
                 value = getattr(module, attr)
                 if not attr.startswith("_") and callable(value):

@@ -66,8 +66,12 @@ def _load_args(in_dir: str, trial: dict, device, read_tensor) -> tuple[list, lis
         read_tensor(os.path.join(in_dir, f"trial{index}_in{k}.bin"), meta).to(device)
         for k, meta in enumerate(trial["inputs"])
     ]
-    args = [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in trial["args"]]
-    return tensors, args
+    return tensors, _args_for(trial, tensors)
+
+
+def _args_for(trial: dict, tensors: list) -> list:
+    """Forward's arguments for a trial: its tensors where it has tensors, its plain values elsewhere."""
+    return [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in trial["args"]]
 
 
 def _host_copy(t):
@@ -118,11 +122,8 @@ def _poison_free_memory(torch) -> None:
             pass
 
 
-def _candidate_gpu_fraction(torch, census, model, trial: dict, in_dir: str, device) -> dict:
+def _candidate_gpu_fraction(torch, census, model, args: list) -> dict:
     """Share of one forward's GPU kernel time spent in the candidate's own kernels (torch.profiler/CUPTI)."""
-    from kernelrl.sandbox.tensorio import read_tensor
-
-    _, args = _load_args(in_dir, trial, device, read_tensor)
     try:
         from torch.profiler import ProfilerActivity, profile
 
@@ -315,12 +316,13 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             _wait_for_timing_token(channel, control_fd)
             stage = "timing"
             model = model_for(timed_trials[0]["set"])
-            fraction = _candidate_gpu_fraction(torch, census, model, timed_trials[0], request["in_dir"], device)
-            channel.send("census", **fraction)
-            # the timed calls rotate through the timing set's trials, refilled into the same buffers before
-            # each call, never the same inputs twice in a row; a secret subset of calls is checked
+            # the timed calls rotate through the timing set's trials (pristine copies from the files), refilled
+            # into the same buffers before each call, never the same inputs twice in a row; a secret subset of
+            # calls is checked
             variants = [_load_args(request["in_dir"], t, device, read_tensor)[0] for t in timed_trials]
-            buffers, args = _load_args(request["in_dir"], timed_trials[0], device, read_tensor)
+            buffers = [t.clone() for t in variants[0]]
+            args = _args_for(timed_trials[0], buffers)
+            channel.send("census", **_candidate_gpu_fraction(torch, census, model, args))
             state: dict = {"variant": 0, "checks": set()}
             checked: list[dict] = []
 

@@ -55,6 +55,7 @@ class Judge:
         self._baseline_cache: dict[str, dict] = {}
         self._bandwidth: float | None = None
         self._peak_flops: float | None = None
+        self._flop_counts: dict[tuple, int | None] = {}
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _module(self, path: str, sha: str):
@@ -85,20 +86,24 @@ class Judge:
 
     def _flops(self, sha: str, module, params: dict, args: list[dict], tensors: list) -> int | None:
         """Matmul/convolution FLOPs of one reference forward (torch's FlopCounterMode), counted on the meta
-        device: shapes only, no compute and no device memory. None when an op has no meta kernel."""
-        import copy
-
+        device: shapes only, no compute and no device memory. Cached per problem and input set (shapes do not
+        depend on the seed). None when the model or an op has no meta support."""
         from torch.utils.flop_counter import FlopCounterMode
 
         torch = self.torch
-        try:
-            model = copy.deepcopy(self._model(sha, module, params)).to("meta")
-            call = [tensors[a["tensor"]].to("meta") if "tensor" in a else a["value"] for a in args]
-            with FlopCounterMode(display=False) as counter, torch.no_grad():
-                model(*call)
-            return int(counter.get_total_flops())
-        except Exception:  # noqa: BLE001 - no FLOP floor for this problem
-            return None
+        key = (sha, repr(sorted(params.items())))
+        if key not in self._flop_counts:
+            try:
+                init_inputs = call_with(module.get_init_inputs, params)
+                with torch.device("meta"):
+                    model = module.Model(*init_inputs)
+                call = [tensors[a["tensor"]].to("meta") if "tensor" in a else a["value"] for a in args]
+                with FlopCounterMode(display=False) as counter, torch.no_grad():
+                    model(*call)
+                self._flop_counts[key] = int(counter.get_total_flops())
+            except Exception:  # noqa: BLE001 - no FLOP floor for this problem
+                self._flop_counts[key] = None
+        return self._flop_counts[key]
 
     def peak_flops(self, req: dict) -> dict:
         """The fastest dense matmul rate this device reaches (FLOP/s), fp16 and fp32-with-TF32, best of a few
