@@ -199,7 +199,7 @@ class Judge:
         timed_trial = next((i for i, name in enumerate(plan) if name == timed), None)
         return {
             "timing_flops": None if timed_trial is None else self._flops(
-                req["problem_sha256"], module, sets[timed], [a for a in trials[timed_trial]["args"]],
+                req["problem_sha256"], module, sets[timed], trials[timed_trial]["args"],
                 originals[timed_trial]),
             "trials": trials,
             "sets": names,
