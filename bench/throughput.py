@@ -21,10 +21,12 @@ import dataclasses
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from kernelrl import Evaluator, load_suite
+from kernelrl.cache import ResultCache
 from kernelrl.results import EvalResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,8 +87,14 @@ def gpu_seconds(result: EvalResult) -> float:
 
 
 def run_mode(ev: Evaluator, name: str, items) -> dict:
-    # one Evaluator (one judge: references, audits and baselines computed once) for every mode
-    ev.config = dataclasses.replace(ev.config, warm_pool=name != "fresh")
+    # one Evaluator (one judge: references, audits and baselines computed once) for every mode; the result cache
+    # is off except in the 'cached' mode, which evaluates every item again with it on (all hits after the first)
+    ev.config = dataclasses.replace(ev.config, warm_pool=name != "fresh", result_cache=name == "cached")
+    ev._result_cache = None
+    if name == "cached":
+        ev._result_cache = ResultCache(Path(tempfile.mkdtemp(prefix="kernelrl-bench-")) / ResultCache.FILE)
+        for problem, code in items:
+            ev.evaluate(problem, code)
     started = time.monotonic()
     if name == "pool-batch":
         results = list(ev.evaluate_many(items))
@@ -98,7 +106,13 @@ def run_mode(ev: Evaluator, name: str, items) -> dict:
     for r in results:
         statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
     paths = sorted({r.environment.isolation[-1] for r in results if r.environment and r.environment.isolation})
+    phases: dict[str, list[float]] = {}
+    for r in results:
+        for phase, seconds in r.phases_s.items():
+            phases.setdefault(phase, []).append(seconds)
     return {
+        "median_phases_s": {k: round(statistics.median(v), 3) for k, v in phases.items()},
+        "cache_hits": sum(r.cached for r in results),
         "mode": name, "evaluations": len(results), "total_s": round(total, 2),
         "evals_per_min": round(60 * len(results) / total, 1),
         "median_overhead_s": round(statistics.median(overheads), 3),
@@ -114,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="times the mix is evaluated per mode")
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=4, help="sandboxes at once in the batch mode")
-    parser.add_argument("--modes", default="fresh,pool,pool-batch")
+    parser.add_argument("--modes", default="fresh,pool,pool-batch,cached")
     parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline (GPU)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args(argv)
@@ -132,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
           f"batch concurrency {args.concurrency}", flush=True)
     rows = []
     ev = Evaluator(device=args.device, trials=args.trials, max_concurrency=args.concurrency,
-                   inductor_baseline=not args.no_inductor)
+                   inductor_baseline=not args.no_inductor, result_cache=False)
     started = time.monotonic()
     ev.warm_up()
     for problem, code in warm_items:
@@ -143,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{row['mode']:>11}: {row['evals_per_min']:6.1f} evals/min  median overhead {row['median_overhead_s']:.3f} s"
               f"  p90 {row['p90_overhead_s']:.3f} s  median wall {row['median_wall_s']:.3f} s  total {row['total_s']} s"
-              f"  {row['statuses']}  path {row['paths']}", flush=True)
+              f"  {row['statuses']}  path {row['paths']}  cache hits {row['cache_hits']}", flush=True)
+        print(f"{'':>11}  median phases (s): {row['median_phases_s']}", flush=True)
     ev.close()
     if args.json:
         args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2))

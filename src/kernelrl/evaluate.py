@@ -161,6 +161,19 @@ class _Trials:
         self.problem: str | None = None  # a protocol violation or judge failure
         self.timing_raw: dict | None = None
         self.census: dict | None = None
+        self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report arrived
+
+    def phases(self, started: float, finished: float) -> dict[str, float]:
+        """Seconds between the sandbox's milestones, for the phases this run reached."""
+        marks = [("start", "ready"), ("import", "imported"), ("init", "initialized"), ("correctness", "trial"),
+                 ("timing", "timing")]
+        phases, last = {}, started
+        for name, event in marks:
+            if event in self.arrived:
+                phases[name] = round(self.arrived[event] - last, 4)
+                last = self.arrived[event]
+        phases["finish"] = round(finished - last, 4)
+        return phases
 
     @property
     def hack(self) -> Finding | None:
@@ -177,6 +190,7 @@ class _Trials:
 
     def on_event(self, event: dict) -> bool:
         kind = event["event"]
+        self.arrived[kind] = time.monotonic()
         if kind == "timing":
             return self._on_timing(event)
         if kind == "census":
@@ -533,6 +547,7 @@ class Evaluator:
         for d in (in_dir, out_dir, home):
             d.mkdir()
         master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
+        started = time.monotonic()
         try:
             prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
                                            problem_sha256=problem.sha256, master_seed=master,
@@ -561,9 +576,12 @@ class Evaluator:
         }
         (workdir / "request.json").write_text(json.dumps(request))
         planned = len(prepared["trials"])
+        prepare_s = time.monotonic() - started
         trials = _Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
                          int(cfg.max_output_gb * _GiB), dict(cfg.runtime_policy or {}))
+        sandbox_started = time.monotonic()
         outcome, path = self._run_sandbox(workdir, home, code, env.mode, trials)
+        phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, time.monotonic())}
         ready = outcome.last("ready") or {}
         iso = ready.get("isolation", [])
         iso = [str(x)[:32] for x in iso] if isinstance(iso, list) else []
@@ -574,10 +592,12 @@ class Evaluator:
             input_sets=prepared["sets"], mismatch=trials.mismatch,
         )
         base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
-                "correctness": correctness, "findings": [*base.get("findings", []), *trials.findings]}
+                "correctness": correctness, "phases_s": phases, "findings": [*base.get("findings", []), *trials.findings]}
         verdict = self._verdict(outcome, trials, base)
         if verdict.status is Status.CORRECT:
+            timing_started = time.monotonic()
             verdict.timing = self._timing(problem, env, trials, master, prepared)
+            verdict.phases_s["baselines"] = round(time.monotonic() - timing_started, 4)
             verdict = self._timing_checks(verdict, trials)
         return verdict
 

@@ -135,6 +135,10 @@ class EvalResult:
     log_bytes_dropped: int = 0
     wall_time_s: float = 0.0
     cached: bool = False  # served by the result cache (kernelrl.cache.ResultCache): nothing ran this time
+    # where the wall time went (seconds, parent's clock): prepare (judge draws inputs and references), start
+    # (sandbox up), import (candidate import and compilation), init, correctness, timing (the candidate's timed
+    # run), baselines (speed-of-light probes and eager/Inductor, cached after the first)
+    phases_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def compiled(self) -> bool:
