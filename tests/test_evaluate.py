@@ -275,3 +275,40 @@ def test_result_json_round_trip(evaluator, suite):
 def test_same_evaluator_still_judges_correctly_after_failures(evaluator, relu):
     result = evaluator.evaluate(relu, example("relu_triton.py"))
     assert result.status is Status.CORRECT, result.feedback
+
+
+def _relu_problem(path, draw: str):
+    path.write_text(
+        "import os\nimport random\nimport torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return torch.relu(x)\n"
+        f"def get_inputs():\n    return [{draw}]\ndef get_init_inputs():\n    return []\n"
+    )
+    return load_problem(path)
+
+
+# Looks, at import, for what would let it precompute answers: the request (it holds the input seeds) and the
+# judge's input files. Both are gone before any candidate code runs.
+SNOOPS_FOR_INPUTS = c.relu_candidate(module_extra='''
+_found = [p for p in ("../request.json",) if os.path.exists(p)] + [
+    f for f in (os.listdir("../in") if os.path.isdir("../in") else [])]
+if _found:
+    raise RuntimeError(f"LEAK: {_found}")
+''')
+
+
+def test_inputs_are_drawn_in_the_sandbox_and_nothing_to_snoop_is_left(evaluator, tmp_path, relu):
+    result = evaluator.evaluate(relu, SNOOPS_FOR_INPUTS)
+    assert result.status is Status.CORRECT, result.feedback
+    # unseeded randomness: the judge finds the draw irreproducible and sends files, deleted before the import
+    unseeded = _relu_problem(tmp_path / "unseeded.py", "torch.randn(64, 32) + random.random()")
+    result = evaluator.evaluate(unseeded, SNOOPS_FOR_INPUTS)
+    assert result.status is Status.CORRECT, result.feedback
+    assert evaluator.evaluate(unseeded, c.MUTATES_INPUT).correctness.mismatch.reason == "input_mutated"
+
+
+def test_inputs_the_sandbox_cannot_reproduce_are_a_problem_error(evaluator, tmp_path):
+    # reproducible inside the judge's process, different in the sandbox's: the candidate is not blamed
+    problem = _relu_problem(tmp_path / "pid.py", "torch.randn(64, 32) + os.getpid() % 100003 * 1e-6")
+    result = evaluator.evaluate(problem, example("relu_triton.py"))
+    assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE, result.message
+    assert "differ from the judge's" in result.feedback

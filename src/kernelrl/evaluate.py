@@ -70,6 +70,7 @@ _COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "Unsu
 _GiB = 1 << 30
 # EvalConfig fields that cannot change a verdict's content (device: the result key has the device's name)
 _NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache", "warm_pool", "max_concurrency"})
+_MAX_SAMPLED = 1 << 24  # output elements a timed-call sample may hold
 RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for a whole process (CI, tests)
 _POOL_MAX_FAILURES = 3
 _POOL_SETUP_FAILED = ("kernelrl zygote launcher failed", "kernelrl sandbox init failed")  # see sandbox/zygote.py
@@ -161,6 +162,7 @@ class _Trials:
         self.problem: str | None = None  # a protocol violation or judge failure
         self.timing_raw: dict | None = None
         self.census: dict | None = None
+        self.irreproducible: str | None = None  # the sandbox drew other inputs than the judge from the same seed
         self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report arrived
 
     def phases(self, started: float, finished: float) -> dict[str, float]:
@@ -196,6 +198,9 @@ class _Trials:
         if kind == "census":
             self.census = event
             return True
+        if kind == "inputs_unavailable":  # before the candidate was imported: the problem's inputs, not the candidate
+            self.irreproducible = str(event.get("detail", ""))[:500]
+            return False
         if kind != "trial":
             return True
         if event.get("index") != self.run or self.run >= self.planned:
@@ -215,7 +220,7 @@ class _Trials:
         # work still running behind forward's back explains a wrong answer: flagged before the comparison
         if not self._background_work(event, raw):
             return False
-        found = self._compare(self.run - 1, raw, None)
+        found = self._compare(self.run - 1, raw, None, event.get("changed_inputs"))
         if found is False:
             return False
         if found is not None:
@@ -251,17 +256,26 @@ class _Trials:
             return False
         return True
 
-    def _compare(self, trial: int, raw: list[dict], prefix: str | None) -> dict | None | bool:
+    def _compare(self, trial: int, raw: list[dict], prefix: str | None, changed_inputs: object = None
+                 ) -> dict | None | bool:
         """The judge's mismatch for one set of output files, None when they match, False on a failure."""
         try:
             metas = [validate_meta(m, self.max_bytes) for m in raw]
         except TensorFileError as exc:
             self.problem = f"unreadable output: {exc}"
             return False
+        for meta, given in zip(metas, raw, strict=True):
+            sampled = given.get("sampled")
+            if sampled is not None:  # a timed call's large output, sampled by the stub
+                if not isinstance(sampled, int) or isinstance(sampled, bool) or not 0 < sampled <= _MAX_SAMPLED:
+                    self.problem = "malformed output sample"
+                    return False
+                meta["sampled"] = sampled
+        changed = changed_inputs if isinstance(changed_inputs, list) else []
         try:
             return self.judge.request("compare", eval_id=self.eval_id, trial=trial, out_dir=self.out_dir,
                                       outputs=metas, atol=self.tol.atol, rtol=self.tol.rtol, prefix=prefix,
-                                      check_inputs=prefix is None)["mismatch"]
+                                      changed_inputs=[k for k in changed[:64] if isinstance(k, int)])["mismatch"]
         except JudgeError as exc:
             self.problem = f"outputs could not be compared: {str(exc)[-500:]}"
             return False
@@ -574,13 +588,12 @@ class Evaluator:
             # this candidate's CUDA-extension build directory is the only writable place outside workdir
             "writable_paths": [str(workdir), str(self._extension_dir(code)), str(self._triton_dir(code))],
         }
-        (workdir / "request.json").write_text(json.dumps(request))
         planned = len(prepared["trials"])
         prepare_s = time.monotonic() - started
         trials = _Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
                          int(cfg.max_output_gb * _GiB), dict(cfg.runtime_policy or {}))
         sandbox_started = time.monotonic()
-        outcome, path = self._run_sandbox(workdir, home, code, env.mode, trials)
+        outcome, path = self._run_sandbox(workdir, home, code, env.mode, trials, request)
         phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, time.monotonic())}
         ready = outcome.last("ready") or {}
         iso = ready.get("isolation", [])
@@ -625,9 +638,11 @@ class Evaluator:
             self._zygote = ZygoteClient(env, self.config.startup_timeout_s)
         return self._zygote
 
-    def _run_sandbox(self, workdir: Path, home: Path, code: str, mode: str, trials: _Trials) -> tuple[ChildOutcome, str]:
+    def _run_sandbox(self, workdir: Path, home: Path, code: str, mode: str, trials: _Trials, request: dict
+                     ) -> tuple[ChildOutcome, str]:
         """Run the candidate's sandbox: forked from the zygote when the warm pool is on and works, else a fresh
-        process. Returns the outcome and which path ran ('zygote' or 'fresh-process')."""
+        process. Returns the outcome and which path ran ('zygote' or 'fresh-process'). The request file is
+        written before each start: the stub deletes it once read (it holds the input seeds)."""
         cfg = self.config
         child_env = self._child_env(mode, workdir, home, self._extension_dir(code))
         child_env["TRITON_CACHE_DIR"] = str(self._triton_dir(code))
@@ -638,10 +653,11 @@ class Evaluator:
             on_event=trials.on_event, gate=self._gate,
             token_allowed=lambda: trials.passed == trials.planned and trials.hack is None,
         )
-        request_path = str(workdir / "request.json")
+        request_path = workdir / "request.json"
+        request_path.write_text(json.dumps(request))
         if self._pool_enabled():
             zygote = self._pool()
-            message = {"op": "fork", "env": child_env, "cwd": str(home), "request_path": request_path}
+            message = {"op": "fork", "env": child_env, "cwd": str(home), "request_path": str(request_path)}
             try:
                 outcome = run_child([], spawn=lambda *fds: zygote.spawn(message, list(fds)), **common)
             except ZygoteError:  # cannot start or fork here: the fresh-process path below
@@ -655,7 +671,8 @@ class Evaluator:
         if self._sandbox_prefix is None:
             self._sandbox_prefix = pid_namespace_prefix() if cfg.isolate_processes else []
         prefix = self._sandbox_prefix if cfg.isolate_processes else []
-        argv = [*prefix, sys.executable, "-m", "kernelrl.sandbox.child", request_path]
+        request_path.write_text(json.dumps(request))
+        argv = [*prefix, sys.executable, "-m", "kernelrl.sandbox.child", str(request_path)]
         return run_child(argv, **common), "fresh-process"
 
     def _triton_dir(self, code: str) -> Path:
@@ -695,6 +712,12 @@ class Evaluator:
         for event, stage in (("imported", Stage.INIT), ("initialized", Stage.CORRECTNESS), ("timing", Stage.TIMING)):
             if outcome.last(event):
                 reached = stage
+        if trials.irreproducible is not None:
+            return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
+                              message="the sandbox could not reproduce the problem's inputs (a problem or harness "
+                                      "error, not the candidate's)",
+                              feedback=f"{trials.irreproducible}. get_inputs() must depend only on torch's seed.",
+                              **base)
         if trials.mismatch is not None:
             m = trials.mismatch
             return EvalResult(status=Status.WRONG_OUTPUT, stage=Stage.CORRECTNESS,

@@ -21,6 +21,18 @@ from kernelrl.sandbox import isolation
 
 _clock = time.perf_counter  # captured before any candidate code exists
 _TIMED_CHECKS = 4  # timed calls whose outputs go to the judge
+_FULL_TIMED_CHECK_BYTES = 64 << 20  # larger outputs of timed calls go to the judge as a sample
+_SAMPLE_POINTS = 1 << 20  # secret random positions per sampled output, plus both ends
+
+
+def _sample_positions(torch, numel: int, secret: random.Random, device):
+    """Flat positions to check in a large output: both ends (tails are where block-boundary bugs live) and a
+    secret uniform sample, drawn after the call returned."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(secret.getrandbits(63))
+    ends = torch.cat([torch.arange(0, 4096, device=device), torch.arange(numel - 4096, numel, device=device)])
+    sample = torch.randint(0, numel, (_SAMPLE_POINTS,), generator=generator, device=device)
+    return torch.cat([ends, sample])
 
 
 class _Channel:
@@ -59,14 +71,38 @@ def _flatten_outputs(out) -> list:
     )
 
 
-def _load_args(in_dir: str, trial: dict, device, read_tensor) -> tuple[list, list]:
-    """Fresh copies of one trial's inputs, and forward's arguments (tensors and plain values) in order."""
-    index = trial["index"]
-    tensors = [
-        read_tensor(os.path.join(in_dir, f"trial{index}_in{k}.bin"), meta).to(device)
-        for k, meta in enumerate(trial["inputs"])
-    ]
-    return tensors, _args_for(trial, tensors)
+def read_request(path: str) -> dict:
+    """The evaluator's request, deleted once read: it holds the seeds the inputs are drawn from, and the
+    candidate may read files."""
+    with open(path) as f:
+        request = json.load(f)
+    os.unlink(path)
+    return request
+
+
+def _trial_inputs(request: dict, trial: dict, problem, sets: dict, device, torch) -> list:
+    """One trial's input tensors, before any candidate code runs: drawn here from the trial's seed when the
+    judge found the draw reproducible (checked against the judge's probe), else read from the judge's files,
+    which are then deleted (a candidate could read them and precompute answers)."""
+    from kernelrl.problems.input_sets import draw_inputs, input_probe
+    from kernelrl.sandbox.tensorio import read_tensor
+
+    draw = trial.get("draw")
+    if draw is None:
+        tensors = []
+        for k, meta in enumerate(trial["inputs"]):
+            path = os.path.join(request["in_dir"], f"trial{trial['index']}_in{k}.bin")
+            tensors.append(read_tensor(path, meta).to(device))
+            os.unlink(path)
+        return tensors
+    values = draw_inputs(torch, problem.get_inputs, sets[trial["set"]], draw["seed"], draw["on"], device)
+    if input_probe(torch, values) != draw["probe"]:
+        raise _InputsMismatch(f"trial {trial['index']} (input set {trial['set']})")
+    return [v for v in values if isinstance(v, torch.Tensor)]
+
+
+class _InputsMismatch(Exception):
+    pass
 
 
 def _args_for(trial: dict, tensors: list) -> list:
@@ -74,17 +110,17 @@ def _args_for(trial: dict, tensors: list) -> list:
     return [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in trial["args"]]
 
 
-def _host_copy(t):
-    """The tensor's values on the host, copied in order after the current stream's work only."""
+def _early_copy(t):
+    """A copy of the tensor's values on its own device, ordered after the current stream's work only."""
     import torch
 
     if not isinstance(t, torch.Tensor):
         return None
-    return t.detach().contiguous().cpu()
+    return t.detach().clone(memory_format=torch.contiguous_format)
 
 
 def _same_bytes(torch, a, b) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
         return False
     if a.numel() == 0:
         return True
@@ -165,7 +201,7 @@ def _init_process(channel: _Channel) -> None:
 
 def main(argv: list[str]) -> None:
     """Fresh-process entry: `python -m kernelrl.sandbox.child REQUEST.json` (fds named in the environment)."""
-    request = json.loads(open(argv[1]).read())
+    request = read_request(argv[1])
     control = os.environ.pop("KERNELRL_CONTROL_FD", None)
     run(request, int(os.environ.pop("KERNELRL_PROTO_FD")), int(control) if control else None)
 
@@ -210,7 +246,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
 
     from kernelrl.problems.input_sets import call_with, input_sets
     from kernelrl.sandbox.census import LaunchCensus
-    from kernelrl.sandbox.tensorio import ITEMSIZE, read_tensor, tensor_meta, write_tensor
+    from kernelrl.sandbox.tensorio import ITEMSIZE, tensor_meta, write_tensor
     from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
 
     gpu = request["mode"] == "gpu"
@@ -252,6 +288,15 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     stage = "import"
     try:
         problem = load(request["problem_path"], "kernelrl_problem")
+        sets = input_sets(problem)
+        try:  # every trial's inputs exist before the candidate does; forward gets copies
+            pristine = {t["index"]: _trial_inputs(request, t, problem, sets, device, torch) for t in request["trials"]}
+        except Exception as exc:  # noqa: BLE001 - no candidate code has run: a problem or harness failure
+            what = "differ from the judge's" if isinstance(exc, _InputsMismatch) else "could not be drawn"
+            channel.send("inputs_unavailable", detail=f"the inputs {what}: {type(exc).__name__}: {str(exc)[:300]}")
+            os._exit(0)
+        if gpu:
+            sync()
         threads_before = set(current_frames())
         candidate = load(request["candidate_path"], "kernelrl_candidate")
         model_cls = getattr(candidate, "ModelNew", None)
@@ -260,7 +305,6 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
         channel.send("imported")
 
         stage = "init"
-        sets = input_sets(problem)
         models: dict[str, object] = {}
 
         def model_for(set_name: str):
@@ -282,44 +326,52 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
 
         stage = "correctness"
         out_dir = request["out_dir"]
+        timed_trials = [t for t in request["trials"] if t["set"] == request["timing_set"]]
         previous: list = []  # earlier calls' outputs, still held as a caller would hold them
         for trial in request["trials"]:
             index = trial["index"]
             model = model_for(trial["set"])
-            inputs, args = _load_args(request["in_dir"], trial, device, read_tensor)
+            inputs = [t.clone() for t in pristine[index]]
+            args = _args_for(trial, inputs)
             if gpu:
                 _poison_free_memory(torch)
             launches = census.launches
             with torch.no_grad():
                 outputs = _flatten_outputs(model(*args))
             launched = census.launches - launches
-            # host copies ordered after the current stream only: work left on other streams shows up below
-            early = [_host_copy(t) for t in outputs]
+            # copies ordered after the current stream only (on the device: cheap); work left on other streams
+            # shows up when they are compared with the outputs after a device-wide sync
+            early = [_early_copy(t) for t in outputs]
             if gpu:
                 sync()
             metas = []
             for k, t in enumerate(outputs):
                 meta = tensor_meta(t)
                 meta.update(_output_facts(torch, t, inputs, previous))
-                if gpu and early[k] is not None and not _same_bytes(torch, early[k], _host_copy(t)):
+                if gpu and early[k] is not None and not _same_bytes(torch, early[k], t.detach()):
                     meta["changed_after_sync"] = True
                 metas.append(meta)
                 if meta["dtype"] in ITEMSIZE and early[k] is not None:
                     write_tensor(os.path.join(out_dir, f"trial{index}_out{k}.bin"), early[k])
-            for k, t in enumerate(inputs):
-                write_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), t)
+            changed = [k for k, (t, p) in enumerate(zip(inputs, pristine[index], strict=True))
+                       if not _same_bytes(torch, t, p)]
+            for k in changed:  # the judge says how: it compares them with its originals
+                write_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), inputs[k])
+            del inputs, args
+            if all(t["index"] != index for t in timed_trials):
+                del pristine[index]
             previous += outputs
-            channel.send("trial", index=index, outputs=metas, launches=launched, threads=stray_threads())
+            channel.send("trial", index=index, outputs=metas, launches=launched, threads=stray_threads(),
+                         changed_inputs=changed)
 
-        timed_trials = [t for t in request["trials"] if t["set"] == request["timing_set"]]
         if gpu and request["timing"] and timed_trials:
             _wait_for_timing_token(channel, control_fd)
             stage = "timing"
             model = model_for(timed_trials[0]["set"])
-            # the timed calls rotate through the timing set's trials (pristine copies from the files), refilled
-            # into the same buffers before each call, never the same inputs twice in a row; a secret subset of
-            # calls is checked
-            variants = [_load_args(request["in_dir"], t, device, read_tensor)[0] for t in timed_trials]
+            # the timed calls rotate through the timing set's trials (their pristine inputs), refilled into the
+            # same buffers before each call, never the same inputs twice in a row; a secret subset of calls is
+            # checked, large outputs at secret positions
+            variants = [pristine[t["index"]] for t in timed_trials]
             buffers = [t.clone() for t in variants[0]]
             args = _args_for(timed_trials[0], buffers)
             channel.send("census", **_candidate_gpu_fraction(torch, census, model, args))
@@ -342,7 +394,14 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                 for k, t in enumerate(outs):
                     meta = tensor_meta(t)
                     if meta["dtype"] in ITEMSIZE:
-                        write_tensor(os.path.join(out_dir, f"timed{len(checked)}_out{k}.bin"), t)
+                        path = os.path.join(out_dir, f"timed{len(checked)}_out{k}.bin")
+                        if t.numel() * ITEMSIZE[meta["dtype"]] > _FULL_TIMED_CHECK_BYTES:
+                            positions = _sample_positions(torch, t.numel(), secret, t.device)
+                            write_tensor(path + ".positions", positions)
+                            write_tensor(path, t.detach().reshape(-1)[positions])
+                            meta["sampled"] = positions.numel()
+                        else:
+                            write_tensor(path, t)
                     metas.append(meta)
                 checked.append({"rep": i, "trial": timed_trials[state["variant"]]["index"], "outputs": metas})
 

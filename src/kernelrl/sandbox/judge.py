@@ -20,7 +20,14 @@ import sys
 import time
 import traceback
 
-from kernelrl.problems.input_sets import call_with, correctness_sets, input_sets, timing_set
+from kernelrl.problems.input_sets import (
+    call_with,
+    correctness_sets,
+    draw_inputs,
+    input_probe,
+    input_sets,
+    timing_set,
+)
 from kernelrl.sandbox import isolation
 
 _clock = time.perf_counter
@@ -56,6 +63,8 @@ class Judge:
         self._bandwidth: float | None = None
         self._peak_flops: float | None = None
         self._flop_counts: dict[tuple, int | None] = {}
+        self._draw_on: dict[str, str] = {}  # problem sha -> where its get_inputs() draws (device, or cpu if it must)
+        self._reproducible: dict[tuple, bool] = {}  # (problem sha, set) -> same seed gives the same inputs
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _module(self, path: str, sha: str):
@@ -80,9 +89,35 @@ class Judge:
             self.models[key] = module.Model(*init_inputs).to(self.device)
         return self.models[key]
 
-    def _inputs(self, module, params: dict, seed: int) -> list:
-        self.torch.manual_seed(seed)
-        return list(call_with(module.get_inputs, params))
+    def _inputs(self, module, params: dict, seed: int, sha: str | None = None) -> list:
+        """One draw of the problem's inputs, on this judge's device. Factories create on the device directly
+        (bench-sized host draws cost seconds); a get_inputs() that fails that way draws on the host."""
+        key = sha or module.__name__
+        draw_on = self._draw_on.get(key, self.device.type)
+        try:
+            return draw_inputs(self.torch, module.get_inputs, params, seed, draw_on, self.device)
+        except Exception:
+            if draw_on == "cpu":
+                raise
+        self._draw_on[key] = "cpu"
+        return draw_inputs(self.torch, module.get_inputs, params, seed, "cpu", self.device)
+
+    def _is_reproducible(self, sha: str, module, set_name: str, params: dict, values: list, seed: int) -> bool:
+        """Whether a second draw with the same seed gives the same bytes (no unseeded randomness, no clock),
+        checked once per problem and set: then the sandbox draws the inputs itself instead of reading files."""
+        key = (sha, set_name)
+        if key not in self._reproducible:
+            torch = self.torch
+            again = self._inputs(module, params, seed, sha)
+
+            def same(a, b) -> bool:
+                if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+                    return (a.dtype == b.dtype and a.shape == b.shape and
+                            torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)))
+                return type(a) is type(b) and a == b
+
+            self._reproducible[key] = len(again) == len(values) and all(map(same, values, again))
+        return self._reproducible[key]
 
     def _flops(self, sha: str, module, params: dict, args: list[dict], tensors: list) -> int | None:
         """Matmul/convolution FLOPs of one reference forward (torch's FlopCounterMode), counted on the meta
@@ -175,14 +210,19 @@ class Judge:
         trials, refs, originals = [], [], []
         for index, (seed, set_name) in enumerate(zip(seeds, plan, strict=True)):
             model = self._model(req["problem_sha256"], module, sets[set_name])
-            values = self._inputs(module, sets[set_name], seed)
+            values = self._inputs(module, sets[set_name], seed, req["problem_sha256"])
+            # the sandbox draws these itself from the seed when that reproduces them; else it reads files
+            redraw = self._is_reproducible(req["problem_sha256"], module, set_name, sets[set_name], values, seed)
             metas, args, tensors = [], [], []
             for value in values:
                 if isinstance(value, torch.Tensor):
-                    path = os.path.join(req["in_dir"], f"trial{index}_in{len(tensors)}.bin")
-                    metas.append(write_tensor(path, value))
+                    if redraw:
+                        metas.append(tensor_meta(value))
+                    else:
+                        path = os.path.join(req["in_dir"], f"trial{index}_in{len(tensors)}.bin")
+                        metas.append(write_tensor(path, value))
                     args.append({"tensor": len(tensors)})
-                    tensors.append(value.to(self.device))
+                    tensors.append(value)
                 elif value is None or isinstance(value, bool | int | float | str):
                     args.append({"value": value})
                 else:
@@ -192,7 +232,11 @@ class Judge:
             with torch.no_grad():
                 outputs = [t.detach().clone() for t in _flatten(model(*call_args), torch)]
             self._sync()
-            trials.append({"index": index, "set": set_name, "inputs": metas, "args": args})
+            trial = {"index": index, "set": set_name, "inputs": metas, "args": args}
+            if redraw:
+                trial["draw"] = {"seed": seed, "on": self._draw_on.get(req["problem_sha256"], self.device.type),
+                                 "probe": input_probe(torch, values)}
+            trials.append(trial)
             refs.append(outputs)
             originals.append(tensors)
         self.evals[req["eval_id"]] = {"refs": refs, "originals": originals}
@@ -208,29 +252,50 @@ class Judge:
             "output_dtypes": sorted({dtype_name(t.dtype) for ref in refs for t in ref}),
             "input_dtypes": sorted({m["dtype"] for trial in trials for m in trial["inputs"]}),
             "outputs": [tensor_meta(t) for t in refs[0]],
+            "redrawn": sum("draw" in t for t in trials),
         }
 
     def compare(self, req: dict) -> dict:
         from kernelrl.sandbox.tensorio import read_tensor
-        from kernelrl.verify.compare import compare_outputs, inputs_mutated
+        from kernelrl.verify.compare import compare_outputs, compare_sampled, inputs_mutated
 
         state = self.evals[req["eval_id"]]
         index = req["trial"]
         out_dir = req["out_dir"]
         prefix = req.get("prefix") or f"trial{index}"  # timed calls' outputs come as timed{n}_out{k}.bin
         expected, originals = state["refs"][index], state["originals"][index]
-        actual = [
-            read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta)
-            for k, meta in enumerate(req["outputs"])
-        ]
+        metas = req["outputs"]
+        if any(m.get("sampled") for m in metas):  # a timed call's large outputs, sampled at secret positions
+            mismatch = None
+            if len(metas) != len(expected):
+                mismatch = {"reason": "count", "output_index": 0, "detail": f"forward returned {len(metas)} "
+                            f"tensors but the reference returns {len(expected)}"}
+            for k, (meta, ref) in enumerate(zip(metas, expected, strict=False)):
+                if mismatch is not None:
+                    break
+                path = os.path.join(out_dir, f"{prefix}_out{k}.bin")
+                n = meta.get("sampled")
+                if n:
+                    positions = read_tensor(path + ".positions", {"dtype": "int64", "shape": [n]})
+                    values = read_tensor(path, {"dtype": meta["dtype"], "shape": [n]})
+                    found = compare_sampled(ref, meta["shape"], meta["dtype"], positions, values,
+                                            req["atol"], req["rtol"])
+                else:
+                    found = compare_outputs([ref], [read_tensor(path, meta)], req["atol"], req["rtol"])
+                if found is not None:
+                    mismatch = {**found, "output_index": k}
+            return {"mismatch": mismatch}
+        actual = [read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta) for k, meta in enumerate(metas)]
         mismatch = compare_outputs(expected, actual, req["atol"], req["rtol"])
-        if mismatch is None and req.get("check_inputs", True):
+        # inputs the sandbox saw change (it compares each with a pristine copy) come back as files
+        changed = [k for k in req.get("changed_inputs") or [] if isinstance(k, int) and 0 <= k < len(originals)]
+        if mismatch is None and changed:
             after = [
                 read_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), {
-                    "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)})
-                for k, t in enumerate(originals)
+                    "dtype": str(originals[k].dtype).removeprefix("torch."), "shape": list(originals[k].shape)})
+                for k in changed
             ]
-            mismatch = inputs_mutated(originals, after)
+            mismatch = inputs_mutated([originals[k] for k in changed], after, changed)
         return {"mismatch": mismatch}
 
     def audit(self, req: dict) -> dict:
@@ -273,8 +338,7 @@ class Judge:
 
         def fresh(seed):  # drawing bench-sized inputs on the host is slow: once per seed
             if seed not in drawn:
-                drawn[seed] = [v.to(self.device) if isinstance(v, torch.Tensor) else v
-                               for v in self._inputs(module, params, seed)]
+                drawn[seed] = self._inputs(module, params, seed, req["problem_sha256"])
             return drawn[seed]
 
         median = None
@@ -353,8 +417,7 @@ class Judge:
         module, sets = self._module(req["problem_path"], req["problem_sha256"])
         params = sets[timing_set(list(sets))]
         model = self._model(req["problem_sha256"], module, params)
-        args = [v.to(self.device) if isinstance(v, torch.Tensor) else v
-                for v in self._inputs(module, params, req["seed"])]
+        args = self._inputs(module, params, req["seed"], req["problem_sha256"])
         settings = TimerSettings(**req["timer"])
 
         def timer(fn):

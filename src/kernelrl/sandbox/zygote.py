@@ -122,9 +122,7 @@ def _namespace_init(request: dict, fds: dict[str, int]) -> None:
         from kernelrl.sandbox import child
 
         sys.argv = [child.__file__, request["request_path"]]  # as in the fresh-process path
-        with open(request["request_path"]) as f:
-            stub_request = json.load(f)
-        child.run(stub_request, fds["proto"], fds["control"])
+        child.run(child.read_request(request["request_path"]), fds["proto"], fds["control"])
     except BaseException as exc:  # noqa: BLE001
         try:
             os.write(2, f"kernelrl sandbox init failed: {exc!r}\n".encode())

@@ -79,9 +79,12 @@ def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], at
     return None
 
 
-def inputs_mutated(originals: list[torch.Tensor], after: list[torch.Tensor]) -> dict | None:
-    """Inputs must come back bit-identical: a forward that writes into its inputs is wrong."""
-    for i, (orig, now) in enumerate(zip(originals, after, strict=True)):
+def inputs_mutated(originals: list[torch.Tensor], after: list[torch.Tensor],
+                   positions: list[int] | None = None) -> dict | None:
+    """Inputs must come back bit-identical: a forward that writes into its inputs is wrong. `positions` are the
+    inputs' places in forward's argument list when only some are passed."""
+    for n, (orig, now) in enumerate(zip(originals, after, strict=True)):
+        i = positions[n] if positions is not None else n
         now = now.to(orig.device)
         same = now.shape == orig.shape and now.dtype == orig.dtype
         if same and orig.is_floating_point():
@@ -95,3 +98,28 @@ def inputs_mutated(originals: list[torch.Tensor], after: list[torch.Tensor]) -> 
                 "detail": f"forward modified input {i} in place; kernels must not write to their inputs",
             }
     return None
+
+
+def compare_sampled(expected: torch.Tensor, shape: list[int], dtype: str, positions: torch.Tensor,
+                    values: torch.Tensor, atol: float, rtol: float) -> dict | None:
+    """Like `compare_tensors` for an output of which only `values` at flat `positions` came back (the sandbox
+    samples large outputs of timed calls at secret positions): a wrong or stale output differs almost
+    everywhere, so a million positions find it."""
+    if list(shape) != list(expected.shape):
+        return {"reason": "shape", "detail": f"shape {list(shape)} but expected {list(expected.shape)}"}
+    want = str(expected.dtype).removeprefix("torch.")
+    if dtype != want:
+        return {"reason": "dtype", "detail": f"dtype {dtype} but expected {want}"}
+    positions = positions.to(expected.device)
+    if positions.numel() != values.numel() or (positions.numel() and (
+            int(positions.min()) < 0 or int(positions.max()) >= expected.numel())):
+        return {"reason": "values", "detail": "malformed sample of a timed call's output"}
+    found = compare_tensors(expected.reshape(-1)[positions], values, atol, rtol)
+    if found is not None and "first_index" in found:
+        flat = int(positions[found["first_index"][0]])
+        found["first_index"] = _unravel(flat, tuple(expected.shape))
+        found["detail"] = (f"{found['mismatched']} of {found['numel']} sampled elements differ beyond atol={atol:g}, "
+                           f"rtol={rtol:g}; first at index {found['first_index']}: expected "
+                           f"{found['expected_value']:.6g}, got {found['actual_value']:.6g}")
+        found["numel"] = expected.numel()
+    return found
