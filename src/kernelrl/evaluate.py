@@ -152,7 +152,8 @@ class _Trials:
     def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[dict], mode: str, tol, max_bytes,
                  policy: dict[str, str]):
         self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
-        self.plan, self.planned, self.tol, self.max_bytes = plan, len(plan), tol, max_bytes
+        self.plan, self.tol, self.max_bytes = plan, tol, max_bytes
+        self.planned = sum(not t.get("timed_only") for t in plan)  # correctness trials; the rest feed timed calls
         self.policy = policy
         self.device = "cuda" if mode == "gpu" else "cpu"
         self.passed = 0
@@ -168,7 +169,7 @@ class _Trials:
     def phases(self, started: float, finished: float) -> dict[str, float]:
         """Seconds between the sandbox's milestones, for the phases this run reached."""
         marks = [("start", "ready"), ("import", "imported"), ("init", "initialized"), ("correctness", "trial"),
-                 ("timing", "timing")]
+                 ("token", "timing_granted"), ("census", "census"), ("timing", "timing")]
         phases, last = {}, started
         for name, event in marks:
             if event in self.arrived:
@@ -288,7 +289,7 @@ class _Trials:
             return False
         for n, check in enumerate(checked[:16]):
             trial = check.get("trial") if isinstance(check, dict) else None
-            if not isinstance(trial, int) or not 0 <= trial < self.planned or not isinstance(check.get("outputs"), list):
+            if not isinstance(trial, int) or not 0 <= trial < len(self.plan) or not isinstance(check.get("outputs"), list):
                 self.problem = "malformed timed-call check"
                 return False
             found = self._compare(trial, check["outputs"], f"timed{n}")
@@ -588,7 +589,6 @@ class Evaluator:
             # this candidate's CUDA-extension build directory is the only writable place outside workdir
             "writable_paths": [str(workdir), str(self._extension_dir(code)), str(self._triton_dir(code))],
         }
-        planned = len(prepared["trials"])
         prepare_s = time.monotonic() - started
         trials = _Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
                          int(cfg.max_output_gb * _GiB), dict(cfg.runtime_policy or {}))
@@ -600,7 +600,7 @@ class Evaluator:
         iso = [str(x)[:32] for x in iso] if isinstance(iso, list) else []
         env = dataclasses.replace(env, isolation=[*iso, path] if iso else [])
         correctness = CorrectnessReport(
-            trials_run=trials.run, trials_passed=trials.passed, trials_planned=planned,
+            trials_run=trials.run, trials_passed=trials.passed, trials_planned=trials.planned,
             seeds_sha256=prepared["seeds_sha256"], atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype,
             input_sets=prepared["sets"], mismatch=trials.mismatch,
         )

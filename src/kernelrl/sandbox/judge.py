@@ -203,6 +203,7 @@ class Judge:
         count = max(req["min_trials"], len(names))
         plan = [names[i % len(names)] for i in range(count)]
         timed = timing_set(list(sets))
+        checked = len(plan)  # trials run for correctness; the rest only feed the timed calls
         if timed in names:  # the timed calls rotate through this many different inputs of the timing set
             plan += [timed] * max(0, req.get("timing_variants", 0) - plan.count(timed))
         seeds = [int(hashlib.sha256(f"{req['master_seed']}:{i}".encode()).hexdigest()[:15], 16)
@@ -232,7 +233,7 @@ class Judge:
             with torch.no_grad():
                 outputs = [t.detach().clone() for t in _flatten(model(*call_args), torch)]
             self._sync()
-            trial = {"index": index, "set": set_name, "inputs": metas, "args": args}
+            trial = {"index": index, "set": set_name, "inputs": metas, "args": args, "timed_only": index >= checked}
             if redraw:
                 trial["draw"] = {"seed": seed, "on": self._draw_on.get(req["problem_sha256"], self.device.type),
                                  "probe": input_probe(torch, values)}

@@ -211,6 +211,7 @@ def run_child(
                             gate.acquire(pgid)  # blocks while another run times on this device
                             gate_held = True
                         phase_start += time.monotonic() - waited
+                        on_event({"event": "timing_granted"})  # from here, not the child: when timing may start
                         try:
                             os.write(control_w, b"go\n")
                         except OSError:
