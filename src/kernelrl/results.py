@@ -92,6 +92,21 @@ class TimingStats:
     method: str  # e.g. 'cuda-events+l2-flush+device-sync'
     wall_median_ms: float | None = None  # host clock around the same reps, for cross-checking events
     source: str = "measured"  # 'measured' in this evaluation, or 'cache' (kernelrl.cache.BaselineCache)
+    mode: str = "events"  # what was timed: 'events' (the callable) or 'cuda-graph' (a replay of its capture)
+    stopped: str | None = None  # why timing stopped: 'fixed', 'rse', 'max_reps', 'max_ms'
+    rse: float | None = None  # relative standard error of the median when timing stopped
+
+
+@dataclass
+class PairedSpeedup:
+    """How much faster A is than B from interleaved reps: median(B) / median(A) and a bootstrap interval."""
+
+    speedup: float
+    ci_low: float
+    ci_high: float
+    confidence: float  # e.g. 0.95
+    reps: int  # pairs
+    method: str  # the statistic, e.g. 'median-ratio+paired-percentile-bootstrap-2000'
 
 
 @dataclass
@@ -105,6 +120,7 @@ class TimingReport:
     floor_ms: float | None = None  # speed-of-light floor: input bytes / (margin x measured bandwidth)
     timed_checks: int = 0  # timed calls whose outputs were compared with the reference
     kernel_gpu_fraction: float | None = None  # share of one forward's GPU time in the candidate's kernels
+    paired_vs_eager: PairedSpeedup | None = None  # candidate (A) and eager (B) timed interleaved
 
 
 @dataclass
@@ -174,6 +190,8 @@ class EvalResult:
             for key in ("candidate", "eager", "inductor"):
                 if timing.get(key) is not None:
                     timing[key] = TimingStats(**timing[key])
+            if timing.get("paired_vs_eager") is not None:
+                timing["paired_vs_eager"] = PairedSpeedup(**timing["paired_vs_eager"])
             data["timing"] = TimingReport(**timing)
         if data.get("environment") is not None:
             data["environment"] = Environment(**data["environment"])

@@ -1,30 +1,55 @@
 """CUDA-event timing with an L2 flush and a device-wide sync inside each timed region.
 
-`time_cuda` takes the synchronize function, event class and host clock as arguments: the sandbox stub
-captures them before the candidate is imported, so a candidate that patches `torch.cuda.synchronize` or
-`time.perf_counter` at import does not change what the timer calls.
+`time_cuda` and `time_paired` take torch, the synchronize function, event class and host clock as arguments:
+the sandbox stub captures them before the candidate is imported, so a candidate that patches
+`torch.cuda.synchronize` or `time.perf_counter` at import does not change what the timer calls.
+
+Modes: 'events' times the callable; 'cuda-graph' captures it once into a CUDA graph and times the replays
+(no Python or launch overhead in the numbers; the callable's Python runs once, at capture).
+Rep count: fixed, from the warm-up estimate and `target_ms`; or adaptive (`rse_target`): batches until the
+median's relative standard error (`stats.median_rse`) reaches the target, or `max_reps` / `max_ms`.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kernelrl.results import TimingStats
+from kernelrl.timing.stats import median_rse, validate_times
 
 METHOD = "cuda-events+l2-flush+device-sync"
+GRAPH_METHOD = "cuda-graph-replay+l2-flush+device-sync"
+MODES = ("events", "cuda-graph")
+STOP_REASONS = ("fixed", "rse", "max_reps", "max_ms")
+_GRAPH_WARMUP = 3  # untimed replays after capture: the first launch of a graph also uploads it
+
+Inspect = Callable[[int | None, int, Any], None]
 
 
 @dataclass(frozen=True)
 class TimerSettings:
     # lets the clocks leave idle (345 MHz idle, 1980 MHz busy on an H100); 1-3 s warm-ups measured no better
     warmup_ms: float = 200.0  # run at least this long (and 3 calls) before timing
-    target_ms: float = 1000.0  # timed work aimed for; sets the rep count from the warm-up estimate
+    target_ms: float = 1000.0  # fixed count: timed work aimed for; the warm-up estimate turns it into reps
     min_reps: int = 20
     max_reps: int = 1000
+    # adaptive: after min_reps, time in batches until the median's relative standard error is at most
+    # this (e.g. 0.005); None: a fixed rep count, as target_ms sets it
+    rse_target: float | None = None
+    max_ms: float = 5000.0  # adaptive: no further batch once the timed reps would exceed this (host clock)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_reps <= self.max_reps:
+            raise ValueError(f"need 1 <= min_reps <= max_reps, got {self.min_reps}, {self.max_reps}")
+        if self.rse_target is not None and not self.rse_target > 0:
+            raise ValueError(f"rse_target must be positive, got {self.rse_target!r}")
+        if not self.max_ms > 0:
+            raise ValueError(f"max_ms must be positive, got {self.max_ms!r}")
 
 
 def time_cuda(
@@ -36,25 +61,96 @@ def time_cuda(
     clock: Callable[[], float],
     settings: TimerSettings = TimerSettings(),
     prepare: Callable[[], None] | None = None,
-    inspect: Callable[[int | None, int, Any], None] | None = None,
+    inspect: Inspect | None = None,
+    mode: str = "events",
 ) -> dict:
-    """Time `fn()` on the current CUDA device; return raw per-rep times (ms) and warm-up count.
+    """Time `fn()` on the current CUDA device; return raw per-rep times (ms) and how they were taken.
 
     `prepare()` runs before each rep outside the timed region (the sandbox refills the inputs there);
-    `inspect(i, reps, result)` gets each rep's return value after the rep (`i` is None during warm-up)."""
+    `inspect(i, reps, result)` gets each rep's return value after the rep: `i` is None during warm-up;
+    `reps` is the number of reps planned so far, all of which run (the total with a fixed count; growing
+    batch by batch when adaptive). In 'cuda-graph' mode `result` is the graph's static output, which every
+    replay rewrites.
+
+    Raw dict: times_ms, wall_ms (host clock around each rep), warmup (untimed calls), method, mode (the
+    mode that produced the numbers), stopped ('fixed' | 'rse' | 'max_reps' | 'max_ms'), rse (of the median,
+    None below 2 reps), and graph_error when the capture failed and the callable was timed with events."""
+    (raw,), _ = _time([fn], [inspect], torch=torch, synchronize=synchronize, event_cls=event_cls, clock=clock,
+                      settings=settings, prepare=prepare, mode=mode, rng=None)
+    return raw
+
+
+def time_paired(
+    fn_a: Callable[[], Any],
+    fn_b: Callable[[], Any],
+    *,
+    torch: Any,
+    synchronize: Callable[[], None],
+    event_cls: type,
+    clock: Callable[[], float],
+    rng: random.Random,
+    settings: TimerSettings = TimerSettings(),
+    prepare: Callable[[], None] | None = None,
+    inspect: Inspect | None = None,
+    mode: str = "events",
+) -> dict:
+    """Time `fn_a` and `fn_b` interleaved: rep i runs both back to back, in an order drawn from `rng`, so
+    drift (clocks, temperature, other work on the device) reaches both alike; `stats.paired_speedup` turns
+    the two series into a speedup of A over B with a confidence interval.
+
+    A is the callable under test, B the baseline: `prepare()` runs before every call of either (they share
+    the inputs), `inspect` sees A's results only. With a fixed count, `target_ms` covers a pair; adaptive
+    stopping waits for both medians. In 'cuda-graph' mode both are captured, and if either capture fails
+    both are timed with events. Returns {"a": raw, "b": raw, "order": ["ab" | "ba", one per pair]}, each
+    raw as `time_cuda` returns it."""
+    (raw_a, raw_b), order = _time([fn_a, fn_b], [inspect, None], torch=torch, synchronize=synchronize,
+                                  event_cls=event_cls, clock=clock, settings=settings, prepare=prepare,
+                                  mode=mode, rng=rng)
+    return {"a": raw_a, "b": raw_b, "order": order}
+
+
+def _capture(torch: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
+    """`fn()` captured into a CUDA graph on a side stream; returns a replay that returns the static output."""
+    graph = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    # the outer context restores the current stream even when a failed capture skips the inner one's exit
+    with torch.cuda.stream(side), torch.cuda.graph(graph, stream=side):
+        out = fn()
+    torch.cuda.current_stream().wait_stream(side)
+
+    def replay() -> Any:
+        graph.replay()
+        return out
+
+    return replay
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], None], event_cls: type,
+          clock: Callable[[], float], settings: TimerSettings, prepare: Callable[[], None] | None, mode: str,
+          rng: random.Random | None) -> tuple[list[dict], list[str]]:
+    """Time one callable, or several interleaved (rep order shuffled by `rng`); one raw dict per callable."""
+    if mode not in MODES:
+        raise ValueError(f"unknown timing mode {mode!r}; use one of {MODES}")
     device = torch.cuda.current_device()
     l2_bytes = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or 64 << 20
     # twice the L2 so a zero-fill evicts everything the previous rep left there
     flush = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device="cuda")
 
-    def timed_rep(i: int | None, reps: int) -> tuple[float, float]:
+    def timed_rep(call: Callable[[], Any], inspect: Inspect | None, i: int | None,
+                  reps: int) -> tuple[float, float]:
         if prepare is not None:
             prepare()
         flush.zero_()
         start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
         t0 = clock()
         start.record()
-        result = fn()
+        result = call()
         synchronize()  # device-wide: work on any stream belongs to this rep
         end.record()
         t1 = clock()
@@ -64,28 +160,94 @@ def time_cuda(
         del result
         return start.elapsed_time(end), (t1 - t0) * 1e3
 
+    def warm_rep(calls: list) -> list[float]:
+        return [timed_rep(call, inspect, None, 0)[0] for call, inspect in zip(calls, inspects, strict=True)]
+
     synchronize()
-    warm_times: list[float] = []
+    warm: list[list[float]] = []  # one row per warm-up round, one column per callable
     warm_start = clock()
-    while len(warm_times) < 3 or (clock() - warm_start) * 1e3 < settings.warmup_ms:
-        warm_times.append(timed_rep(None, 0)[0])
-        if len(warm_times) >= 1000:
+    while len(warm) < 3 or (clock() - warm_start) * 1e3 < settings.warmup_ms:
+        warm.append(warm_rep(fns))
+        if len(warm) >= 1000:
             break
-    estimate = max(statistics.median(warm_times), 1e-3)
-    reps = min(settings.max_reps, max(settings.min_reps, math.ceil(settings.target_ms / estimate)))
-    times, walls = [], []
-    for i in range(reps):
-        event_ms, wall_ms = timed_rep(i, reps)
-        times.append(event_ms)
-        walls.append(wall_ms)
-    return {"times_ms": times, "wall_ms": walls, "warmup": len(warm_times), "method": METHOD}
+    calls, warmup, graph_error = fns, len(warm), None
+    if mode == "cuda-graph":
+        try:
+            replays = [_capture(torch, fn) for fn in fns]
+            warm = [warm_rep(replays) for _ in range(_GRAPH_WARMUP)]  # replay times set the rep count
+        except Exception as exc:  # noqa: BLE001 - uncapturable (host syncs...) is not a failure
+            # a failed capture's exit error ("previous error during capture") follows what broke the capture
+            graph_error = " -> ".join(_one_line(e) for e in (exc.__context__, exc) if e is not None)[:300]
+            mode = "events"
+        else:
+            calls, warmup = replays, warmup + _GRAPH_WARMUP
+    estimate = sum(max(statistics.median(column), 1e-3) for column in zip(*warm, strict=True))
+    planned = min(settings.max_reps, max(settings.min_reps, math.ceil(settings.target_ms / estimate)))
+
+    times: list[list[float]] = [[] for _ in calls]
+    walls: list[list[float]] = [[] for _ in calls]
+    order: list[str] = []
+
+    def step(i: int, reps: int) -> None:
+        ks = list(range(len(calls)))
+        if rng is not None:
+            rng.shuffle(ks)
+            order.append("".join("ab"[k] for k in ks))
+        for k in ks:
+            event_ms, wall_ms = timed_rep(calls[k], inspects[k], i, reps)
+            times[k].append(event_ms)
+            walls[k].append(wall_ms)
+
+    stopped = _run_reps(step, planned, settings, clock, times)
+    method = GRAPH_METHOD if mode == "cuda-graph" else METHOD
+    raws = []
+    for series, series_walls in zip(times, walls, strict=True):
+        rse = median_rse(series)
+        raw = {"times_ms": series, "wall_ms": series_walls, "warmup": warmup, "method": method,
+               "mode": mode, "stopped": stopped, "rse": rse if math.isfinite(rse) else None}
+        if graph_error is not None:
+            raw["graph_error"] = graph_error
+        raws.append(raw)
+    return raws, order
+
+
+def _run_reps(step: Callable[[int, int], None], planned: int, settings: TimerSettings,
+              clock: Callable[[], float], series: list[list[float]]) -> str:
+    """Call `step(i, reps)` for i = 0, 1, ...: `planned` times, or (adaptive) in batches until every series'
+    median reaches `rse_target`. `reps` is the count planned so far; every rep up to it runs. Batches grow
+    the count by a quarter, trimmed to what `max_ms` still holds at the pace so far. Returns why it
+    stopped."""
+    if settings.rse_target is None:
+        for i in range(planned):
+            step(i, planned)
+        return "fixed"
+    start, done, planned = clock(), 0, settings.min_reps
+    while True:
+        for i in range(done, planned):
+            step(i, planned)
+        done = planned
+        if max(median_rse(s) for s in series) <= settings.rse_target:
+            return "rse"
+        if done >= settings.max_reps:
+            return "max_reps"
+        elapsed_ms = (clock() - start) * 1e3
+        fits = math.floor(done * (settings.max_ms / elapsed_ms - 1)) if elapsed_ms > 0 else done
+        grow = min(max(1, done // 4), settings.max_reps - done, fits)
+        if grow < 1:
+            return "max_ms"
+        planned = done + grow
 
 
 def summarize(raw: dict) -> TimingStats:
     """Turn raw rep times (as returned by `time_cuda`, possibly from an untrusted process) into stats."""
-    times = [float(t) for t in raw["times_ms"]]
-    if not times or not all(math.isfinite(t) and t >= 0 for t in times):
-        raise ValueError("timing data must be a non-empty list of finite, non-negative numbers")
+    times = validate_times(raw["times_ms"], "times_ms")
+    mode, stopped, rse = raw.get("mode", "events"), raw.get("stopped"), raw.get("rse")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"unknown timing mode {str(mode)[:32]!r}")
+    if stopped is not None and (not isinstance(stopped, str) or stopped not in STOP_REASONS):
+        raise ValueError(f"unknown stop reason {str(stopped)[:32]!r}")
+    if rse is not None:
+        rse = validate_times([rse], "rse")[0]
     quartiles = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
     median = statistics.median(times)
     walls = [float(t) for t in raw.get("wall_ms") or []]
@@ -100,6 +262,9 @@ def summarize(raw: dict) -> TimingStats:
         warmup=int(raw.get("warmup", 0)),
         method=str(raw.get("method", METHOD))[:64],
         wall_median_ms=statistics.median(walls) if walls else None,
+        mode=mode,
+        stopped=stopped,
+        rse=rse,
     )
 
 
