@@ -120,3 +120,21 @@ def test_matmul_timing_reruns(evaluator, suite):
         print(f"matmul {name} medians {[round(t, 4) for t in times]} rerun spread {spread:.4f}")
         # 2*4096^3 FLOP can't beat the H100/H200 fp32 peak (~67 TFLOP/s) nor take a second
         assert all(2.0 < t < 1000.0 for t in times)
+
+
+def test_timing_modes_report_how_they_timed(suite):
+    """CUDA-graph replay, adaptive stopping and paired interleaved timing, through the sandbox."""
+    from kernelrl.timing import TimerSettings
+
+    relu = suite.get("level0/1_relu")
+    timer = TimerSettings(warmup_ms=50, rse_target=0.005, max_ms=2000)
+    with Evaluator(device="cuda", run_timeout_s=90, memory_limit_gb=8, static_checks=False, inductor_baseline=False,
+                   timer=timer, timing_mode="cuda-graph", paired_baseline=True, result_cache=False) as ev:
+        result = ev.evaluate(relu, example("relu_triton.py"))
+    record("relu_triton.py cuda-graph+adaptive+paired", result)
+    assert result.status is Status.CORRECT, result.feedback
+    stats, paired = result.timing.candidate, result.timing.paired_vs_eager
+    print("modes:", stats.mode, stats.method, stats.stopped, stats.rse, stats.reps, paired, result.phases_s)
+    assert stats.mode == "cuda-graph" and stats.method.startswith("cuda-graph")
+    assert stats.stopped in ("rse", "max_reps", "max_ms") and result.timing.timed_checks >= 4
+    assert paired is not None and paired.ci_low <= paired.speedup <= paired.ci_high

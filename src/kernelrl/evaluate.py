@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -58,6 +59,8 @@ from kernelrl.sandbox.runner import ChildOutcome, run_child
 from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
 from kernelrl.sandbox.zygote_client import ZygoteClient, ZygoteError
 from kernelrl.timing.cuda_timer import METHOD, TimerSettings, events_exceed_wall, summarize
+from kernelrl.timing.cuda_timer import MODES as TIMING_MODES
+from kernelrl.timing.stats import paired_speedup
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 from kernelrl.verify.tolerance import tolerance_for
 
@@ -70,6 +73,7 @@ _COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "Unsu
 _GiB = 1 << 30
 # EvalConfig fields that cannot change a verdict's content (device: the result key has the device's name)
 _NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache", "warm_pool", "max_concurrency"})
+_PAIRED_REFERENCE_TOLERANCE = 1.25  # paired reference median / judge's eager median beyond which it is distrusted
 _MAX_SAMPLED = 1 << 24  # output elements a timed-call sample may hold
 RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for a whole process (CI, tests)
 _POOL_MAX_FAILURES = 3
@@ -101,6 +105,13 @@ class EvalConfig:
     rule_policy: dict[str, str] | None = None  # rule id -> 'reject' | 'warn' | 'off' (overrides defaults)
     runtime_policy: dict[str, str] | None = None  # runtime check id -> 'reject' | 'warn' | 'off' (default reject)
     timing_variants: int = 4  # different inputs the timed calls rotate through (>= 3 defeats parity caches)
+    # 'events' (each call timed with CUDA events) or 'cuda-graph' (the call captured once, replays timed: no
+    # launch overhead; falls back to events when the call cannot be captured). TimingStats.mode says which ran
+    timing_mode: str = "events"
+    # also time the reference inside the sandbox, interleaved with the candidate, for a speedup with a confidence
+    # interval (TimingReport.paired_vs_eager); dropped when that reference runs slower than the judge's eager
+    # baseline allows (the candidate shares its process)
+    paired_baseline: bool = False
     min_kernel_gpu_fraction: float = 0.5  # of one forward's GPU time in the candidate's kernels (GPU; 0: off)
     speed_of_light_margin: float = 1.5  # bandwidth floor = input bytes / (margin x measured copy bandwidth)
     # FLOP floor = reference matmul/conv FLOPs / (margin x best measured matmul rate); wider, since an honest
@@ -112,9 +123,8 @@ class EvalConfig:
     readonly_filesystem: bool = True  # every mount read-only except the evaluation directory (needs the PID namespace)
     cache_dir: Path | None = None  # extension builds, baselines.sqlite, results.sqlite (default ~/.cache/kernelrl)
     result_cache: bool = True  # reuse verdicts of identical candidates (kernelrl.cache; also KERNELRL_RESULT_CACHE=0)
-    # fork candidates from a warm zygote (needs the PID namespace); False: a fresh process each. None: on in CPU
-    # mode, off on a GPU until the pool's GPU path has run on one (pass True to use it there)
-    warm_pool: bool | None = None
+    # fork candidates from a warm zygote (needs the PID namespace); False: a fresh process each
+    warm_pool: bool = True
     max_concurrency: int = 4  # evaluate_many: sandboxes at once (compile+correctness overlap; timing is exclusive)
 
     def __post_init__(self) -> None:
@@ -122,6 +132,8 @@ class EvalConfig:
             raise ValueError("trials must be at least 1")
         if self.max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
+        if self.timing_mode not in TIMING_MODES:
+            raise ValueError(f"timing_mode must be one of {TIMING_MODES}, not {self.timing_mode!r}")
         for check, policy in (self.runtime_policy or {}).items():
             if check not in RUNTIME_CHECKS:
                 raise ValueError(f"unknown runtime check {check!r}; see `kernelrl rules`")
@@ -583,7 +595,8 @@ class Evaluator:
             "mode": env.mode, "problem_path": str(problem.path), "candidate_path": str(candidate_path),
             "in_dir": str(in_dir), "out_dir": str(out_dir), "trials": prepared["trials"],
             "timing_set": prepared["timing_set"],
-            "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer),
+            "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer), "timing_mode": cfg.timing_mode,
+            "paired_baseline": cfg.paired_baseline,
             "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
             "isolate_network": cfg.isolate_network, "readonly_fs": cfg.readonly_filesystem,
             # this candidate's CUDA-extension build directory is the only writable place outside workdir
@@ -617,8 +630,7 @@ class Evaluator:
     def _pool_enabled(self) -> bool:
         """The zygote path needs the PID namespace (its forked children unshare one themselves)."""
         cfg = self.config
-        wanted = cfg.warm_pool if cfg.warm_pool is not None else self._device_mode() != "gpu"
-        if not (wanted and cfg.isolate_processes) or self._pool_failures >= _POOL_MAX_FAILURES:
+        if not (cfg.warm_pool and cfg.isolate_processes) or self._pool_failures >= _POOL_MAX_FAILURES:
             return False
         if self._sandbox_prefix is None:
             self._sandbox_prefix = pid_namespace_prefix()
@@ -839,7 +851,27 @@ class Evaluator:
         report.kernel_gpu_fraction = float(fraction) if isinstance(fraction, int | float) else None
         with self._gate.exclusive():  # the judge's timed runs: nothing else on this device meanwhile
             report.floor_ms = self._floor_ms(prepared)
-            return self._baselines(problem, seed, report)
+            report = self._baselines(problem, seed, report)
+        if trials.timing_raw.get("paired_reference") is not None:
+            self._paired(report, trials.timing_raw)
+        return report
+
+    def _paired(self, report: TimingReport, raw: dict) -> None:
+        """The speedup over the reference timed interleaved in the sandbox, with its confidence interval. That
+        reference shares the candidate's process, so it is cross-checked with the judge's eager time first."""
+        try:
+            reference = summarize(raw["paired_reference"])
+            if report.eager is None or report.candidate is None:
+                raise ValueError("no eager baseline to cross-check the paired reference with")
+            if reference.median_ms > _PAIRED_REFERENCE_TOLERANCE * report.eager.median_ms:
+                raise ValueError(f"the reference ran at {reference.median_ms:.4f} ms in the sandbox, "
+                                 f"{report.eager.median_ms:.4f} ms in the judge")
+            times = raw["times_ms"]
+            report.paired_vs_eager = paired_speedup(times, raw["paired_reference"]["times_ms"],
+                                                    rng=random.Random(len(times)))
+        except (ValueError, TypeError, KeyError) as exc:
+            note = f"paired timing dropped: {exc}"
+            report.unavailable_reason = f"{report.unavailable_reason}; {note}" if report.unavailable_reason else note
 
     def _baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False) -> TimingReport:
         """Eager/Inductor times from the baseline cache, else from the judge (then stored); `fresh` re-times

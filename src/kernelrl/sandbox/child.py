@@ -20,7 +20,8 @@ import traceback
 from kernelrl.sandbox import isolation
 
 _clock = time.perf_counter  # captured before any candidate code exists
-_TIMED_CHECKS = 4  # timed calls whose outputs go to the judge
+_TIMED_CHECKS = 4  # timed calls whose outputs go to the judge (one more per batch an adaptive timer adds)
+_MAX_TIMED_CHECKS = 16  # the verdict process compares at most this many
 _FULL_TIMED_CHECK_BYTES = 64 << 20  # larger outputs of timed calls go to the judge as a sample
 _SAMPLE_POINTS = 1 << 20  # secret random positions per sampled output, plus both ends
 
@@ -247,7 +248,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     from kernelrl.problems.input_sets import call_with, input_sets
     from kernelrl.sandbox.census import LaunchCensus
     from kernelrl.sandbox.tensorio import ITEMSIZE, tensor_meta, write_tensor
-    from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
+    from kernelrl.timing.cuda_timer import TimerSettings, time_cuda, time_paired
 
     gpu = request["mode"] == "gpu"
     if gpu:
@@ -387,9 +388,14 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                     tensor_copy(dst, src)
 
             def check(i, reps, result) -> None:
-                if i == 0:  # which timed calls are checked: secret, drawn once the rep count is known
-                    state["checks"] = set(secret.sample(range(reps), min(_TIMED_CHECKS, reps)))
-                if i is None or i not in state["checks"]:
+                if i is not None and reps > state.get("planned", 0):
+                    # which timed calls are checked: secret, drawn once the rep count is known, and again from
+                    # each batch an adaptive timer adds (a candidate must not behave for the first batch only)
+                    earlier = state.get("planned", 0)
+                    count = _TIMED_CHECKS if earlier == 0 else 1
+                    state["checks"] |= set(secret.sample(range(earlier, reps), min(count, reps - earlier)))
+                    state["planned"] = reps
+                if i is None or i not in state["checks"] or len(checked) >= _MAX_TIMED_CHECKS:
                     return
                 outs = _flatten_outputs(result)
                 metas = []
@@ -407,18 +413,34 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                     metas.append(meta)
                 checked.append({"rep": i, "trial": timed_trials[state["variant"]]["index"], "outputs": metas})
 
-            def call():
+            def call():  # counted: a CUDA graph's replays run no Python, so its calls are the captures
+                state["calls"] += 1
                 with torch.no_grad():
                     return model(*args)
 
+            state["calls"] = 0
             launches = census.launches
-            raw = time_cuda(
-                call, torch=torch, synchronize=sync, event_cls=event_cls, clock=_clock,
-                settings=TimerSettings(**request["timer"]), prepare=refill, inspect=check,
-            )
-            calls = len(raw["times_ms"]) + raw["warmup"]
-            channel.send("timing", **raw, checked=checked, calls=calls, launches=census.launches - launches,
-                         threads=stray_threads())
+            timer = dict(torch=torch, synchronize=sync, event_cls=event_cls, clock=_clock,
+                         settings=TimerSettings(**request["timer"]), prepare=refill, inspect=check,
+                         mode=request["timing_mode"])
+            extra = {}
+            if request["paired_baseline"]:  # the problem's own Model, built as the judge builds it
+                torch.manual_seed(42)
+                init_inputs = call_with(problem.get_init_inputs, sets[timed_trials[0]["set"]])
+                torch.manual_seed(42)
+                torch.cuda.manual_seed(42)
+                reference = problem.Model(*init_inputs).to(device)
+
+                def reference_call():
+                    with torch.no_grad():
+                        return reference(*args)
+
+                paired = time_paired(call, reference_call, rng=secret, **timer)
+                raw, extra = paired["a"], {"paired_reference": paired["b"]}
+            else:
+                raw = time_cuda(call, **timer)
+            channel.send("timing", **raw, **extra, checked=checked, calls=state["calls"],
+                         launches=census.launches - launches, threads=stray_threads())
     except SystemExit as exc:
         channel.send("exit", stage=stage, code=str(exc.code)[:200])
         os._exit(0)
