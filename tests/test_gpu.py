@@ -109,6 +109,10 @@ def test_matmul_timing_reruns(evaluator, suite):
     code = example("relu_triton.py").split("class ModelNew")[0] + (
         "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return torch.matmul(a, b)\n")
     candidate_ms, eager_ms = [], []
+    # torch.matmul as the "candidate": the checks that reject exactly that are off for this timer measurement
+    off = {"rt-no-kernel-launched": "off", "rt-kernel-gpu-fraction": "off"}
+    evaluator = Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False,
+                          runtime_policy=off, result_cache=False)
     for i in range(3):
         result = evaluator.evaluate(problem, code)
         record(f"matmul_run{i}", result)
@@ -120,6 +124,7 @@ def test_matmul_timing_reruns(evaluator, suite):
         print(f"matmul {name} medians {[round(t, 4) for t in times]} rerun spread {spread:.4f}")
         # 2*4096^3 FLOP can't beat the H100/H200 fp32 peak (~67 TFLOP/s) nor take a second
         assert all(2.0 < t < 1000.0 for t in times)
+    evaluator.close()
 
 
 def test_timing_modes_report_how_they_timed(suite):

@@ -311,6 +311,14 @@ def test_census_matches_only_the_candidates_own_kernel_names():
     assert census.is_candidate_kernel("_Z4gemmPKfS0_Pfiii")  # mangled CUDA C++ name
     assert not census.is_candidate_kernel("relu_kernel_0d1d")  # another kernel that merely shares a prefix
     assert not census.is_candidate_kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32")
+    # demangled, as torch's profiler names CUDA C++ kernels
+    assert census.is_candidate_kernel("gemm(float const*, float const*, float*, int, int, int)")
+    assert census.is_candidate_kernel("void gemm<float, 128>(float const*, float*, int)")
+    # a candidate kernel named like one of PyTorch's does not claim PyTorch's (namespaced) kernels
+    census.cuda_kernels.add("elementwise_kernel")
+    assert not census.is_candidate_kernel(
+        "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<>(at::TensorIteratorBase&)>(int)")
+    assert not census.is_candidate_kernel("_ZN2at6native18elementwise_kernelILi128ELi4EEEviT1_")
 
 
 def test_census_counts_calls_into_a_built_extension_and_reads_its_kernel_names():

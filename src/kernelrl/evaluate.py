@@ -181,7 +181,7 @@ class _Trials:
     def phases(self, started: float, finished: float) -> dict[str, float]:
         """Seconds between the sandbox's milestones, for the phases this run reached."""
         marks = [("start", "ready"), ("import", "imported"), ("init", "initialized"), ("correctness", "trial"),
-                 ("token", "timing_granted"), ("census", "census"), ("timing", "timing")]
+                 ("census", "census"), ("token", "timing_granted"), ("timing", "timing")]
         phases, last = {}, started
         for name, event in marks:
             if event in self.arrived:

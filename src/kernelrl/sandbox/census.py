@@ -14,6 +14,10 @@ import re
 
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"  # allowed before or after the return type
 _GLOBAL_FN = re.compile(r"__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS + r"(\w+)\s*\(")
+# a demangled kernel name at global scope: optional return type, the name, then its template or arguments.
+# Namespaced names never match: `void at::native::elementwise_kernel<...>` is PyTorch's, whatever the
+# candidate calls its own kernel
+_DEMANGLED = re.compile(r"(?:void\s+)?(\w+)\s*[<(]")
 
 
 class LaunchCensus:
@@ -88,7 +92,12 @@ class LaunchCensus:
 
     def is_candidate_kernel(self, gpu_kernel_name: str) -> bool:
         """Whether a kernel name from the profiler belongs to the candidate: Triton kernels keep the Python
-        function's name; CUDA C++ kernels appear mangled (`_Z<len><name>...`) or as extern "C" names."""
+        function's name; CUDA C++ kernels appear demangled (`void name<T>(float const*, ...)`, as torch's
+        profiler shows them), mangled (`_Z<len><name>...`) or as extern "C" names, all at global scope."""
         if gpu_kernel_name in self.triton_kernels or gpu_kernel_name in self.cuda_kernels:
             return True
-        return gpu_kernel_name.startswith("_Z") and any(f"{len(n)}{n}" in gpu_kernel_name for n in self.cuda_kernels)
+        demangled = _DEMANGLED.match(gpu_kernel_name)
+        if demangled and demangled.group(1) in self.cuda_kernels:
+            return True
+        # mangled at global scope only (`_Z<len><name>`; a namespace would be `_ZN...`), for the same reason
+        return any(gpu_kernel_name.startswith(f"_Z{len(n)}{n}") for n in self.cuda_kernels)

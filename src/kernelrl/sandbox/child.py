@@ -368,7 +368,6 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                          changed_inputs=changed)
 
         if gpu and request["timing"] and timed_trials:
-            _wait_for_timing_token(channel, control_fd)
             stage = "timing"
             model = model_for(timed_trials[0]["set"])
             # the timed calls rotate through the timing set's trials (their pristine inputs), refilled into the
@@ -377,7 +376,9 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             variants = [pristine[t["index"]] for t in timed_trials]
             buffers = [t.clone() for t in variants[0]]
             args = _args_for(timed_trials[0], buffers)
+            # profiled before the token: other sandboxes time meanwhile (a timed run pauses this one)
             channel.send("census", **_candidate_gpu_fraction(torch, census, model, args))
+            _wait_for_timing_token(channel, control_fd)
             state: dict = {"variant": 0, "checks": set()}
             checked: list[dict] = []
 
