@@ -4,7 +4,7 @@ kernel share of GPU time). Writes JSON lines as it goes, so a run cut short keep
 docs/suite.md table comes from bench/suite_table.py, which is ~10x cheaper per problem.
 
   python bench/suite_gpu.py audit --out audit.jsonl [--only level1/]
-  python bench/suite_gpu.py solutions --out solutions.jsonl [--only level0/1_relu,level1/1_row_softmax]
+  python bench/suite_gpu.py solutions --out solutions.jsonl [--only level0/1_relu,level1/1_row_softmax] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -35,20 +35,18 @@ def run_audit(out: str, only: str | None) -> None:
             print(problem.id, [x.flag for x in audit.flags], audit.eager_ms, flush=True)
 
 
-def run_solutions(out: str, only: str | None) -> None:
+def run_solutions(out: str, only: str | None, jobs: int, inductor: bool) -> None:
     suite = load_suite()
     # the audit ran separately (command `audit`): no need to re-audit each problem before evaluating
-    config = EvalConfig(device="cuda", run_timeout_s=300, refuse_flagged_problems=False)
+    config = EvalConfig(device="cuda", run_timeout_s=300, refuse_flagged_problems=False, inductor_baseline=inductor,
+                        result_cache=False, max_concurrency=jobs)
+    items = [(p, path.read_text()) for p in _selected(only) if (path := suite.solution_path(p)) is not None]
     with Evaluator(config) as ev, open(out, "a") as f:
-        for problem in _selected(only):
-            path = suite.solution_path(problem)
-            if path is None:
-                continue
-            result = ev.evaluate(problem, path.read_text())
+        for result in ev.evaluate_many(items):  # as they finish; timing stays one at a time on the GPU
             f.write(result.to_json() + "\n")
             f.flush()
             t = result.timing
-            print(problem.id, result.status.value, result.message[:120],
+            print(result.problem_id, result.status.value, result.message[:120],
                   t and t.candidate and round(t.candidate.median_ms, 4), t and t.eager and round(t.eager.median_ms, 4),
                   t and t.inductor and round(t.inductor.median_ms, 4),
                   f"floor={t and t.floor_ms and round(t.floor_ms, 4)} gpu_fraction={t and t.kernel_gpu_fraction} "
@@ -60,11 +58,13 @@ def main() -> None:
     parser.add_argument("command", choices=["audit", "solutions"])
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", help="problem id prefix (level1/) or comma-separated problem ids")
+    parser.add_argument("--jobs", type=int, default=2, help="solutions: sandboxes at once (evaluate_many)")
+    parser.add_argument("--no-inductor", action="store_true", help="solutions: skip the torch.compile baseline")
     args = parser.parse_args()
     if args.command == "audit":
         run_audit(args.out, args.only)
     else:
-        run_solutions(args.out, args.only)
+        run_solutions(args.out, args.only, args.jobs, not args.no_inductor)
 
 
 if __name__ == "__main__":

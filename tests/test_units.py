@@ -336,3 +336,18 @@ def test_census_counts_calls_into_a_built_extension_and_reads_its_kernel_names()
     assert census.cuda_kernels == {"relu_kernel"} and census.launches == 0
     assert module.relu(3) == 3 and module.relu(4) == 4
     assert census.launches == 2
+
+
+def test_chunked_comparison_reports_like_a_single_pass(monkeypatch):
+    import torch
+
+    from kernelrl.verify import compare
+
+    expected = torch.randn(50, 70)
+    actual = expected.clone()
+    actual[10, 5], actual[40, 3] = 9.0, float("nan")
+    whole = compare.compare_tensors(expected, actual, 1e-4, 1e-4)
+    monkeypatch.setattr(compare, "_CHUNK", 1000)  # the mismatches fall in the 1st and 3rd of 4 chunks
+    assert compare.compare_tensors(expected, actual, 1e-4, 1e-4) == whole
+    assert whole["mismatched"] == 2 and whole["first_index"] == [10, 5] and whole["reason"] == "nonfinite"
+    assert compare.compare_tensors(expected, expected.clone(), 1e-4, 1e-4) is None

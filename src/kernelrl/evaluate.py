@@ -112,7 +112,9 @@ class EvalConfig:
     # interval (TimingReport.paired_vs_eager); dropped when that reference runs slower than the judge's eager
     # baseline allows (the candidate shares its process)
     paired_baseline: bool = False
-    min_kernel_gpu_fraction: float = 0.5  # of one forward's GPU time in the candidate's kernels (GPU; 0: off)
+    # of one forward's GPU time in the candidate's kernels (GPU; 0: off, which also saves the ~5 s the profiler
+    # takes to start in each sandbox)
+    min_kernel_gpu_fraction: float = 0.5
     speed_of_light_margin: float = 1.5  # bandwidth floor = input bytes / (margin x measured copy bandwidth)
     # FLOP floor = reference matmul/conv FLOPs / (margin x best measured matmul rate); wider, since an honest
     # kernel may skip work the dense reference does (causal masks, zeros)
@@ -597,6 +599,9 @@ class Evaluator:
             "timing_set": prepared["timing_set"],
             "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer), "timing_mode": cfg.timing_mode,
             "paired_baseline": cfg.paired_baseline,
+            # the profiled forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
+            "kernel_share": cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
+                "rt-kernel-gpu-fraction", "reject") != "off",
             "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
             "isolate_network": cfg.isolate_network, "readonly_fs": cfg.readonly_filesystem,
             # this candidate's CUDA-extension build directory is the only writable place outside workdir

@@ -377,7 +377,8 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             buffers = [t.clone() for t in variants[0]]
             args = _args_for(timed_trials[0], buffers)
             # profiled before the token: other sandboxes time meanwhile (a timed run pauses this one)
-            channel.send("census", **_candidate_gpu_fraction(torch, census, model, args))
+            if request["kernel_share"]:  # ~5 s: CUPTI's start-up in each new process
+                channel.send("census", **_candidate_gpu_fraction(torch, census, model, args))
             _wait_for_timing_token(channel, control_fd)
             state: dict = {"variant": 0, "checks": set()}
             checked: list[dict] = []

@@ -28,21 +28,54 @@ def compare_tensors(expected: torch.Tensor, actual: torch.Tensor, atol: float, r
     numel = expected.numel()
     if numel == 0:
         return None
-    wide = torch.complex128 if expected.is_complex() else torch.float64
-    exp, act = expected.to(wide), actual.to(wide)
+    flat_exp, flat_act = expected.reshape(-1), actual.reshape(-1)
+    # in chunks: the float64 temporaries of a GB-sized output would otherwise take several times its size
+    for start in range(0, numel, _CHUNK):
+        found = _compare_flat(flat_exp[start:start + _CHUNK], flat_act[start:start + _CHUNK], atol, rtol)
+        if found is not None:  # the rest only adds to the counts and maxima
+            return _mismatch_report(flat_exp, flat_act, tuple(expected.shape), atol, rtol, start)
+    return None
+
+
+_CHUNK = 1 << 24  # elements compared at once
+
+
+def _widened(exp: torch.Tensor, act: torch.Tensor, atol: float, rtol: float):
+    """Both in float64 (complex128), |act - exp|, and which elements are close (allclose; NaN where NaN)."""
+    wide = torch.complex128 if exp.is_complex() else torch.float64
+    exp, act = exp.to(wide), act.to(wide)
     diff = (act - exp).abs()
-    ok = (diff <= atol + rtol * exp.abs()) | (act == exp) | (torch.isnan(exp) & torch.isnan(act))
-    if bool(ok.all()):
-        return None
-    bad = ~ok
-    mismatched = int(bad.sum())
-    first = int(bad.reshape(-1).nonzero()[0, 0])
-    both_finite = torch.isfinite(exp) & torch.isfinite(act)
-    finite_diff = torch.where(both_finite, diff, torch.zeros_like(diff))
-    rel = finite_diff / (exp.abs() + atol) if atol > 0 else finite_diff / exp.abs().clamp_min(1e-30)
-    nonfinite = int((~torch.isfinite(act) & torch.isfinite(exp)).sum())
-    index = _unravel(first, tuple(expected.shape))
-    exp_v, act_v = exp.reshape(-1)[first].item(), act.reshape(-1)[first].item()
+    return exp, act, diff, (diff <= atol + rtol * exp.abs()) | (act == exp) | (torch.isnan(exp) & torch.isnan(act))
+
+
+def _compare_flat(exp: torch.Tensor, act: torch.Tensor, atol: float, rtol: float) -> bool | None:
+    """None when the chunk matches, True otherwise."""
+    return None if bool(_widened(exp, act, atol, rtol)[3].all()) else True
+
+
+def _mismatch_report(flat_exp: torch.Tensor, flat_act: torch.Tensor, shape: tuple[int, ...], atol: float,
+                     rtol: float, first_chunk: int) -> dict:
+    """Counts, maxima and the first bad element over every chunk from the first bad one on."""
+    numel = flat_exp.numel()
+    mismatched = nonfinite = 0
+    first = None
+    max_abs = max_rel = 0.0
+    exp_v = act_v = 0.0
+    for start in range(first_chunk, numel, _CHUNK):
+        exp, act, diff, ok = _widened(flat_exp[start:start + _CHUNK], flat_act[start:start + _CHUNK], atol, rtol)
+        bad = ~ok
+        count = int(bad.sum())
+        if count and first is None:
+            k = int(bad.nonzero()[0, 0])
+            first = start + k
+            exp_v, act_v = exp[k].item(), act[k].item()
+        mismatched += count
+        both_finite = torch.isfinite(exp) & torch.isfinite(act)
+        finite_diff = torch.where(both_finite, diff, torch.zeros_like(diff))
+        rel = finite_diff / (exp.abs() + atol) if atol > 0 else finite_diff / exp.abs().clamp_min(1e-30)
+        nonfinite += int((~torch.isfinite(act) & torch.isfinite(exp)).sum())
+        max_abs, max_rel = max(max_abs, float(finite_diff.max())), max(max_rel, float(rel.max()))
+    index = _unravel(first, shape)
     exp_v = exp_v.real if isinstance(exp_v, complex) else exp_v
     act_v = act_v.real if isinstance(act_v, complex) else act_v
     detail = (
@@ -54,8 +87,8 @@ def compare_tensors(expected: torch.Tensor, actual: torch.Tensor, atol: float, r
     return {
         "reason": "nonfinite" if nonfinite else "values",
         "detail": detail,
-        "max_abs_error": float(finite_diff.max()),
-        "max_rel_error": float(rel.max()),
+        "max_abs_error": max_abs,
+        "max_rel_error": max_rel,
         "mismatched": mismatched,
         "numel": numel,
         "first_index": index,
