@@ -87,8 +87,7 @@ def _problem(judge, problem, args, settings: dict) -> dict:
     module, sets = judge._module(str(problem.path), problem.sha256)
     params = sets[timing_set(list(sets))]
     model = judge._model(problem.sha256, module, params)
-    inputs = [v.to(judge.device) if isinstance(v, torch.Tensor) else v
-              for v in judge._inputs(module, params, args.seed)]
+    inputs = judge._inputs(module, params, args.seed)  # on the judge's device
 
     def forward():  # the eager baseline's call (Judge.baselines)
         with torch.no_grad():

@@ -99,7 +99,7 @@ def _check_one(pid: str, device: str) -> dict:
     for name in correctness_sets(list(sets), gpu=judge.gpu):
         params = sets[name]
         reference = judge._model(problem.sha256, module, params)
-        inputs = [v.to(judge.device) if isinstance(v, torch.Tensor) else v for v in judge._inputs(module, params, SEED)]
+        inputs = judge._inputs(module, params, SEED)  # on the judge's device
         with torch.no_grad():
             expected = [t.clone() for t in _flatten(reference(*[x.clone() if isinstance(x, torch.Tensor) else x
                                                                 for x in inputs]))]
@@ -123,7 +123,7 @@ def _check_one(pid: str, device: str) -> dict:
         if judge.gpu:  # compiling warms the Inductor caches the serial `time` step then reads
             params = sets[bench]
             compiled = torch.compile(judge._model(problem.sha256, module, params))
-            inputs = [v.cuda() if isinstance(v, torch.Tensor) else v for v in judge._inputs(module, params, SEED)]
+            inputs = judge._inputs(module, params, SEED)
             with torch.no_grad():
                 compiled(*inputs)
             sync()
@@ -159,7 +159,7 @@ def time_all(out: Path, only: str | None) -> None:
             torch = judge.torch
             params = sets[timing_set(list(sets))]
             reference = judge._model(problem.sha256, module, params)
-            inputs = [v.cuda() if isinstance(v, torch.Tensor) else v for v in judge._inputs(module, params, SEED)]
+            inputs = judge._inputs(module, params, SEED)
 
             def timer(model, torch=torch, inputs=inputs):
                 return _time(torch, model, inputs, settings)

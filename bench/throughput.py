@@ -87,9 +87,9 @@ def gpu_seconds(result: EvalResult) -> float:
 
 
 def run_mode(ev: Evaluator, name: str, items) -> dict:
-    # one Evaluator (one judge: references, audits and baselines computed once) for every mode; the result cache
-    # is off except in the 'cached' mode, which evaluates every item again with it on (all hits after the first)
-    ev.config = dataclasses.replace(ev.config, warm_pool=name != "fresh", result_cache=name == "cached")
+    # one Evaluator (one judge: references, audits and baselines computed once) for every mode, made with the
+    # result cache off; the 'cached' mode gives it an empty cache, fills it with one pass, then times a second
+    ev.config = dataclasses.replace(ev.config, warm_pool=name != "fresh")
     ev._result_cache = None
     if name == "cached":
         ev._result_cache = ResultCache(Path(tempfile.mkdtemp(prefix="kernelrl-bench-")) / ResultCache.FILE)

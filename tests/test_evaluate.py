@@ -39,6 +39,10 @@ def test_correct_elementwise_kernel(evaluator, relu):
     assert (result.correctness.atol, result.correctness.rtol, result.correctness.dtype) == (1e-4, 1e-4, "float32")
     assert result.environment.mode == "cpu-interpreter"
     assert result.timing.candidate is None and "cpu-interpreter" in result.timing.unavailable_reason
+    # where the time went: every phase the run reached, none negative, together within the wall time
+    assert {"prepare", "start", "import", "init", "correctness", "finish"} <= set(result.phases_s)
+    assert all(v >= 0 for v in result.phases_s.values())
+    assert sum(result.phases_s.values()) <= result.wall_time_s
 
 
 def test_correct_softmax_kernel_default_five_trials(suite):
@@ -312,3 +316,10 @@ def test_inputs_the_sandbox_cannot_reproduce_are_a_problem_error(evaluator, tmp_
     result = evaluator.evaluate(problem, example("relu_triton.py"))
     assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE, result.message
     assert "differ from the judge's" in result.feedback
+
+
+def test_config_rejects_an_unknown_timing_mode():
+    from kernelrl import EvalConfig
+
+    with pytest.raises(ValueError, match="timing_mode"):
+        EvalConfig(timing_mode="wallclock")

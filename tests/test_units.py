@@ -351,3 +351,49 @@ def test_chunked_comparison_reports_like_a_single_pass(monkeypatch):
     assert compare.compare_tensors(expected, actual, 1e-4, 1e-4) == whole
     assert whole["mismatched"] == 2 and whole["first_index"] == [10, 5] and whole["reason"] == "nonfinite"
     assert compare.compare_tensors(expected, expected.clone(), 1e-4, 1e-4) is None
+
+
+def test_sampled_comparison_finds_a_wrong_output_and_maps_the_index_back():
+    import torch
+
+    from kernelrl.verify.compare import compare_sampled
+
+    expected = torch.randn(64, 100)
+    positions = torch.tensor([0, 5, 101, 6399])
+    good = expected.reshape(-1)[positions].clone()
+    assert compare_sampled(expected, [64, 100], "float32", positions, good, 1e-4, 1e-4) is None
+    bad = good.clone()
+    bad[2] += 1.0
+    found = compare_sampled(expected, [64, 100], "float32", positions, bad, 1e-4, 1e-4)
+    assert found["first_index"] == [1, 1] and found["mismatched"] == 1 and "sampled" in found["detail"]
+    assert compare_sampled(expected, [64, 99], "float32", positions, good, 1e-4, 1e-4)["reason"] == "shape"
+    assert compare_sampled(expected, [64, 100], "float16", positions, good, 1e-4, 1e-4)["reason"] == "dtype"
+    outside = torch.tensor([0, 5, 101, 6400])  # past the end: a malformed sample, not an index error
+    assert "malformed" in compare_sampled(expected, [64, 100], "float32", outside, good, 1e-4, 1e-4)["detail"]
+
+
+def test_judge_lets_the_sandbox_redraw_reproducible_inputs_and_sends_files_otherwise(tmp_path):
+    from kernelrl.problems.input_sets import input_probe
+    from kernelrl.sandbox.judge import Judge
+
+    judge = Judge("cpu")
+    for name, draw, redrawn in (("seeded", "torch.randn(16, 8)", True),
+                                ("unseeded", "torch.randn(16, 8) + random.random()", False)):
+        path = tmp_path / f"{name}.py"
+        path.write_text("import random\nimport torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                        "    def forward(self, x):\n        return x * 2\n"
+                        f"def get_inputs():\n    return [{draw}]\ndef get_init_inputs():\n    return []\n")
+        in_dir = tmp_path / f"in_{name}"
+        in_dir.mkdir()
+        prepared = judge.prepare({"eval_id": name, "problem_path": str(path), "problem_sha256": name * 4,
+                                  "master_seed": 7, "min_trials": 3, "input_sets": [], "in_dir": str(in_dir),
+                                  "timing_variants": 0})
+        files = sorted(p.name for p in in_dir.iterdir())
+        if redrawn:  # no files: each trial carries its seed and a probe of the judge's draw
+            assert files == [] and all("draw" in t for t in prepared["trials"])
+            trial = prepared["trials"][0]
+            torch.manual_seed(trial["draw"]["seed"])
+            assert input_probe(torch, [torch.randn(16, 8)]) == trial["draw"]["probe"]
+        else:
+            assert files == ["trial0_in0.bin", "trial1_in0.bin", "trial2_in0.bin"]
+            assert not any("draw" in t for t in prepared["trials"])

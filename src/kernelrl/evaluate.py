@@ -177,7 +177,7 @@ class _Trials:
         self.problem: str | None = None  # a protocol violation or judge failure
         self.timing_raw: dict | None = None
         self.census: dict | None = None
-        self.irreproducible: str | None = None  # the sandbox drew other inputs than the judge from the same seed
+        self.inputs_unavailable: str | None = None  # the sandbox could not draw the judge's inputs (problem error)
         self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report arrived
 
     def phases(self, started: float, finished: float) -> dict[str, float]:
@@ -214,7 +214,7 @@ class _Trials:
             self.census = event
             return True
         if kind == "inputs_unavailable":  # before the candidate was imported: the problem's inputs, not the candidate
-            self.irreproducible = str(event.get("detail", ""))[:500]
+            self.inputs_unavailable = str(event.get("detail", ""))[:500]
             return False
         if kind != "trial":
             return True
@@ -671,8 +671,8 @@ class Evaluator:
             token_allowed=lambda: trials.passed == trials.planned and trials.hack is None,
         )
         request_path = workdir / "request.json"
-        request_path.write_text(json.dumps(request))
         if self._pool_enabled():
+            request_path.write_text(json.dumps(request))
             zygote = self._pool()
             message = {"op": "fork", "env": child_env, "cwd": str(home), "request_path": str(request_path)}
             try:
@@ -729,11 +729,11 @@ class Evaluator:
         for event, stage in (("imported", Stage.INIT), ("initialized", Stage.CORRECTNESS), ("timing", Stage.TIMING)):
             if outcome.last(event):
                 reached = stage
-        if trials.irreproducible is not None:
+        if trials.inputs_unavailable is not None:
             return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                               message="the sandbox could not reproduce the problem's inputs (a problem or harness "
                                       "error, not the candidate's)",
-                              feedback=f"{trials.irreproducible}. get_inputs() must depend only on torch's seed.",
+                              feedback=f"{trials.inputs_unavailable}. get_inputs() must depend only on torch's seed.",
                               **base)
         if trials.mismatch is not None:
             m = trials.mismatch

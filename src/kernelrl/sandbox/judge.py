@@ -63,7 +63,7 @@ class Judge:
         self._bandwidth: float | None = None
         self._peak_flops: float | None = None
         self._flop_counts: dict[tuple, int | None] = {}
-        self._draw_on: dict[str, str] = {}  # problem sha -> where its get_inputs() draws (device, or cpu if it must)
+        self._draw_on: dict[str, str] = {}  # problem module -> where its get_inputs() draws (device, or cpu if it must)
         self._reproducible: dict[tuple, bool] = {}  # (problem sha, set) -> same seed gives the same inputs
 
     # -- helpers ---------------------------------------------------------------------------------------
@@ -89,10 +89,10 @@ class Judge:
             self.models[key] = module.Model(*init_inputs).to(self.device)
         return self.models[key]
 
-    def _inputs(self, module, params: dict, seed: int, sha: str | None = None) -> list:
+    def _inputs(self, module, params: dict, seed: int) -> list:
         """One draw of the problem's inputs, on this judge's device. Factories create on the device directly
         (bench-sized host draws cost seconds); a get_inputs() that fails that way draws on the host."""
-        key = sha or module.__name__
+        key = module.__name__  # one per problem hash (see _module)
         draw_on = self._draw_on.get(key, self.device.type)
         try:
             return draw_inputs(self.torch, module.get_inputs, params, seed, draw_on, self.device)
@@ -108,7 +108,7 @@ class Judge:
         key = (sha, set_name)
         if key not in self._reproducible:
             torch = self.torch
-            again = self._inputs(module, params, seed, sha)
+            again = self._inputs(module, params, seed)
 
             def same(a, b) -> bool:
                 if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
@@ -211,7 +211,7 @@ class Judge:
         trials, refs, originals = [], [], []
         for index, (seed, set_name) in enumerate(zip(seeds, plan, strict=True)):
             model = self._model(req["problem_sha256"], module, sets[set_name])
-            values = self._inputs(module, sets[set_name], seed, req["problem_sha256"])
+            values = self._inputs(module, sets[set_name], seed)
             # the sandbox draws these itself from the seed when that reproduces them; else it reads files
             redraw = self._is_reproducible(req["problem_sha256"], module, set_name, sets[set_name], values, seed)
             metas, args, tensors = [], [], []
@@ -235,7 +235,7 @@ class Judge:
             self._sync()
             trial = {"index": index, "set": set_name, "inputs": metas, "args": args, "timed_only": index >= checked}
             if redraw:
-                trial["draw"] = {"seed": seed, "on": self._draw_on.get(req["problem_sha256"], self.device.type),
+                trial["draw"] = {"seed": seed, "on": self._draw_on.get(module.__name__, self.device.type),
                                  "probe": input_probe(torch, values)}
             trials.append(trial)
             refs.append(outputs)
@@ -253,7 +253,6 @@ class Judge:
             "output_dtypes": sorted({dtype_name(t.dtype) for ref in refs for t in ref}),
             "input_dtypes": sorted({m["dtype"] for trial in trials for m in trial["inputs"]}),
             "outputs": [tensor_meta(t) for t in refs[0]],
-            "redrawn": sum("draw" in t for t in trials),
         }
 
     def compare(self, req: dict) -> dict:
@@ -339,7 +338,7 @@ class Judge:
 
         def fresh(seed):  # drawing bench-sized inputs on the host is slow: once per seed
             if seed not in drawn:
-                drawn[seed] = self._inputs(module, params, seed, req["problem_sha256"])
+                drawn[seed] = self._inputs(module, params, seed)
             return drawn[seed]
 
         median = None
@@ -418,7 +417,7 @@ class Judge:
         module, sets = self._module(req["problem_path"], req["problem_sha256"])
         params = sets[timing_set(list(sets))]
         model = self._model(req["problem_sha256"], module, params)
-        args = self._inputs(module, params, req["seed"], req["problem_sha256"])
+        args = self._inputs(module, params, req["seed"])
         settings = TimerSettings(**req["timer"])
 
         def timer(fn):
