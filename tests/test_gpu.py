@@ -143,3 +143,21 @@ def test_timing_modes_report_how_they_timed(suite):
     assert stats.mode == "cuda-graph" and stats.method.startswith("cuda-graph")
     assert stats.stopped in ("rse", "max_reps", "max_ms") and result.timing.timed_checks >= 4
     assert paired is not None and paired.ci_low <= paired.speedup <= paired.ci_high
+
+
+def test_kernel_share_is_measured_with_events_and_falls_back_to_the_profiler(evaluator, suite):
+    """The share of GPU time in the candidate's kernels: gated CUDA events (milliseconds) for a plain forward;
+    a forward that synchronizes defeats the gate, so the profiler measures it instead."""
+    relu = suite.get("level0/1_relu")
+    plain = evaluator.evaluate(relu, example("relu_triton.py"))
+    syncing = evaluator.evaluate(relu, c.relu_candidate("y = relu(x)\n        torch.cuda.synchronize()\n"
+                                                        "        return y"))
+    for name, result in (("plain", plain), ("synchronizing", syncing)):
+        t = result.timing
+        print(name, result.status.value, t.kernel_gpu_fraction, t.kernel_gpu_fraction_method,
+              result.phases_s.get("census"))
+        assert result.status is Status.CORRECT, result.feedback
+        assert t.kernel_gpu_fraction > 0.9
+    assert plain.timing.kernel_gpu_fraction_method == "events"
+    assert syncing.timing.kernel_gpu_fraction_method == "profiler"
+    assert plain.phases_s["census"] < 1.0  # no CUPTI start-up

@@ -397,3 +397,77 @@ def test_judge_lets_the_sandbox_redraw_reproducible_inputs_and_sends_files_other
         else:
             assert files == ["trial0_in0.bin", "trial1_in0.bin", "trial2_in0.bin"]
             assert not any("draw" in t for t in prepared["trials"])
+
+
+def test_kernel_share_counts_nested_intervals_once_and_work_it_never_saw():
+    from kernelrl.sandbox.kernel_share import Span, share_of
+
+    # an extension call (mine, 10 ms) that spends 4 ms in an ATen matmul it calls; a copy op (other, 2 ms)
+    extension = Span("mine", "gemm_ext", ms=10.0, children=[Span("other", "mm", ms=4.0)])
+    copy = Span("other", "copy_", ms=2.0)
+    share = share_of([extension, copy], forward_ms=12.5)
+    assert share["mine_us"] == pytest.approx(6000.0) and share["other_us"] == pytest.approx(6000.0)
+    assert share["fraction"] == pytest.approx(6.0 / 12.5)  # the forward's 0.5 ms between intervals counts too
+    assert share["top"][0][1] == pytest.approx(6000.0)
+    # a custom op (other) that launches the candidate's Triton kernel inside it: the kernel counts as mine
+    custom = Span("other", "my_op", ms=3.0, children=[Span("mine", "relu_kernel", ms=2.5)])
+    assert share_of([custom], forward_ms=3.0)["fraction"] == pytest.approx(2.5 / 3.0)
+    # work no interval saw (a CUDA graph replay): the whole forward is the denominator
+    assert share_of([Span("mine", "copy_kernel", ms=0.1)], forward_ms=5.0)["fraction"] == pytest.approx(0.02)
+    assert share_of([], forward_ms=0.0)["fraction"] is None
+
+
+def test_kernel_share_times_ops_that_launch_work_and_skips_views_and_allocations():
+    import torch
+
+    from kernelrl.sandbox.kernel_share import _TimedOps
+
+    class Names:  # the tracer's two calls, recorded
+        def __init__(self):
+            self.opened = []
+
+        def begin(self, kind, name):
+            self.opened.append((kind, name))
+            return name
+
+        def end(self, span):
+            pass
+
+    names = Names()
+    x = torch.randn(8, 8)
+    with _TimedOps(names):
+        y = torch.matmul(x, x).relu()
+        torch.empty(3)
+        y.view(64)
+        y.t().contiguous()
+        torch.nn.functional.linear(x, x)
+    assert names.opened == [("other", "mm"), ("other", "relu"), ("other", "clone"), ("other", "mm")]
+
+
+def test_census_brackets_the_candidates_launches_for_a_tracer():
+    from types import SimpleNamespace
+
+    from kernelrl.sandbox.census import LaunchCensus
+
+    log = []
+
+    class Tracer:
+        def begin(self, kind, name):
+            log.append(("begin", kind, name))
+            return name
+
+        def end(self, span):
+            log.append(("end", span))
+
+    def relu_launch(x):
+        log.append(("call", x))
+        return x
+
+    built = SimpleNamespace(relu_launch=relu_launch)
+    census = LaunchCensus("kernelrl_candidate")
+    module = census._wrap_loader(lambda *args, **kwargs: built)("ext", "", "__global__ void relu_kernel(float* x) {}")
+    module.relu_launch(1)  # no tracer: counted only
+    census.tracer = Tracer()
+    module.relu_launch(2)
+    assert census.launches == 2
+    assert log == [("call", 1), ("begin", "mine", "relu_launch"), ("call", 2), ("end", "relu_launch")]

@@ -854,6 +854,8 @@ class Evaluator:
         census = trials.census or {}
         fraction = census.get("fraction")
         report.kernel_gpu_fraction = float(fraction) if isinstance(fraction, int | float) else None
+        method = census.get("method")
+        report.kernel_gpu_fraction_method = method if method in ("events", "profiler") else None
         with self._gate.exclusive():  # the judge's timed runs: nothing else on this device meanwhile
             report.floor_ms = self._floor_ms(prepared)
             report = self._baselines(problem, seed, report)

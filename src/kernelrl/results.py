@@ -120,6 +120,7 @@ class TimingReport:
     floor_ms: float | None = None  # speed-of-light floor: input bytes / (margin x measured bandwidth)
     timed_checks: int = 0  # timed calls whose outputs were compared with the reference
     kernel_gpu_fraction: float | None = None  # share of one forward's GPU time in the candidate's kernels
+    kernel_gpu_fraction_method: str | None = None  # 'events' (gated CUDA events) or 'profiler' (the fallback)
     paired_vs_eager: PairedSpeedup | None = None  # candidate (A) and eager (B) timed interleaved
 
 

@@ -88,7 +88,7 @@ BANNED_MODULES = {  # any import whose dotted path contains one of these compone
     "socket": "network-subprocess", "http": "network-subprocess", "urllib": "network-subprocess",
     "requests": "network-subprocess", "subprocess": "network-subprocess", "ssl": "network-subprocess",
     "shutil": "file-write", "tempfile": "file-write", "signal": "concurrency", "kernelrl": "monkey-patch",
-    "kernelrl_problem": "reference-model",
+    "kernelrl_problem": "reference-model", "_python_dispatch": "introspection",
 }
 BANNED_CALLS = {
     "exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code", "__import__": "dynamic-code",
@@ -104,6 +104,11 @@ BANNED_ATTRIBUTES = {
     "Stream": "streams-events", "Event": "streams-events", "ExternalStream": "streams-events",
     "CUDAGraph": "streams-events", "write_text": "file-write", "write_bytes": "file-write", "tofile": "file-write",
     "ctypeslib": "ffi",
+    # the harness's hooks and measurement state: wrapped functions' closures, the dispatch-mode stack, the
+    # profiler's on/off (a candidate that can tell when it is measured can behave only then)
+    "__closure__": "introspection", "cell_contents": "introspection", "__wrapped__": "introspection",
+    "_len_torch_dispatch_stack": "introspection", "_get_current_dispatch_mode": "introspection",
+    "_get_current_dispatch_mode_stack": "introspection", "_is_profiler_enabled": "introspection",
 }
 # fully qualified names (after import-alias resolution); a trailing '*' matches a prefix
 BANNED_QUALIFIED = {

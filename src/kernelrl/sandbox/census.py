@@ -26,6 +26,7 @@ class LaunchCensus:
         self.launches = 0
         self.triton_kernels: set[str] = set()  # names of candidate Triton kernels seen launching
         self.cuda_kernels: set[str] = set()  # __global__ function names in candidate CUDA sources
+        self.tracer = None  # while set (kernel_share.EventShare), each counted launch is bracketed by events
 
     def install(self) -> None:
         try:
@@ -55,6 +56,8 @@ class LaunchCensus:
             if not warmup and getattr(fn, "__module__", None) == census.candidate_module:
                 census.launches += 1
                 census.triton_kernels.add(getattr(fn, "__name__", "?"))
+                return census._traced(getattr(fn, "__name__", "?"), original, self, *args, grid=grid,
+                                      warmup=warmup, **kwargs)
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
         cls.run = run
@@ -86,9 +89,19 @@ class LaunchCensus:
         @functools.wraps(function)
         def call(*args, **kwargs):
             census.launches += 1
-            return function(*args, **kwargs)
+            return census._traced(getattr(function, "__name__", "?"), function, *args, **kwargs)
 
         return call
+
+    def _traced(self, name: str, function, *args, **kwargs):
+        tracer = self.tracer
+        if tracer is None:
+            return function(*args, **kwargs)
+        span = tracer.begin("mine", name)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            tracer.end(span)
 
     def is_candidate_kernel(self, gpu_kernel_name: str) -> bool:
         """Whether a kernel name from the profiler belongs to the candidate: Triton kernels keep the Python

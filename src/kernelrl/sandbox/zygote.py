@@ -54,6 +54,7 @@ def _warm_imports() -> None:
     import kernelrl.problems.input_sets  # noqa: F401
     import kernelrl.sandbox.census  # noqa: F401
     import kernelrl.sandbox.child  # noqa: F401
+    import kernelrl.sandbox.kernel_share  # noqa: F401
     import kernelrl.sandbox.tensorio  # noqa: F401
     import kernelrl.timing.cuda_timer  # noqa: F401
 

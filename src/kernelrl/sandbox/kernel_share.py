@@ -1,0 +1,158 @@
+"""Share of one forward's GPU time spent in the candidate's own kernels, measured with CUDA events.
+
+Why not torch.profiler: CUPTI starts up in 5-6 s in each new process (measured on an H100), more than the rest
+of an evaluation. Instead the forward runs once behind a *gate*: a spin kernel (`torch.cuda._sleep`) holds the
+stream while the forward is enqueued, so once it ends the GPU runs the forward back to back and no interval
+contains host time (a slow `grid` callable, Python between launches). Inside the forward:
+- each launch of a candidate kernel (the launch census's hooks) is bracketed by an event pair: "mine";
+- each PyTorch op (a dispatch mode, which also sees ATen calls made from inside a C++ extension) by another
+  pair: "other"; views and allocations launch nothing and are skipped;
+- the whole forward by a pair on the stream, so work neither of those sees (a CUDA graph replay) still counts.
+Nested intervals count once, to the innermost (an extension calling ATen, a custom op launching a Triton kernel).
+Share = mine / max(whole forward, mine + other).
+
+If the gate ended before the forward was fully enqueued (the forward synchronized, or enqueueing took longer
+than the gate), intervals may contain host time: `measure` returns None and the caller uses the profiler.
+Side streams (static rules reject them) are made to wait for the gate when first seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# ATen ops that never launch a kernel: timing them would only add event pairs
+_UNTIMED = frozenset({
+    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "detach", "alias", "lift_fresh",
+    "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_contiguous", "resize_",
+})
+
+
+@dataclass
+class Span:
+    """One bracketed interval: `ms` once resolved; `children` are intervals enqueued while it was open."""
+
+    kind: str  # "mine" or "other"
+    name: str
+    start: object = None
+    end: object = None
+    ms: float = 0.0
+    children: list[Span] = field(default_factory=list)
+
+    def exclusive_ms(self) -> float:
+        return max(0.0, self.ms - sum(c.ms for c in self.children))
+
+
+def share_of(spans: list[Span], forward_ms: float) -> dict:
+    """The candidate's share from resolved spans (any nesting) and the whole forward's time on the stream."""
+    totals = {"mine": 0.0, "other": 0.0}
+    by_name: dict[str, float] = {}
+    pending = list(spans)
+    while pending:
+        span = pending.pop()
+        pending.extend(span.children)
+        ms = span.exclusive_ms()
+        totals[span.kind] += ms
+        key = f"{span.name} [{span.kind}]"
+        by_name[key] = by_name.get(key, 0.0) + ms
+    denominator = max(forward_ms, totals["mine"] + totals["other"])
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:6]
+    return {
+        "fraction": totals["mine"] / denominator if denominator > 0 else None,
+        "total_us": denominator * 1e3,
+        "mine_us": totals["mine"] * 1e3,
+        "other_us": totals["other"] * 1e3,
+        "forward_us": forward_ms * 1e3,
+        "top": [[name, ms * 1e3] for name, ms in top],
+    }
+
+
+class _TimedOps(TorchDispatchMode):
+    def __init__(self, tracer: EventShare) -> None:
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        if func.is_view or name in _UNTIMED:
+            return func(*args, **kwargs)
+        span = self.tracer.begin("other", name)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self.tracer.end(span)
+
+
+class EventShare:
+    """Brackets launches while `measure` runs; the census's hooks call `begin`/`end` for candidate kernels."""
+
+    def __init__(self) -> None:
+        self._roots: list[Span] = []
+        self._open: list[Span] = []
+        self._streams: dict[Span, object] = {}
+        self._gated: set[int] = set()
+        self._gate_end = None
+        self._cycles_per_ms: float | None = None
+
+    def begin(self, kind: str, name: str) -> Span:
+        stream = torch.cuda.current_stream()
+        if stream.cuda_stream not in self._gated:  # a side stream: hold it behind the gate too
+            stream.wait_event(self._gate_end)
+            self._gated.add(stream.cuda_stream)
+        span = Span(kind, name, start=torch.cuda.Event(enable_timing=True), end=torch.cuda.Event(enable_timing=True))
+        span.start.record(stream)
+        self._streams[id(span)] = stream
+        (self._open[-1].children if self._open else self._roots).append(span)
+        self._open.append(span)
+        return span
+
+    def end(self, span: Span) -> None:
+        span.end.record(self._streams.pop(id(span)))
+        while self._open:  # an exception may have skipped inner ends
+            if self._open.pop() is span:
+                break
+
+    def _calibrate(self) -> float:
+        """Spin-kernel cycles per millisecond on this GPU (its clock as the kernel sees it)."""
+        if self._cycles_per_ms is None:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1000)  # load the kernel
+            start.record()
+            torch.cuda._sleep(2_000_000)
+            end.record()
+            torch.cuda.synchronize()
+            self._cycles_per_ms = 2_000_000 / max(start.elapsed_time(end), 1e-3)
+        return self._cycles_per_ms
+
+    def measure(self, forward, census, gate_ms: float) -> dict | None:
+        """Run `forward()` once behind a gate of `gate_ms`; None if the gate ended before it was enqueued."""
+        cycles = int(self._calibrate() * gate_ms)
+        stream = torch.cuda.current_stream()
+        self._roots, self._open, self._streams = [], [], {}
+        self._gated = {stream.cuda_stream}
+        forward_start, forward_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self._gate_end = torch.cuda.Event()
+        torch.cuda.synchronize()
+        torch.cuda._sleep(cycles)
+        self._gate_end.record(stream)
+        forward_start.record(stream)
+        census.tracer = self
+        try:
+            with _TimedOps(self):
+                forward()
+        finally:
+            census.tracer = None
+        forward_end.record(stream)
+        held = not self._gate_end.query()
+        torch.cuda.synchronize()
+        if not held:
+            return None
+        pending = list(self._roots)
+        while pending:
+            span = pending.pop()
+            pending.extend(span.children)
+            span.ms = span.start.elapsed_time(span.end)
+        return {**share_of(self._roots, forward_start.elapsed_time(forward_end)), "gate_ms": gate_ms}
