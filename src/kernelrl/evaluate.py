@@ -206,8 +206,15 @@ class _Trials:
         return policy != "reject"
 
     def on_event(self, event: dict) -> bool:
+        # stamped once handled: a trial's phase includes the judge's comparison, and the next report (already
+        # waiting in the pipe) is not charged for it
+        try:
+            return self._handle(event)
+        finally:
+            self.arrived[event["event"]] = time.monotonic()
+
+    def _handle(self, event: dict) -> bool:
         kind = event["event"]
-        self.arrived[kind] = time.monotonic()
         if kind == "timing":
             return self._on_timing(event)
         if kind == "census":

@@ -74,6 +74,12 @@ class _TimedOps(TorchDispatchMode):
         super().__init__()
         self.tracer = tracer
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # otherwise torch wraps __torch_dispatch__ in dynamo.disable, whose first call imports torch._dynamo
+        # (887 modules, seconds) in every sandbox; nothing is compiled inside this mode
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func.overloadpacket.__name__
@@ -84,6 +90,20 @@ class _TimedOps(TorchDispatchMode):
             return func(*args, **kwargs)
         finally:
             self.tracer.end(span)
+
+
+def warm_up() -> None:
+    """Run the dispatch mode once on the host, so a forked sandbox inherits whatever its first use loads."""
+
+    class _Untimed:
+        def begin(self, kind: str, name: str) -> None:
+            return None
+
+        def end(self, span: None) -> None:
+            pass
+
+    with _TimedOps(_Untimed()):
+        torch.ones(2).add(1)
 
 
 class EventShare:

@@ -54,9 +54,11 @@ def _warm_imports() -> None:
     import kernelrl.problems.input_sets  # noqa: F401
     import kernelrl.sandbox.census  # noqa: F401
     import kernelrl.sandbox.child  # noqa: F401
-    import kernelrl.sandbox.kernel_share  # noqa: F401
+    import kernelrl.sandbox.kernel_share
     import kernelrl.sandbox.tensorio  # noqa: F401
     import kernelrl.timing.cuda_timer  # noqa: F401
+
+    kernelrl.sandbox.kernel_share.warm_up()  # on the host: CUDA stays untouched
 
 
 def _cuda_untouched() -> bool:
