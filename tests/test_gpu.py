@@ -161,3 +161,16 @@ def test_kernel_share_is_measured_with_events_and_falls_back_to_the_profiler(eva
     assert plain.timing.kernel_gpu_fraction_method == "events"
     assert syncing.timing.kernel_gpu_fraction_method == "profiler"
     assert plain.phases_s["census"] < 1.0  # no CUPTI start-up
+
+
+def test_large_gpu_tensors_go_through_the_pinned_stage(tmp_path):
+    import torch
+
+    from kernelrl.sandbox.tensorio import HostStage, read_tensor, write_tensor
+
+    stage = HostStage()
+    t = torch.randn(3 * HostStage.CHUNK_BYTES // 4 + 17, device="cuda")  # several chunks and a ragged tail
+    meta = write_tensor(tmp_path / "big.bin", t, stage)
+    assert stage._buffer is not None and stage._buffer.is_pinned()
+    back = read_tensor(tmp_path / "big.bin", meta, "cuda", stage)
+    assert back.device.type == "cuda" and torch.equal(back, t)

@@ -471,3 +471,25 @@ def test_census_brackets_the_candidates_launches_for_a_tracer():
     module.relu_launch(2)
     assert census.launches == 2
     assert log == [("call", 1), ("begin", "mine", "relu_launch"), ("call", 2), ("end", "relu_launch")]
+
+
+def test_tensor_files_round_trip_with_and_without_a_host_stage(tmp_path):
+    import torch
+
+    from kernelrl.sandbox.tensorio import HostStage, TensorFileError, read_tensor, write_tensor
+
+    stage = HostStage()
+    for t in (torch.randn(3, 5), torch.arange(7, dtype=torch.int16), torch.tensor([True, False]),
+              torch.randn(4, 6).t(), torch.empty(0, 3)):
+        path = tmp_path / "t.bin"
+        meta = write_tensor(path, t, stage)  # host tensors never take the pinned path
+        back = read_tensor(path, meta, "cpu", stage)
+        assert back.dtype == t.dtype and back.shape == t.shape and torch.equal(back, t)
+    assert not stage.applies("cpu", 1 << 30) and stage.applies("cuda", 1 << 30)
+    assert not stage.applies("cuda", 1024)
+    (tmp_path / "short.bin").write_bytes(b"\0" * 10)
+    with pytest.raises(TensorFileError, match="header says 12"):
+        read_tensor(tmp_path / "short.bin", {"dtype": "float32", "shape": [3]}, "cpu", stage)
+    (tmp_path / "link.bin").symlink_to(tmp_path / "short.bin")
+    with pytest.raises(TensorFileError, match="cannot open"):
+        read_tensor(tmp_path / "link.bin", {"dtype": "uint8", "shape": [10]})

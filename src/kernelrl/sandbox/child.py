@@ -81,7 +81,7 @@ def read_request(path: str) -> dict:
     return request
 
 
-def _trial_inputs(request: dict, trial: dict, problem, sets: dict, device, torch) -> list:
+def _trial_inputs(request: dict, trial: dict, problem, sets: dict, device, torch, host_stage) -> list:
     """One trial's input tensors, before any candidate code runs: drawn here from the trial's seed when the
     judge found the draw reproducible (checked against the judge's probe), else read from the judge's files,
     which are then deleted (a candidate could read them and precompute answers)."""
@@ -93,7 +93,7 @@ def _trial_inputs(request: dict, trial: dict, problem, sets: dict, device, torch
         tensors = []
         for k, meta in enumerate(trial["inputs"]):
             path = os.path.join(request["in_dir"], f"trial{trial['index']}_in{k}.bin")
-            tensors.append(read_tensor(path, meta).to(device))
+            tensors.append(read_tensor(path, meta, device, host_stage))
             os.unlink(path)
         return tensors
     values = draw_inputs(torch, problem.get_inputs, sets[trial["set"]], draw["seed"], draw["on"], device)
@@ -271,7 +271,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
 
     from kernelrl.problems.input_sets import call_with, input_sets
     from kernelrl.sandbox.census import LaunchCensus
-    from kernelrl.sandbox.tensorio import ITEMSIZE, tensor_meta, write_tensor
+    from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, tensor_meta, write_tensor
     from kernelrl.timing.cuda_timer import TimerSettings, time_cuda, time_paired
 
     gpu = request["mode"] == "gpu"
@@ -296,6 +296,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     if in_pid_namespace:
         applied.append("pidns")
     device = torch.device("cuda" if gpu else "cpu")
+    host_stage = HostStage()  # large GPU tensors to and from files through pinned memory
     census = LaunchCensus("kernelrl_candidate")
     census.install()
     secret = random.Random(int.from_bytes(os.urandom(16), "little"))  # which timed calls are checked
@@ -315,7 +316,8 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
         problem = load(request["problem_path"], "kernelrl_problem")
         sets = input_sets(problem)
         try:  # every trial's inputs exist before the candidate does; forward gets copies
-            pristine = {t["index"]: _trial_inputs(request, t, problem, sets, device, torch) for t in request["trials"]}
+            pristine = {t["index"]: _trial_inputs(request, t, problem, sets, device, torch, host_stage)
+                        for t in request["trials"]}
         except Exception as exc:  # noqa: BLE001 - no candidate code has run: a problem or harness failure
             what = "differ from the judge's" if isinstance(exc, _InputsMismatch) else "could not be drawn"
             channel.send("inputs_unavailable", detail=f"the inputs {what}: {type(exc).__name__}: {str(exc)[:300]}")
@@ -379,11 +381,11 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                     meta["changed_after_sync"] = True
                 metas.append(meta)
                 if meta["dtype"] in ITEMSIZE and early[k] is not None:
-                    write_tensor(os.path.join(out_dir, f"trial{index}_out{k}.bin"), early[k])
+                    write_tensor(os.path.join(out_dir, f"trial{index}_out{k}.bin"), early[k], host_stage)
             changed = [k for k, (t, p) in enumerate(zip(inputs, pristine[index], strict=True))
                        if not _same_bytes(torch, t, p)]
             for k in changed:  # the judge says how: it compares them with its originals
-                write_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), inputs[k])
+                write_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), inputs[k], host_stage)
             del inputs, args
             if all(t["index"] != index for t in timed_trials):
                 del pristine[index]
@@ -435,7 +437,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                             write_tensor(path, t.detach().reshape(-1)[positions])
                             meta["sampled"] = positions.numel()
                         else:
-                            write_tensor(path, t)
+                            write_tensor(path, t, host_stage)
                     metas.append(meta)
                 checked.append({"rep": i, "trial": timed_trials[state["variant"]]["index"], "outputs": metas})
 

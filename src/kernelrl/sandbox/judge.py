@@ -65,6 +65,9 @@ class Judge:
         self._flop_counts: dict[tuple, int | None] = {}
         self._draw_on: dict[str, str] = {}  # problem module -> where its get_inputs() draws (device, or cpu if it must)
         self._reproducible: dict[tuple, bool] = {}  # (problem sha, set) -> same seed gives the same inputs
+        from kernelrl.sandbox.tensorio import HostStage
+
+        self._stage = HostStage()  # large outputs from files onto the GPU through pinned memory
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _module(self, path: str, sha: str):
@@ -221,7 +224,7 @@ class Judge:
                         metas.append(tensor_meta(value))
                     else:
                         path = os.path.join(req["in_dir"], f"trial{index}_in{len(tensors)}.bin")
-                        metas.append(write_tensor(path, value))
+                        metas.append(write_tensor(path, value, self._stage))
                     args.append({"tensor": len(tensors)})
                     tensors.append(value)
                 elif value is None or isinstance(value, bool | int | float | str):
@@ -281,18 +284,21 @@ class Judge:
                     found = compare_sampled(ref, meta["shape"], meta["dtype"], positions, values,
                                             req["atol"], req["rtol"])
                 else:
-                    found = compare_outputs([ref], [read_tensor(path, meta)], req["atol"], req["rtol"])
+                    found = compare_outputs([ref], [read_tensor(path, meta, ref.device, self._stage)], req["atol"],
+                                            req["rtol"])
                 if found is not None:
                     mismatch = {**found, "output_index": k}
             return {"mismatch": mismatch}
-        actual = [read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta) for k, meta in enumerate(metas)]
+        actual = [read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta, self.device, self._stage)
+                  for k, meta in enumerate(metas)]
         mismatch = compare_outputs(expected, actual, req["atol"], req["rtol"])
         # inputs the sandbox saw change (it compares each with a pristine copy) come back as files
         changed = [k for k in req.get("changed_inputs") or [] if isinstance(k, int) and 0 <= k < len(originals)]
         if mismatch is None and changed:
             after = [
                 read_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), {
-                    "dtype": str(originals[k].dtype).removeprefix("torch."), "shape": list(originals[k].shape)})
+                    "dtype": str(originals[k].dtype).removeprefix("torch."), "shape": list(originals[k].shape)},
+                    originals[k].device, self._stage)
                 for k in changed
             ]
             mismatch = inputs_mutated([originals[k] for k in changed], after, changed)
