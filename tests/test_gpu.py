@@ -141,6 +141,7 @@ def test_timing_modes_report_how_they_timed(suite):
     stats, paired = result.timing.candidate, result.timing.paired_vs_eager
     print("modes:", stats.mode, stats.method, stats.stopped, stats.rse, stats.reps, paired, result.phases_s)
     assert stats.mode == "cuda-graph" and stats.method.startswith("cuda-graph")
+    assert result.timing.eager.mode == "cuda-graph"  # the baseline is timed the way the candidate is
     assert stats.stopped in ("rse", "max_reps", "max_ms") and result.timing.timed_checks >= 4
     assert paired is not None and paired.ci_low <= paired.speedup <= paired.ci_high
 

@@ -58,7 +58,7 @@ from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
 from kernelrl.sandbox.runner import ChildOutcome, run_child
 from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
 from kernelrl.sandbox.zygote_client import ZygoteClient, ZygoteError
-from kernelrl.timing.cuda_timer import METHOD, TimerSettings, events_exceed_wall, summarize
+from kernelrl.timing.cuda_timer import GRAPH_METHOD, METHOD, TimerSettings, events_exceed_wall, summarize
 from kernelrl.timing.cuda_timer import MODES as TIMING_MODES
 from kernelrl.timing.stats import paired_speedup
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
@@ -891,13 +891,15 @@ class Evaluator:
         """Eager/Inductor times from the baseline cache, else from the judge (then stored); `fresh` re-times
         and overwrites the stored numbers."""
         cfg = self.config
-        key = baseline_key(problem.sha256, timing_set_of(problem.source), self.environment(), METHOD,
+        # baselines are timed as the candidate is: replays of a captured graph in cuda-graph mode
+        method = GRAPH_METHOD if cfg.timing_mode == "cuda-graph" else METHOD
+        key = baseline_key(problem.sha256, timing_set_of(problem.source), self.environment(), method,
                            dataclasses.asdict(cfg.timer))
         entry = None if fresh else self._baseline_cache.get(key, need_inductor=cfg.inductor_baseline)
         if entry is None:
             try:
                 raw = self._judge.request("baselines", problem_path=str(problem.path), problem_sha256=problem.sha256,
-                                          seed=seed, timer=dataclasses.asdict(cfg.timer),
+                                          seed=seed, timer=dataclasses.asdict(cfg.timer), mode=cfg.timing_mode,
                                           inductor=cfg.inductor_baseline, fresh=fresh)
             except JudgeError as exc:
                 report.unavailable_reason = f"baselines failed: {str(exc)[-300:]}"

@@ -89,7 +89,7 @@ class TimingStats:
     rel_spread: float  # iqr / median
     reps: int
     warmup: int
-    method: str  # e.g. 'cuda-events+l2-flush+device-sync'
+    method: str  # e.g. 'cuda-events+l2-flush+sync-after-end'
     wall_median_ms: float | None = None  # host clock around the same reps, for cross-checking events
     source: str = "measured"  # 'measured' in this evaluation, or 'cache' (kernelrl.cache.BaselineCache)
     mode: str = "events"  # what was timed: 'events' (the callable) or 'cuda-graph' (a replay of its capture)

@@ -162,19 +162,18 @@ def _poison_free_memory(torch) -> None:
 _SHARE_GATES_MS = (50.0, 500.0)  # the event-timed share's gate, then a longer one for slow-to-enqueue forwards
 
 
-def _candidate_gpu_fraction(torch, census, model, args: list) -> dict:
+def _candidate_gpu_fraction(torch, share, census, model, args: list) -> dict:
     """Share of one forward's GPU time spent in the candidate's own kernels: CUDA events behind a gate
     (`kernel_share`, milliseconds), or torch.profiler (~5 s: CUPTI's start-up) when the forward defeats the gate
     (it synchronizes, or takes longer to enqueue than the gate lasts)."""
-    from kernelrl.sandbox.kernel_share import EventShare
-
     def forward():
         with torch.no_grad():
             model(*args)
 
     reason = f"the gate ({_SHARE_GATES_MS[-1]:.0f} ms) ended before the forward was enqueued"
     try:
-        share = EventShare()
+        if share is None:
+            raise RuntimeError("no CUDA event share on this device")
         for gate_ms in _SHARE_GATES_MS:
             measured = share.measure(forward, census, gate_ms)
             if measured is not None:
@@ -271,6 +270,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
 
     from kernelrl.problems.input_sets import call_with, input_sets
     from kernelrl.sandbox.census import LaunchCensus
+    from kernelrl.sandbox.kernel_share import EventShare
     from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, tensor_meta, write_tensor
     from kernelrl.timing.cuda_timer import TimerSettings, time_cuda, time_paired
 
@@ -299,6 +299,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     host_stage = HostStage()  # large GPU tensors to and from files through pinned memory
     census = LaunchCensus("kernelrl_candidate")
     census.install()
+    share = EventShare() if gpu else None  # takes its CUDA functions now, before the candidate can patch them
     secret = random.Random(int.from_bytes(os.urandom(16), "little"))  # which timed calls are checked
     current_frames = sys._current_frames
     tensor_copy = torch.Tensor.copy_  # refills the timed calls' inputs; taken before any candidate code runs
@@ -404,7 +405,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             args = _args_for(timed_trials[0], buffers)
             # profiled before the token: other sandboxes time meanwhile (a timed run pauses this one)
             if request["kernel_share"]:
-                channel.send("census", **_candidate_gpu_fraction(torch, census, model, args))
+                channel.send("census", **_candidate_gpu_fraction(torch, share, census, model, args))
             _wait_for_timing_token(channel, control_fd)
             state: dict = {"variant": 0, "checks": set()}
             checked: list[dict] = []

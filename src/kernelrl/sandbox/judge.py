@@ -411,13 +411,14 @@ class Judge:
         return {}
 
     def baselines(self, req: dict) -> dict:
-        """Eager and torch.compile (default mode) times of the reference, same timer as candidates."""
+        """Eager and torch.compile (default mode) times of the reference, same timer and mode as candidates."""
         from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
 
         torch = self.torch
         if not self.gpu:
             return {"unavailable": "baselines are timed on a GPU only"}
-        key = json.dumps([req["problem_sha256"], req["timer"], req["inductor"]])
+        mode = req.get("mode", "events")
+        key = json.dumps([req["problem_sha256"], req["timer"], req["inductor"], mode])
         if key in self._baseline_cache and not req.get("fresh"):
             return self._baseline_cache[key]
         module, sets = self._module(req["problem_path"], req["problem_sha256"])
@@ -428,7 +429,7 @@ class Judge:
 
         def timer(fn):
             return time_cuda(fn, torch=torch, synchronize=torch.cuda.synchronize, event_cls=torch.cuda.Event,
-                             clock=_clock, settings=settings)
+                             clock=_clock, settings=settings, mode=mode)
 
         def eager():
             with torch.no_grad():
