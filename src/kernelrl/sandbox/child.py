@@ -166,6 +166,7 @@ def _candidate_gpu_fraction(torch, share, census, model, args: list) -> dict:
     """Share of one forward's GPU time spent in the candidate's own kernels: CUDA events behind a gate
     (`kernel_share`, milliseconds), or torch.profiler (~5 s: CUPTI's start-up) when the forward defeats the gate
     (it synchronizes, or takes longer to enqueue than the gate lasts)."""
+
     def forward():
         with torch.no_grad():
             model(*args)
@@ -403,7 +404,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             variants = [pristine[t["index"]] for t in timed_trials]
             buffers = [t.clone() for t in variants[0]]
             args = _args_for(timed_trials[0], buffers)
-            # profiled before the token: other sandboxes time meanwhile (a timed run pauses this one)
+            # measured before the token: other sandboxes time meanwhile (a timed run pauses this one)
             if request["kernel_share"]:
                 channel.send("census", **_candidate_gpu_fraction(torch, share, census, model, args))
             _wait_for_timing_token(channel, control_fd)
