@@ -57,6 +57,36 @@ def test_refinement_fixes_wrong_kernel_on_turn_two(tmp_path, suite, evaluator):
     assert len((tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()) == 2
 
 
+def test_samples_of_a_turn_are_evaluated_together_and_recorded_in_sample_order(tmp_path, suite, evaluator):
+    """Without a target speedup nothing stops a turn early, so its samples go through `evaluate_many`; every
+    attempt is recorded, steps come back in sample order, and the verdicts are the ones a serial run gives."""
+    relu = suite.get("level0/1_relu")
+    texts = [fenced(WRONG_RELU), "no code here", fenced(example("relu_triton.py")), fenced(WRONG_RELU)]
+    replay = write_replay(tmp_path / "script.jsonl",
+                          [{"problem_id": relu.id, "turn": 1, "sample": i, "text": t} for i, t in enumerate(texts)])
+    batches = []
+    original = evaluator.evaluate_many
+
+    def counting(items, **kwargs):  # the real evaluate_many, with the batch it was given noted
+        items = list(items)
+        batches.append(len(items))
+        return original(items, **kwargs)
+
+    evaluator.evaluate_many = counting
+    try:
+        store = RunStore(tmp_path / "run")
+        outcome = Agent(ReplayPolicy(replay), evaluator, AgentConfig(turns=1, samples=4, reward="tiered"),
+                        store=store).solve(relu)
+    finally:
+        del evaluator.evaluate_many
+    assert batches == [3]  # the format error needs no sandbox
+    assert [s.sample for s in outcome.steps] == [0, 1, 2, 3]
+    assert [s.result.status for s in outcome.steps] == [Status.WRONG_OUTPUT, Status.FORMAT_ERROR, Status.CORRECT,
+                                                       Status.WRONG_OUTPUT]
+    assert sorted(s.sample for s in store.steps(relu.id)) == [0, 1, 2, 3]
+    assert outcome.best.sample == 2
+
+
 def test_evolve_mode_prompts_with_prior_kernels_of_similar_problems(tmp_path, suite, evaluator):
     relu, leaky = suite.get("level0/1_relu"), suite.get("level0/5_leaky_relu")
     assert set(relu.tags) & set(leaky.tags)  # similar: shared tags

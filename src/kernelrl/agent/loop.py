@@ -83,6 +83,10 @@ def best_step(steps: list[Step]) -> Step | None:
     return max(correct, key=lambda s: (s.reward, s.speedup_vs_eager or 0.0, -s.turn, -s.sample))
 
 
+def _parent_tag(parent: Step | None) -> str | None:
+    return None if parent is None else f"{parent.sample}/{parent.turn}"
+
+
 def _code_sha(code: str | None) -> str:
     return hashlib.sha256((code or "").encode()).hexdigest()
 
@@ -119,9 +123,11 @@ class Agent:
         return self._reward_min if result.status is Status.HACK_DETECTED else self._reward(result)
 
     def _evaluate(self, problem: Problem, sample: int, turn: int, messages: list[dict[str, str]],
-                  completion: Completion, parent: str | None) -> Step:
+                  completion: Completion, parent: str | None, result: EvalResult | None = None) -> Step:
+        """One attempt as a recorded step; `result` when the sandbox already evaluated it (a batch)."""
         code = extract_code(completion.text).code
-        result = self.evaluator.evaluate_completion(problem, completion.text)
+        if result is None:
+            result = self.evaluator.evaluate_completion(problem, completion.text)
         if self.judge is not None and self.judge_verify != "off" and code is not None:
             result = verify_with_judge(result, problem, code, self.judge, enforce=self.judge_verify == "enforce")
         if self._judged is not None:
@@ -200,15 +206,33 @@ class Agent:
             groups.setdefault(repr(messages), []).append(sample)
         requests = [(todo[samples[0]][0], len(samples), samples) for samples in groups.values()]
         completions = self._generate(requests, problem, turn)
-        for (messages, _, samples), outs in zip(requests, completions, strict=True):
-            for sample, completion in zip(samples, outs, strict=True):
-                parent = todo[sample][1]
-                step = self._evaluate(problem, sample, turn, messages, completion,
-                                      None if parent is None else f"{parent.sample}/{parent.turn}")
-                new.append(step)
-                if self._target_reached(step):
-                    return new, True
+        attempts = [(sample, messages, completion, todo[sample][1])
+                    for (messages, _, samples), outs in zip(requests, completions, strict=True)
+                    for sample, completion in zip(samples, outs, strict=True)]
+        if self.config.target_speedup is None and len(attempts) > 1:
+            # nothing stops the turn early: its samples go to the sandboxes at once
+            return self._evaluate_batch(problem, turn, attempts, new), False
+        for sample, messages, completion, parent in attempts:
+            step = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent))
+            new.append(step)
+            if self._target_reached(step):
+                return new, True
         return new, False
+
+    def _evaluate_batch(self, problem: Problem, turn: int, attempts: list, new: list[Step]) -> list[Step]:
+        """Attempts evaluated concurrently (`Evaluator.evaluate_many`), each recorded as soon as its verdict
+        arrives (a crash loses only the attempts still running); returned in sample order."""
+        codes = [extract_code(completion.text).code for _, _, completion, _ in attempts]
+        sandboxed = [i for i, code in enumerate(codes) if code is not None]
+        steps: dict[int, Step] = {}
+        for i, (sample, messages, completion, parent) in enumerate(attempts):
+            if codes[i] is None:  # the format error needs no sandbox
+                steps[i] = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent))
+        for k, result in self.evaluator.evaluate_many(((problem, codes[i]) for i in sandboxed), with_index=True):
+            sample, messages, completion, parent = attempts[sandboxed[k]]
+            steps[sandboxed[k]] = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent),
+                                                 result)
+        return new + [steps[i] for i in range(len(attempts))]
 
     def _inspirations(self, problem: Problem, exclude: set[str]) -> list:
         if self.kernel_db is None or self.config.inspirations == 0:
