@@ -63,6 +63,7 @@ from kernelrl import (
 from kernelrl.candidates import extract_code
 from kernelrl.candidates.rules import RULES
 from kernelrl.demo import DEMO_CASES, DemoCase, run_demo
+from kernelrl.pyparse import parse_python
 from kernelrl.results import TimingReport, TimingStats
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 
@@ -163,7 +164,7 @@ def _is_completion(text: str) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(text)
+            tree = parse_python(text)
     except (SyntaxError, ValueError):
         tree = None
     if tree is not None and any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):

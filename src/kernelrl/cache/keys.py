@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kernelrl.pyparse import parse_python
 from kernelrl.results import Environment
 
 _KEY_VERSION = 1  # bump when the key's layout changes
@@ -28,7 +29,7 @@ def canonical_code(code: str) -> str:
     spellings all reach the compiled program, so renaming or folding them could map two programs with
     different behavior to one key. Code that cannot be parsed keys on its exact text."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except (SyntaxError, ValueError):
         return "text:" + code
     for node in ast.walk(tree):
@@ -74,7 +75,7 @@ def timing_set_of(problem_source: str) -> str:
     """The input set baselines are timed on, read from the problem's AST (same rule as
     `kernelrl.problems.input_sets.timing_set`: a problem with `get_input_sets()` must define `bench`)."""
     try:
-        tree = ast.parse(problem_source)
+        tree = parse_python(problem_source)
     except (SyntaxError, ValueError):
         return "default"
     names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}

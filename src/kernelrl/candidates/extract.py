@@ -6,6 +6,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from kernelrl.pyparse import parse_python
+
 # ``` or ~~~ fences with an optional language tag; an unterminated last fence runs to the end (truncated output)
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
 _DEFINES_MODELNEW = re.compile(r"^\s*class\s+ModelNew\b", re.M)
@@ -21,7 +23,7 @@ class Extraction:
 
 def _defines_modelnew(code: str) -> bool:
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         return bool(_DEFINES_MODELNEW.search(code))  # keep it: the syntax error is the feedback
     return any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)

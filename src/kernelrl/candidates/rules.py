@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kernelrl.pyparse import parse_python
 from kernelrl.results import Finding
 
 
@@ -351,7 +352,7 @@ def analyze_rules(source: str, policy: dict[str, str] | None = None) -> list[Fin
     """Findings for `source` (which must parse). `policy` overrides rule policies by id."""
     policies = {rule.id: rule.policy for rule in RULES}
     policies.update(policy or {})
-    tree = ast.parse(source)
+    tree = parse_python(source)
     mod = _Module(tree)
     findings: list[Finding] = []
 

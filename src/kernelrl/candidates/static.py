@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from kernelrl.pyparse import parse_python
+
 CUDA_CPP_MARKERS = ("load_inline", "cpp_extension")
 
 
@@ -17,7 +19,7 @@ class StaticReport:
 
 def analyze(source: str) -> StaticReport:
     try:
-        tree = ast.parse(source, filename="candidate.py")
+        tree = parse_python(source, filename="candidate.py")
     except SyntaxError as exc:
         line = (exc.text or "").rstrip("\n")
         caret = " " * max((exc.offset or 1) - 1, 0) + "^"

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelrl.pyparse import parse_python
+
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 METADATA_NAME = "METADATA"  # optional module-level dict literal: {"tags": [...], "level": N, ...}
 _LEVEL_DIR = re.compile(r"^level(\d+)$")
@@ -70,7 +72,7 @@ def load_problem(path: str | Path, problem_id: str | None = None, level: int | N
     except OSError as exc:
         raise ProblemError(f"cannot read problem file {path}: {exc.strerror}") from None
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = parse_python(source, filename=str(path))
     except SyntaxError as exc:
         raise ProblemError(f"{path}:{exc.lineno}: syntax error in problem file: {exc.msg}") from None
     defined = {
