@@ -493,3 +493,44 @@ def test_tensor_files_round_trip_with_and_without_a_host_stage(tmp_path):
     (tmp_path / "link.bin").symlink_to(tmp_path / "short.bin")
     with pytest.raises(TensorFileError, match="cannot open"):
         read_tensor(tmp_path / "link.bin", {"dtype": "uint8", "shape": [10]})
+
+
+def test_aten_calls_inside_a_cpp_extension_are_seen_nested_in_its_span(tmp_path):
+    """A load_inline function that calls ATen (torch::mm) must not have that time counted as the candidate's:
+    the dispatch mode sees the calls made from C++, opened inside the extension's own span. Real build (~25 s)."""
+    import shutil
+
+    import torch
+    from torch.utils.cpp_extension import load_inline
+
+    from kernelrl.sandbox.census import LaunchCensus
+    from kernelrl.sandbox.kernel_share import _TimedOps
+
+    if shutil.which("c++") is None or shutil.which("ninja") is None:
+        pytest.skip("no C++ compiler or ninja to build the extension")
+    census = LaunchCensus("kernelrl_candidate")
+    build = census._wrap_loader(load_inline)
+    ext = build("kr_aten_inside", cpp_sources="#include <torch/extension.h>\n"
+                "torch::Tensor square_mm(torch::Tensor a) { return torch::mm(a, a).relu(); }\n",
+                functions=["square_mm"], build_directory=str(tmp_path))
+
+    class Nesting:  # the tracer protocol, recording who opened inside whom
+        def __init__(self):
+            self.open, self.seen = [], []
+
+        def begin(self, kind, name):
+            self.seen.append((kind, name, tuple(n for _, n in self.open)))
+            self.open.append((kind, name))
+            return name
+
+        def end(self, span):
+            self.open.pop()
+
+    tracer = Nesting()
+    census.tracer = tracer
+    x = torch.randn(8, 8)
+    with _TimedOps(tracer):
+        y = ext.square_mm(x)
+    assert torch.allclose(y, (x @ x).relu())
+    assert tracer.seen == [("mine", "square_mm", ()), ("other", "mm", ("square_mm",)),
+                           ("other", "relu", ("square_mm",))]

@@ -5,9 +5,8 @@ of an evaluation. Instead the forward runs once behind a *gate*: a spin kernel (
 stream while the forward is enqueued, so once it ends the GPU runs the forward back to back and no interval
 contains host time (a slow `grid` callable, Python between launches). Inside the forward:
 - each launch of a candidate kernel (the launch census's hooks) is bracketed by an event pair: "mine";
-- each PyTorch op (a dispatch mode; ATen calls made from inside a C++ extension go through the dispatcher
-  too, so they should be seen as well, which no test covers yet) by another pair: "other"; views and
-  allocations launch nothing and are skipped;
+- each PyTorch op (a dispatch mode, which also sees ATen calls made from inside a C++ extension: they go
+  through the dispatcher too) by another pair: "other"; views and allocations launch nothing and are skipped;
 - the whole forward by a pair on the stream, so work neither of those sees (a CUDA graph replay) still counts.
 Nested intervals count once, to the innermost (an extension calling ATen, a custom op launching a Triton kernel).
 Share = mine / max(whole forward, mine + other).
