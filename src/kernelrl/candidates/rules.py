@@ -50,7 +50,8 @@ RULES: tuple[Rule, ...] = (
     Rule("file-write", "reject", "writing, removing or renaming files is not allowed."),
     Rule("environment", "reject", "reading environment variables is not allowed (they may hold secrets)."),
     Rule("cuda-source", "reject",
-         "CUDA C++ source must not create streams, synchronize the device or paste tokens (##)."),
+         "CUDA C++ source must not create streams, synchronize the device, call cuBLAS/cuDNN or other vendor "
+         "libraries, or paste tokens (##)."),
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 
@@ -139,6 +140,9 @@ CUDA_SOURCE_PATTERNS = (
     (re.compile(r"##"), "pastes tokens (##)"),
     (re.compile(r"cudaEventCreate|cudaEventRecord"), "uses CUDA events"),
     (re.compile(r"getStreamFromPool|cudaStreamPerThread|cudaLaunchHostFunc"), "uses a side stream"),
+    # a vendor library's kernels would be timed as the candidate's (the kernel share sees ATen calls, not these)
+    (re.compile(r"\b(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver)\w*\s*\(|getCurrentCUDABlasHandle"),
+     "calls a vendor library (cuBLAS, cuDNN, ...) instead of its own kernel"),
 )
 
 
