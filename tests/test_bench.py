@@ -137,6 +137,25 @@ def test_bench_and_report_from_replayed_solutions(tmp_path, suite, evaluator):
     assert "ModelNew" in record["messages"][-1]["content"] and record["status"] == "correct"
 
 
+def test_bench_solves_problems_concurrently_with_the_same_results(tmp_path, suite, evaluator):
+    problems = [suite.get("level0/1_relu"), suite.get("level0/2_scale_shift"), suite.get("level1/1_row_softmax")]
+    replay, _ = solutions_replay(suite, problems, tmp_path / "solutions.jsonl")
+    started = []
+
+    def on_problem(problem, outcome):
+        if outcome is None:
+            started.append(problem.id)
+
+    result = run_bench(ReplayPolicy(replay), problems, tmp_path / "run", evaluator, AgentConfig(turns=1, samples=1),
+                       on_problem=on_problem, problem_concurrency=3)
+    assert [o.problem_id for o in result.outcomes] == [p.id for p in problems]  # problem order, whatever finished first
+    assert sorted(started) == sorted(p.id for p in problems)
+    assert all(o.solved for o in result.outcomes) and result.metrics["all"].solved == 3
+    assert sorted(s.problem_id for s in RunStore(tmp_path / "run").steps()) == sorted(p.id for p in problems)
+    with pytest.raises(ValueError, match="problem_concurrency"):
+        run_bench(ReplayPolicy(replay), problems, tmp_path / "run2", evaluator, problem_concurrency=0)
+
+
 def cli(*args, cwd=None, timeout=600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kernelrl.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env={**os.environ, "COLUMNS": "200"})
@@ -146,7 +165,7 @@ def test_cli_bench_solutions_then_report(tmp_path):
     run_dir = tmp_path / "run"
     bench = cli("bench", "--policy", "solutions", "--split", "all", "--problem", "level0/1_relu", "--problem",
                 "level0/4_silu", "--device", "cpu", "--trials", "2", "--run-dir", run_dir, "--kernel-db",
-                tmp_path / "k.sqlite")
+                tmp_path / "k.sqlite", "--jobs", "2")
     assert bench.returncode == 0, bench.stderr
     assert "pass@1" in bench.stdout and "100.0%" in bench.stdout and (run_dir / "report.html").is_file()
     assert len((run_dir / "solutions_replay.jsonl").read_text().splitlines()) == 2

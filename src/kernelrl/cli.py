@@ -911,6 +911,9 @@ def bench_cmd(
     device: DeviceOpt = _DEFAULTS.device,
     trials: TrialsOpt = _DEFAULTS.trials,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Also write RUN_DIR/report.html.")] = True,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Problems solved at once (their evaluations share the "
+                                                             "evaluator's sandboxes; GPU timing stays one at a "
+                                                             "time).")] = 1,
 ) -> None:
     """Benchmark a policy on a suite split: metrics.json, eval_results.json (KernelBench format) and the
     trajectories in RUN_DIR. Resumable. Exit 0 when the run finished (benchmarks report numbers, they do
@@ -965,7 +968,7 @@ def bench_cmd(
                 progress.advance(task)
 
         result = run_bench(built, chosen, run_dir, evaluator, config, prompts=prompts, kernel_db=db, info=info,
-                           on_problem=on_problem, **judge_options)
+                           on_problem=on_problem, problem_concurrency=jobs, **judge_options)
         progress.update(task, description="done")
     _print_metrics(result.metrics, f"kernelrl bench: {built.name} on {loaded.name}/{split}, "
                                    f"{samples} samples x {turns} turns")

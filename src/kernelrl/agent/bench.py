@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,25 +51,43 @@ def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, 
               config: AgentConfig | None = None, prompts: Prompts | None = None, kernel_db: KernelDB | None = None,
               info: dict[str, Any] | None = None, on_step: Callable[[Step], None] | None = None,
               on_problem: Callable[[Problem, ProblemOutcome | None], None] | None = None,
-              **agent_options: Any) -> BenchResult:
+              problem_concurrency: int = 1, **agent_options: Any) -> BenchResult:
     """Run (or resume) a benchmark. Finished (problem, sample, turn) attempts recorded in `run_dir` are reused,
-    not generated or evaluated again. `agent_options` go to `Agent` (judge, judge_lambda, judge_verify)."""
+    not generated or evaluated again. `problem_concurrency` problems are solved at once (their evaluations
+    share the evaluator's sandboxes; GPU timing stays one at a time; `on_step`/`on_problem` are then called
+    from worker threads). `agent_options` go to `Agent` (judge, judge_lambda, judge_verify)."""
     if not problems:
         raise ValueError("no problems to benchmark")
+    if problem_concurrency < 1:
+        raise ValueError(f"problem_concurrency must be at least 1, not {problem_concurrency}")
     config = config or AgentConfig(turns=1, samples=1)
     store = RunStore(run_dir)
     store.write_config({"policy": policy.name, "agent": dataclasses.asdict(config),
                         "problems": [p.id for p in problems], **(info or {})})
     agent = Agent(policy, evaluator, config, prompts=prompts, store=store, kernel_db=kernel_db, on_step=on_step,
                   **agent_options)
-    outcomes = []
-    for problem in problems:
+
+    def solve(problem: Problem) -> ProblemOutcome:
         if on_problem is not None:
             on_problem(problem, None)
         outcome = agent.solve(problem)
-        outcomes.append(outcome)
         if on_problem is not None:
             on_problem(problem, outcome)
+        return outcome
+
+    if problem_concurrency == 1:
+        outcomes = [solve(problem) for problem in problems]
+    else:
+        evaluator.warm_up()  # the judge and zygote start in this thread: their parent-death signal follows it
+        with ThreadPoolExecutor(max_workers=problem_concurrency, thread_name_prefix="kernelrl-bench") as pool:
+            futures = [pool.submit(solve, problem) for problem in problems]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = next((f for f in done if f.exception() is not None), None)
+            if failed is not None:  # the problems not started yet are dropped; the run resumes later
+                for future in futures:
+                    future.cancel()
+                raise failed.exception()
+            outcomes = [future.result() for future in futures]
     return finish_run(store.run_dir, outcomes, {p.id for p in problems})
 
 
