@@ -152,8 +152,8 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
         start.record()
         result = call()
         # the end event right behind the call on its stream, then the device-wide sync: recording it after the
-        # sync put the sync's host round trip into every rep (rerun spread 2.7% vs 0.05% for a plain event loop,
-        # level 1 on an H100); work on other streams is in the wall time and behind the deferred-write check
+        # sync put the sync's host round trip into every rep (level-1 rerun spread in cuda-graph mode 1.76% ->
+        # 0.75% on an H100); work on other streams is in the wall time and behind the deferred-write check
         end.record()
         synchronize()
         t1 = clock()
