@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 from conftest import example
@@ -141,10 +142,13 @@ def test_bench_solves_problems_concurrently_with_the_same_results(tmp_path, suit
     problems = [suite.get("level0/1_relu"), suite.get("level0/2_scale_shift"), suite.get("level1/1_row_softmax")]
     replay, _ = solutions_replay(suite, problems, tmp_path / "solutions.jsonl")
     started = []
+    # every problem waits here until all three have started: solved one after another, the first would time out
+    all_started = threading.Barrier(len(problems), timeout=120)
 
     def on_problem(problem, outcome):
         if outcome is None:
             started.append(problem.id)
+            all_started.wait()
 
     result = run_bench(ReplayPolicy(replay), problems, tmp_path / "run", evaluator, AgentConfig(turns=1, samples=1),
                        on_problem=on_problem, problem_concurrency=3)

@@ -58,7 +58,7 @@ from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
 from kernelrl.sandbox.runner import ChildOutcome, run_child
 from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
 from kernelrl.sandbox.zygote_client import ZygoteClient, ZygoteError
-from kernelrl.timing.cuda_timer import GRAPH_METHOD, METHOD, TimerSettings, events_exceed_wall, summarize
+from kernelrl.timing.cuda_timer import METHODS, TimerSettings, events_exceed_wall, summarize
 from kernelrl.timing.cuda_timer import MODES as TIMING_MODES
 from kernelrl.timing.stats import paired_speedup
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
@@ -112,8 +112,7 @@ class EvalConfig:
     # interval (TimingReport.paired_vs_eager); dropped when that reference runs slower than the judge's eager
     # baseline allows (the candidate shares its process)
     paired_baseline: bool = False
-    # of one forward's GPU time in the candidate's kernels (GPU; 0: off, which also saves the ~5 s the profiler
-    # takes to start in each sandbox)
+    # of one forward's GPU time in the candidate's kernels (GPU; 0: off, which also skips its measured forward)
     min_kernel_gpu_fraction: float = 0.5
     speed_of_light_margin: float = 1.5  # bandwidth floor = input bytes / (margin x measured copy bandwidth)
     # FLOP floor = reference matmul/conv FLOPs / (margin x best measured matmul rate); wider, since an honest
@@ -178,7 +177,7 @@ class _Trials:
         self.timing_raw: dict | None = None
         self.census: dict | None = None
         self.inputs_unavailable: str | None = None  # the sandbox could not draw the judge's inputs (problem error)
-        self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report arrived
+        self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report was handled
 
     def phases(self, started: float, finished: float) -> dict[str, float]:
         """Seconds between the sandbox's milestones, for the phases this run reached."""
@@ -606,7 +605,7 @@ class Evaluator:
             "timing_set": prepared["timing_set"],
             "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer), "timing_mode": cfg.timing_mode,
             "paired_baseline": cfg.paired_baseline,
-            # the profiled forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
+            # the measured forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
             "kernel_share": cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
                 "rt-kernel-gpu-fraction", "reject") != "off",
             "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
@@ -892,8 +891,7 @@ class Evaluator:
         and overwrites the stored numbers."""
         cfg = self.config
         # baselines are timed as the candidate is: replays of a captured graph in cuda-graph mode
-        method = GRAPH_METHOD if cfg.timing_mode == "cuda-graph" else METHOD
-        key = baseline_key(problem.sha256, timing_set_of(problem.source), self.environment(), method,
+        key = baseline_key(problem.sha256, timing_set_of(problem.source), self.environment(), METHODS[cfg.timing_mode],
                            dataclasses.asdict(cfg.timer))
         entry = None if fresh else self._baseline_cache.get(key, need_inductor=cfg.inductor_baseline)
         if entry is None:

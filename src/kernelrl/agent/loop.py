@@ -211,7 +211,7 @@ class Agent:
                     for sample, completion in zip(samples, outs, strict=True)]
         if self.config.target_speedup is None and len(attempts) > 1:
             # nothing stops the turn early: its samples go to the sandboxes at once
-            return self._evaluate_batch(problem, turn, attempts, new), False
+            return new + self._evaluate_batch(problem, turn, attempts), False
         for sample, messages, completion, parent in attempts:
             step = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent))
             new.append(step)
@@ -219,7 +219,7 @@ class Agent:
                 return new, True
         return new, False
 
-    def _evaluate_batch(self, problem: Problem, turn: int, attempts: list, new: list[Step]) -> list[Step]:
+    def _evaluate_batch(self, problem: Problem, turn: int, attempts: list) -> list[Step]:
         """Attempts evaluated concurrently (`Evaluator.evaluate_many`), each recorded as soon as its verdict
         arrives (a crash loses only the attempts still running); returned in sample order."""
         codes = [extract_code(completion.text).code for _, _, completion, _ in attempts]
@@ -232,7 +232,7 @@ class Agent:
             sample, messages, completion, parent = attempts[sandboxed[k]]
             steps[sandboxed[k]] = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent),
                                                  result)
-        return new + [steps[i] for i in range(len(attempts))]
+        return [steps[i] for i in range(len(attempts))]
 
     def _inspirations(self, problem: Problem, exclude: set[str]) -> list:
         if self.kernel_db is None or self.config.inspirations == 0:

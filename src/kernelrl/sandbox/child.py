@@ -120,14 +120,6 @@ def _early_copy(t):
     return t.detach().clone(memory_format=torch.contiguous_format)
 
 
-def _same_bytes(torch, a, b) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
-        return False
-    if a.numel() == 0:
-        return True
-    return bool(torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)))
-
-
 def _storage_ptr(t) -> int:
     try:
         return t.untyped_storage().data_ptr()
@@ -272,7 +264,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     from kernelrl.problems.input_sets import call_with, input_sets
     from kernelrl.sandbox.census import LaunchCensus
     from kernelrl.sandbox.kernel_share import EventShare
-    from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, tensor_meta, write_tensor
+    from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, same_bytes, tensor_meta, write_tensor
     from kernelrl.timing.cuda_timer import TimerSettings, time_cuda, time_paired
 
     gpu = request["mode"] == "gpu"
@@ -379,13 +371,13 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             for k, t in enumerate(outputs):
                 meta = tensor_meta(t)
                 meta.update(_output_facts(torch, t, inputs, previous))
-                if gpu and early[k] is not None and not _same_bytes(torch, early[k], t.detach()):
+                if gpu and early[k] is not None and not same_bytes(early[k], t.detach()):
                     meta["changed_after_sync"] = True
                 metas.append(meta)
                 if meta["dtype"] in ITEMSIZE and early[k] is not None:
                     write_tensor(os.path.join(out_dir, f"trial{index}_out{k}.bin"), early[k], host_stage)
             changed = [k for k, (t, p) in enumerate(zip(inputs, pristine[index], strict=True))
-                       if not _same_bytes(torch, t, p)]
+                       if not same_bytes(t, p)]
             for k in changed:  # the judge says how: it compares them with its originals
                 write_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), inputs[k], host_stage)
             del inputs, args

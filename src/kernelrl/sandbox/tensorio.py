@@ -81,6 +81,17 @@ def write_tensor(path: str | Path, t: torch.Tensor, stage: HostStage | None = No
     return tensor_meta(t)
 
 
+def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaN payloads and -0.0 included), same shape, dtype and device."""
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+        return False
+    if a.numel() == 0:
+        return True
+    return bool(torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)))
+
+
 def validate_meta(meta: object, max_bytes: int) -> dict:
     """Check an untrusted header: known dtype, sane shape, bounded size."""
     if not isinstance(meta, dict) or meta.get("dtype") not in ITEMSIZE or not isinstance(meta.get("shape"), list):

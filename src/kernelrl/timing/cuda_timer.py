@@ -25,6 +25,7 @@ from kernelrl.timing.stats import median_rse, validate_times
 METHOD = "cuda-events+l2-flush+sync-after-end"
 GRAPH_METHOD = "cuda-graph-replay+l2-flush+sync-after-end"
 MODES = ("events", "cuda-graph")
+METHODS = {"events": METHOD, "cuda-graph": GRAPH_METHOD}  # what produced the numbers, per timing mode
 STOP_REASONS = ("fixed", "rse", "max_reps", "max_ms")
 _GRAPH_WARMUP = 3  # untimed replays after capture: the first launch of a graph also uploads it
 
@@ -201,7 +202,7 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
             walls[k].append(wall_ms)
 
     stopped = _run_reps(step, planned, settings, clock, times)
-    method = GRAPH_METHOD if mode == "cuda-graph" else METHOD
+    method = METHODS[mode]
     raws = []
     for series, series_walls in zip(times, walls, strict=True):
         rse = median_rse(series)
