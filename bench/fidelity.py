@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from kernelrl.timing import TimerSettings
+
 MODES = ("events", "cuda-graph", "adaptive")
 SPREAD_TARGETS = {"median": 0.005, "p90": 0.02}
 
@@ -45,6 +47,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rse-target", type=float, default=0.005, help="adaptive mode's stopping target")
     parser.add_argument("--max-ms", type=float, default=1000.0, help="adaptive mode's time budget per timing")
     parser.add_argument("--idle", type=float, default=0.0, help="seconds of GPU idleness before each rerun")
+    parser.add_argument("--l2-flush", choices=("read", "write"), default=TimerSettings.l2_flush,
+                        help="how each rep evicts the L2 (default: %(default)s)")
+    parser.add_argument("--cover-cycles", type=int, default=TimerSettings.launch_cover_cycles,
+                        help="launch-cover spin before each rep's start event, GPU cycles (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=1234, help="seed of the bench inputs")
     parser.add_argument("--json", type=Path, help="write every number here")
     args = parser.parse_args(argv)
@@ -167,12 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit("bench/fidelity.py needs a CUDA GPU; torch sees none (torch.cuda.is_available() is False)")
     from kernelrl import load_suite
     from kernelrl.sandbox.judge import Judge
-    from kernelrl.timing import TimerSettings
 
-    base = TimerSettings(warmup_ms=args.warmup_ms, target_ms=args.target_ms, min_reps=args.min_reps,
-                         max_reps=args.max_reps)
-    adaptive = TimerSettings(warmup_ms=args.warmup_ms, target_ms=args.target_ms, min_reps=args.min_reps,
-                             max_reps=args.max_reps, rse_target=args.rse_target, max_ms=args.max_ms)
+    recipe = dict(warmup_ms=args.warmup_ms, target_ms=args.target_ms, min_reps=args.min_reps,
+                  max_reps=args.max_reps, l2_flush=args.l2_flush, launch_cover_cycles=args.cover_cycles)
+    base = TimerSettings(**recipe)
+    adaptive = TimerSettings(**recipe, rse_target=args.rse_target, max_ms=args.max_ms)
     settings = {"events": base, "cuda-graph": base, "adaptive": adaptive}
     problems = [p for p in load_suite() if p.id.startswith("level1/") and p.id.startswith(args.only)]
     if not problems:

@@ -32,6 +32,8 @@ class FakeGPU:
         self.kernels = kernels  # name -> callable returning the next duration
         self.capture: list[str] | None = None
         self.log: list[str] = []  # kernels that ran, in order
+        self.flushes: list[str] = []  # L2 flushes, by kind
+        self.spins: list[int] = []  # launch-cover spin kernels, in cycles
 
     def launch(self, name: str) -> None:
         if self.capture is not None:
@@ -93,8 +95,11 @@ class FakeGPU:
             CUDAGraph=Graph, Stream=Stream, current_stream=Stream, graph=graph,
             stream=lambda s: contextlib.nullcontext(),
         )
-        torch = SimpleNamespace(cuda=cuda, int32="int32",
-                                empty=lambda n, dtype, device: SimpleNamespace(zero_=lambda: None))
+        cuda._sleep = lambda cycles: self.spins.append(cycles)  # before the start event: not in the time
+        torch = SimpleNamespace(cuda=cuda, float32="float32", sum=lambda src, out: self.flushes.append("read"),
+                                zeros=lambda *shape, dtype, device: SimpleNamespace(
+                                    zero_=lambda: self.flushes.append("write")),
+                                empty=lambda *shape, dtype, device: object())
         return {"torch": torch, "synchronize": lambda: None, "event_cls": Event,
                 "clock": lambda: gpu.now_ms / 1e3}
 
@@ -119,6 +124,32 @@ def test_fixed_count_is_the_default():
     assert (raw["method"], raw["mode"], raw["stopped"], raw["rse"]) == (METHOD, "events", "fixed", 0.0)
     assert "graph_error" not in raw
     assert seen == [(None, 0)] * 10 + [(i, 50) for i in range(50)]
+
+
+def test_every_rep_flushes_by_reading_then_spins_before_its_start_event():
+    gpu = FakeGPU(k=constant(1.0))
+    raw = time_cuda(gpu.work("k"), **gpu.timer_args(), settings=TimerSettings(warmup_ms=3, target_ms=5))
+    reps = raw["warmup"] + len(raw["times_ms"])
+    assert gpu.flushes == ["read"] * reps and gpu.spins == [200_000] * reps
+    assert raw["times_ms"] == [1.0] * 20  # min_reps; the cover lies before the start event
+
+    other = FakeGPU(k=constant(1.0))
+    raw = time_cuda(other.work("k"), **other.timer_args(),
+                    settings=TimerSettings(warmup_ms=3, target_ms=5, l2_flush="write", launch_cover_cycles=0))
+    assert other.flushes == ["write"] * (raw["warmup"] + 20) and other.spins == []
+    assert raw["method"] == "cuda-events+l2-write-flush+sync-after-end"
+
+
+def test_ops_captured_early_survive_a_later_patch():
+    from kernelrl.timing.cuda_timer import TimerOps
+
+    gpu = FakeGPU(k=constant(1.0))
+    args = gpu.timer_args()
+    ops = TimerOps.capture(args["torch"])  # as the sandbox stub does before importing the candidate
+    args["torch"].sum = lambda *a, **k: None  # the candidate's patch: no flush, a warm L2
+    args["torch"].cuda._sleep = lambda cycles: None
+    raw = time_cuda(gpu.work("k"), **args, settings=TimerSettings(warmup_ms=3, target_ms=5), ops=ops)
+    assert gpu.flushes == ["read"] * (raw["warmup"] + 20) and len(gpu.spins) == raw["warmup"] + 20
 
 
 def test_adaptive_stops_on_rse_when_the_noise_is_low():
@@ -182,7 +213,8 @@ def test_unknown_mode_and_bad_settings_are_rejected():
     gpu = FakeGPU(k=constant(1.0))
     with pytest.raises(ValueError, match="mode"):
         time_cuda(gpu.work("k"), **gpu.timer_args(), mode="graphs")
-    for bad in ({"min_reps": 0}, {"min_reps": 30, "max_reps": 20}, {"rse_target": 0.0}, {"max_ms": -1.0}):
+    for bad in ({"min_reps": 0}, {"min_reps": 30, "max_reps": 20}, {"rse_target": 0.0}, {"max_ms": -1.0},
+                {"launch_cover_cycles": -1}, {"l2_flush": "zero"}):
         with pytest.raises(ValueError):
             TimerSettings(**bad)
 

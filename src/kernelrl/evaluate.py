@@ -58,8 +58,8 @@ from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
 from kernelrl.sandbox.runner import ChildOutcome, run_child
 from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
 from kernelrl.sandbox.zygote_client import ZygoteClient, ZygoteError
-from kernelrl.timing.cuda_timer import METHODS, TimerSettings, events_exceed_wall, summarize
 from kernelrl.timing.cuda_timer import MODES as TIMING_MODES
+from kernelrl.timing.cuda_timer import TimerSettings, events_exceed_wall, method_name, summarize
 from kernelrl.timing.stats import paired_speedup
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 from kernelrl.verify.tolerance import tolerance_for
@@ -891,8 +891,8 @@ class Evaluator:
         and overwrites the stored numbers."""
         cfg = self.config
         # baselines are timed as the candidate is: replays of a captured graph in cuda-graph mode
-        key = baseline_key(problem.sha256, timing_set_of(problem.source), self.environment(), METHODS[cfg.timing_mode],
-                           dataclasses.asdict(cfg.timer))
+        key = baseline_key(problem.sha256, timing_set_of(problem.source), self.environment(),
+                           method_name(cfg.timing_mode, cfg.timer), dataclasses.asdict(cfg.timer))
         entry = None if fresh else self._baseline_cache.get(key, need_inductor=cfg.inductor_baseline)
         if entry is None:
             try:

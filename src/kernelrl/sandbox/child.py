@@ -265,7 +265,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     from kernelrl.sandbox.census import LaunchCensus
     from kernelrl.sandbox.kernel_share import EventShare
     from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, same_bytes, tensor_meta, write_tensor
-    from kernelrl.timing.cuda_timer import TimerSettings, time_cuda, time_paired
+    from kernelrl.timing.cuda_timer import TimerOps, TimerSettings, time_cuda, time_paired
 
     gpu = request["mode"] == "gpu"
     if gpu:
@@ -296,6 +296,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     secret = random.Random(int.from_bytes(os.urandom(16), "little"))  # which timed calls are checked
     current_frames = sys._current_frames
     tensor_copy = torch.Tensor.copy_  # refills the timed calls' inputs; taken before any candidate code runs
+    timer_ops = TimerOps.capture(torch) if gpu else None  # the flush and the launch cover, likewise
     channel.send("ready", isolation=applied)
 
     def load(path: str, name: str):
@@ -444,7 +445,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             launches = census.launches
             timer = dict(torch=torch, synchronize=sync, event_cls=event_cls, clock=_clock,
                          settings=TimerSettings(**request["timer"]), prepare=refill, inspect=check,
-                         mode=request["timing_mode"])
+                         mode=request["timing_mode"], ops=timer_ops)
             extra = {}
             if request["paired_baseline"]:  # the problem's own Model, built as the judge builds it
                 torch.manual_seed(42)

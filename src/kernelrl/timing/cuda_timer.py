@@ -1,8 +1,14 @@
-"""CUDA-event timing with an L2 flush and a device-wide sync inside each timed region.
+"""CUDA-event timing with an L2 flush, a launch cover and a device-wide sync after each timed region.
 
 `time_cuda` and `time_paired` take torch, the synchronize function, event class and host clock as arguments:
 the sandbox stub captures them before the candidate is imported, so a candidate that patches
 `torch.cuda.synchronize` or `time.perf_counter` at import does not change what the timer calls.
+
+Each rep: `prepare()`, the L2 flush (a read of twice the L2, so the cache is cold *and clean*: a zero-fill
+left it full of dirty lines whose write-back then ran inside the next rep), a spin kernel (the launch cover:
+the GPU stays busy while the host enqueues the start event and the call, so the first launch's host latency
+and its jitter stay out of the number; a forward that takes longer than the cover to enqueue still shows its
+gaps), start event, the call, end event, device-wide sync.
 
 Modes: 'events' times the callable; 'cuda-graph' captures it once into a CUDA graph and times the replays
 (no Python or launch overhead in the numbers; the callable's Python runs once, at capture).
@@ -22,10 +28,7 @@ from typing import Any
 from kernelrl.results import TimingStats
 from kernelrl.timing.stats import median_rse, validate_times
 
-METHOD = "cuda-events+l2-flush+sync-after-end"
-GRAPH_METHOD = "cuda-graph-replay+l2-flush+sync-after-end"
 MODES = ("events", "cuda-graph")
-METHODS = {"events": METHOD, "cuda-graph": GRAPH_METHOD}  # what produced the numbers, per timing mode
 STOP_REASONS = ("fixed", "rse", "max_reps", "max_ms")
 _GRAPH_WARMUP = 3  # untimed replays after capture: the first launch of a graph also uploads it
 
@@ -43,6 +46,10 @@ class TimerSettings:
     # this (e.g. 0.005); None: a fixed rep count, as target_ms sets it
     rse_target: float | None = None
     max_ms: float = 5000.0  # adaptive: no further batch once the timed reps would exceed this (host clock)
+    # spin-kernel cycles between the flush and each rep's start event (~100 us at an H100's 1.98 GHz boost);
+    # 0: none, the flush alone covers the launch
+    launch_cover_cycles: int = 200_000
+    l2_flush: str = "read"  # "read": leaves the L2 clean; "write" (zero-fill, as Triton's do_bench): dirty
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_reps <= self.max_reps:
@@ -51,6 +58,37 @@ class TimerSettings:
             raise ValueError(f"rse_target must be positive, got {self.rse_target!r}")
         if not self.max_ms > 0:
             raise ValueError(f"max_ms must be positive, got {self.max_ms!r}")
+        if not 0 <= self.launch_cover_cycles <= 50_000_000:
+            raise ValueError(f"launch_cover_cycles must be in [0, 5e7], got {self.launch_cover_cycles!r}")
+        if self.l2_flush not in ("read", "write"):
+            raise ValueError(f"l2_flush must be 'read' or 'write', got {self.l2_flush!r}")
+
+
+def method_name(mode: str, settings: TimerSettings) -> str:
+    """What produced the numbers: the mode and the rep's recipe (part of the baseline cache's key)."""
+    cover = f"+cover-{settings.launch_cover_cycles // 1000}kcyc" if settings.launch_cover_cycles else ""
+    start = {"events": "cuda-events", "cuda-graph": "cuda-graph-replay"}[mode]
+    return f"{start}+l2-{settings.l2_flush}-flush{cover}+sync-after-end"
+
+
+METHOD = method_name("events", TimerSettings())
+GRAPH_METHOD = method_name("cuda-graph", TimerSettings())
+
+
+@dataclass(frozen=True)
+class TimerOps:
+    """The torch functions the timer calls between reps, taken when `capture` runs: the sandbox stub captures
+    them before the candidate is imported, so a candidate that patches `torch.sum` (no flush: a warm L2) does
+    not change the rep."""
+
+    reduce_sum: Callable[..., Any]
+    spin: Callable[[int], None]
+    zeros: Callable[..., Any]
+    empty: Callable[..., Any]
+
+    @classmethod
+    def capture(cls, torch: Any) -> TimerOps:
+        return cls(reduce_sum=torch.sum, spin=torch.cuda._sleep, zeros=torch.zeros, empty=torch.empty)
 
 
 def time_cuda(
@@ -64,6 +102,7 @@ def time_cuda(
     prepare: Callable[[], None] | None = None,
     inspect: Inspect | None = None,
     mode: str = "events",
+    ops: TimerOps | None = None,
 ) -> dict:
     """Time `fn()` on the current CUDA device; return raw per-rep times (ms) and how they were taken.
 
@@ -77,7 +116,7 @@ def time_cuda(
     mode that produced the numbers), stopped ('fixed' | 'rse' | 'max_reps' | 'max_ms'), rse (of the median,
     None below 2 reps), and graph_error when the capture failed and the callable was timed with events."""
     (raw,), _ = _time([fn], [inspect], torch=torch, synchronize=synchronize, event_cls=event_cls, clock=clock,
-                      settings=settings, prepare=prepare, mode=mode, rng=None)
+                      settings=settings, prepare=prepare, mode=mode, rng=None, ops=ops)
     return raw
 
 
@@ -94,6 +133,7 @@ def time_paired(
     prepare: Callable[[], None] | None = None,
     inspect: Inspect | None = None,
     mode: str = "events",
+    ops: TimerOps | None = None,
 ) -> dict:
     """Time `fn_a` and `fn_b` interleaved: rep i runs both back to back, in an order drawn from `rng`, so
     drift (clocks, temperature, other work on the device) reaches both alike; `stats.paired_speedup` turns
@@ -106,7 +146,7 @@ def time_paired(
     raw as `time_cuda` returns it."""
     (raw_a, raw_b), order = _time([fn_a, fn_b], [inspect, None], torch=torch, synchronize=synchronize,
                                   event_cls=event_cls, clock=clock, settings=settings, prepare=prepare,
-                                  mode=mode, rng=rng)
+                                  mode=mode, rng=rng, ops=ops)
     return {"a": raw_a, "b": raw_b, "order": order}
 
 
@@ -134,20 +174,30 @@ def _one_line(exc: BaseException) -> str:
 
 def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], None], event_cls: type,
           clock: Callable[[], float], settings: TimerSettings, prepare: Callable[[], None] | None, mode: str,
-          rng: random.Random | None) -> tuple[list[dict], list[str]]:
+          rng: random.Random | None, ops: TimerOps | None) -> tuple[list[dict], list[str]]:
     """Time one callable, or several interleaved (rep order shuffled by `rng`); one raw dict per callable."""
     if mode not in MODES:
         raise ValueError(f"unknown timing mode {mode!r}; use one of {MODES}")
+    ops = ops or TimerOps.capture(torch)
     device = torch.cuda.current_device()
     l2_bytes = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or 64 << 20
-    # twice the L2 so a zero-fill evicts everything the previous rep left there
-    flush = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device="cuda")
+    # twice the L2, so reading (or zero-filling) it evicts everything the previous rep left there
+    flush_buffer = ops.zeros(2 * l2_bytes // 4, dtype=torch.float32, device="cuda")
+    flush_sink = ops.empty((), dtype=torch.float32, device="cuda")
+
+    def flush_and_cover() -> None:
+        if settings.l2_flush == "read":
+            ops.reduce_sum(flush_buffer, out=flush_sink)
+        else:
+            flush_buffer.zero_()
+        if settings.launch_cover_cycles:
+            ops.spin(settings.launch_cover_cycles)
 
     def timed_rep(call: Callable[[], Any], inspect: Inspect | None, i: int | None,
                   reps: int) -> tuple[float, float]:
         if prepare is not None:
             prepare()
-        flush.zero_()
+        flush_and_cover()
         start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
         t0 = clock()
         start.record()
@@ -202,7 +252,7 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
             walls[k].append(wall_ms)
 
     stopped = _run_reps(step, planned, settings, clock, times)
-    method = METHODS[mode]
+    method = method_name(mode, settings)
     raws = []
     for series, series_walls in zip(times, walls, strict=True):
         rse = median_rse(series)
