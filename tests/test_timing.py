@@ -96,7 +96,7 @@ class FakeGPU:
             stream=lambda s: contextlib.nullcontext(),
         )
         cuda._sleep = lambda cycles: self.spins.append(cycles)  # before the start event: not in the time
-        torch = SimpleNamespace(cuda=cuda, float32="float32", sum=lambda src, out: self.flushes.append("read"),
+        torch = SimpleNamespace(cuda=cuda, float32="float32", sum=lambda src, dim, out: self.flushes.append("read"),
                                 zeros=lambda *shape, dtype, device: SimpleNamespace(
                                     zero_=lambda: self.flushes.append("write")),
                                 empty=lambda *shape, dtype, device: object())

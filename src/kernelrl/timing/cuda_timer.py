@@ -187,7 +187,7 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
 
     def flush_and_cover() -> None:
         if settings.l2_flush == "read":
-            ops.reduce_sum(flush_buffer, out=flush_sink)
+            ops.reduce_sum(flush_buffer, dim=0, out=flush_sink)
         else:
             flush_buffer.zero_()
         if settings.launch_cover_cycles:
