@@ -37,9 +37,10 @@ Inspect = Callable[[int | None, int, Any], None]
 
 @dataclass(frozen=True)
 class TimerSettings:
-    # lets the clocks leave idle (345 MHz idle, 1980 MHz busy on an H100); 1-3 s warm-ups measured no better
-    warmup_ms: float = 200.0  # run at least this long (and 3 calls) before timing
-    target_ms: float = 1000.0  # fixed count: timed work aimed for; the warm-up estimate turns it into reps
+    # lets the clocks leave idle (345 MHz idle, 1980 MHz busy on an H100); 1-3 s warm-ups measured no better.
+    # 100 + 300 ms: level-1 rerun spread 0.08% median, 1.18% p90 on an H100 (bench/fidelity.py, session 5)
+    warmup_ms: float = 100.0  # run at least this long (and 3 calls) before timing
+    target_ms: float = 300.0  # fixed count: timed work aimed for; the warm-up estimate turns it into reps
     min_reps: int = 20
     max_reps: int = 1000
     # adaptive: after min_reps, time in batches until the median's relative standard error is at most
