@@ -132,7 +132,7 @@ def test_zygote_child_has_the_full_isolation_list(pooled, relu):
     result = pooled.evaluate(relu, PROBE)
     assert result.status is Status.CORRECT, result.feedback
     iso = result.environment.isolation
-    assert iso[-1] == "zygote"
+    assert iso[-1] == "zygote-standby"
     expected = {"process-group", "private-tmpdir", "env-allowlist", "netns", "rlimit-fsize", "no-new-privs",
                 "rlimit-as", "readonly-fs", "no-capabilities", "pidns"}
     assert expected <= set(iso), iso
@@ -140,7 +140,58 @@ def test_zygote_child_has_the_full_isolation_list(pooled, relu):
         old = fresh.evaluate(relu, PROBE)
     assert old.status is Status.CORRECT, old.feedback
     assert old.environment.isolation[-1] == "fresh-process"
-    assert set(old.environment.isolation) - {"fresh-process"} == set(iso) - {"zygote"}
+    assert set(old.environment.isolation) - {"fresh-process"} == set(iso) - {"zygote-standby"}
+
+
+def _ended(standbys, timeout_s: float = 10.0) -> bool:
+    """Whether the standbys' process groups are gone (a dead launcher lingers until the zygote reaps it)."""
+    deadline = time.monotonic() + timeout_s
+    while any(s.alive() for s in standbys) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(s.alive() for s in standbys)
+
+
+def test_standby_is_started_ahead_and_replaced_once_taken(pooled, relu):
+    pooled.warm_up()
+    waiting = list(pooled._standbys)
+    assert len(waiting) == 1 and waiting[0].alive()
+    result = pooled.evaluate(relu, example("relu_triton.py"))
+    assert result.status is Status.CORRECT, result.feedback
+    assert result.environment.isolation[-1] == "zygote-standby"
+    assert _ended(waiting) and not waiting[0].workdir.exists()  # used once, then gone with its directory
+    assert len(pooled._standbys) == 1 and pooled._standbys[0].child.pgid != waiting[0].child.pgid
+
+
+def test_standby_that_died_waiting_costs_nothing_but_its_slot(pooled, relu, monkeypatch):
+    pooled.warm_up()
+    dead = pooled._standbys[0]
+    os.killpg(dead.child.pgid, signal.SIGKILL)
+    assert _ended([dead])
+    result = pooled.evaluate(relu, example("relu_triton.py"))  # seen dead when taken: a new one serves
+    assert result.status is Status.CORRECT and result.environment.isolation[-1] == "zygote-standby"
+    # one that dies after it was taken (before it read its assignment) leaves the usual zygote path to run
+    victim = pooled._standbys[0]
+    os.killpg(victim.child.pgid, signal.SIGKILL)
+    monkeypatch.setattr(type(victim), "alive", lambda self: True)
+    result = pooled.evaluate(relu, example("relu_triton.py"))
+    assert result.status is Status.CORRECT, result.feedback
+    assert result.environment.isolation[-1] == "zygote"
+
+
+def test_standbys_end_with_their_evaluator(relu):
+    ev = Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=True, standby_sandboxes=2)
+    ev.warm_up()
+    standbys = list(ev._standbys)
+    assert len(standbys) == 2 and all(s.alive() for s in standbys)
+    ev.close()
+    assert _ended(standbys) and not any(s.workdir.exists() for s in standbys)
+
+
+def test_without_standbys_each_candidate_is_forked_on_demand(relu):
+    with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=True, standby_sandboxes=0) as ev:
+        result = ev.evaluate(relu, example("relu_triton.py"))
+        assert ev._standbys == []
+    assert result.status is Status.CORRECT and result.environment.isolation[-1] == "zygote"
 
 
 def test_zygote_stays_cuda_free_and_warm(pooled, relu):
@@ -155,11 +206,11 @@ def test_zygote_stays_cuda_free_and_warm(pooled, relu):
 
 def test_no_state_leaks_between_consecutive_candidates(pooled, relu):
     polluted = pooled.evaluate(relu, POLLUTER)
-    assert polluted.environment.isolation[-1] == "zygote"
+    assert polluted.environment.isolation[-1] == "zygote-standby"
     assert polluted.status is Status.CORRECT, polluted.feedback
     honest = pooled.evaluate(relu, INSPECTOR)
     assert honest.status is Status.CORRECT, honest.feedback
-    assert honest.environment.isolation[-1] == "zygote"
+    assert honest.environment.isolation[-1] == "zygote-standby"
     # and concurrently: the inspector next to polluters in one batch
     results = list(pooled.evaluate_many([(relu, POLLUTER), (relu, INSPECTOR), (relu, POLLUTER), (relu, INSPECTOR)]))
     assert [r.status for r in results] == [Status.CORRECT] * 4, [r.feedback for r in results]
@@ -196,7 +247,7 @@ def test_zygote_killed_mid_batch_is_restarted_and_the_batch_completes(pooled, re
             os.kill(first_pid, signal.SIGKILL)
     assert [r.status for r in results] == [Status.CORRECT] * 6, [r.message for r in results]
     assert zygote.starts > starts and zygote.pid != first_pid
-    assert results[-1].environment.isolation[-1] == "zygote"
+    assert results[-1].environment.isolation[-1] == "zygote-standby"
 
 
 def test_async_batch_streams_results(pooled, relu):
@@ -319,7 +370,7 @@ def test_gpu_batch_through_the_pool_is_timed_and_the_zygote_stays_cuda_free(suit
     assert [results[i].status for i in range(4)] == [Status.CORRECT, Status.WRONG_OUTPUT, Status.CORRECT,
                                                      Status.CRASHED]
     for i in (0, 2):
-        assert results[i].environment.isolation[-1] == "zygote"
+        assert results[i].environment.isolation[-1] == "zygote-standby"
         assert results[i].timing.candidate.median_ms > 0 and results[i].timing.eager.median_ms > 0
         assert "no-capabilities" in results[i].environment.isolation
 

@@ -55,7 +55,7 @@ from kernelrl.results import (
 from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
-from kernelrl.sandbox.runner import ChildOutcome, run_child
+from kernelrl.sandbox.runner import ChildOutcome, SpawnedChild, run_child, spawn_child, watch_child
 from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
 from kernelrl.sandbox.zygote_client import ZygoteClient, ZygoteError
 from kernelrl.timing.cuda_timer import MODES as TIMING_MODES
@@ -72,12 +72,40 @@ _ENV_ALLOWLIST = (
 _COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
 _GiB = 1 << 30
 # EvalConfig fields that cannot change a verdict's content (device: the result key has the device's name)
-_NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache", "warm_pool", "max_concurrency"})
+_NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache", "warm_pool", "max_concurrency",
+                                "standby_sandboxes"})
 _PAIRED_REFERENCE_TOLERANCE = 1.25  # paired reference median / judge's eager median beyond which it is distrusted
 _MAX_SAMPLED = 1 << 24  # output elements a timed-call sample may hold
 RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for a whole process (CI, tests)
 _POOL_MAX_FAILURES = 3
 _POOL_SETUP_FAILED = ("kernelrl zygote launcher failed", "kernelrl sandbox init failed")  # see sandbox/zygote.py
+
+
+def _new_workdir() -> Path:
+    """A fresh evaluation directory (in memory where /dev/shm is writable): in/, out/ and the private home."""
+    workdir = Path(tempfile.mkdtemp(prefix="kernelrl-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+    for name in ("in", "out", "home"):
+        (workdir / name).mkdir()
+    return workdir
+
+
+@dataclass
+class _Standby:
+    """A sandbox started before its candidate: forked, confined and device-initialized up to the point where it
+    reads the candidate's part of the request from its control pipe. `key`: the settings it was started with."""
+
+    child: SpawnedChild
+    workdir: Path
+    key: str
+
+    def alive(self) -> bool:
+        try:  # the leader (the zygote's launcher, which supervises the rest); its group exists after its setsid()
+            os.kill(self.child.pgid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
 
 
 class EvaluatorError(RuntimeError):
@@ -126,6 +154,9 @@ class EvalConfig:
     result_cache: bool = True  # reuse verdicts of identical candidates (kernelrl.cache; also KERNELRL_RESULT_CACHE=0)
     # fork candidates from a warm zygote (needs the PID namespace); False: a fresh process each
     warm_pool: bool = True
+    # sandboxes forked and device-initialized ahead of their candidates (warm pool only; 0: none). Each holds
+    # a CUDA context (~0.5 GB of device memory) while it waits
+    standby_sandboxes: int = 1
     max_concurrency: int = 4  # evaluate_many: sandboxes at once (compile+correctness overlap; timing is exclusive)
 
     def __post_init__(self) -> None:
@@ -133,6 +164,8 @@ class EvalConfig:
             raise ValueError("trials must be at least 1")
         if self.max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
+        if self.standby_sandboxes < 0:
+            raise ValueError("standby_sandboxes must be at least 0")
         if self.timing_mode not in TIMING_MODES:
             raise ValueError(f"timing_mode must be one of {TIMING_MODES}, not {self.timing_mode!r}")
         for check, policy in (self.runtime_policy or {}).items():
@@ -358,6 +391,8 @@ class Evaluator:
         # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused meanwhile
         self._gate = DeviceGate(hold_also=[self._judge.lock])
         self._pool_failures = 0  # consecutive zygote failures; at _POOL_MAX_FAILURES the pool is given up
+        self._standbys: list[_Standby] = []  # started sandboxes waiting for a candidate
+        self._standby_lock = threading.Lock()
 
     def _visible_devices(self) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": self._cuda_index} if self._cuda_index is not None else {}
@@ -487,15 +522,23 @@ class Evaluator:
             stop.set()
 
     def warm_up(self) -> None:
-        """Start the judge and (with `warm_pool`) the zygote now rather than on the first evaluation."""
-        self._judge_info()
+        """Start the judge and (with `warm_pool`) the zygote and the standby sandboxes now rather than on the
+        first evaluation."""
+        mode = self._device_mode()
         if self._pool_enabled():
             try:
                 self._pool().ensure_started()
-            except ZygoteError:
+                if self.config.standby_sandboxes > 0:
+                    with self._standby_lock:
+                        self._fill_standbys(mode, json.dumps(self._sandbox_settings(mode), sort_keys=True))
+            except (ZygoteError, OSError):
                 self._pool_failures += 1  # evaluations fall back to fresh processes
 
     def close(self) -> None:
+        with self._standby_lock:
+            for standby in self._standbys:
+                self._discard_standby(standby)
+            self._standbys = []
         self._judge.close()
         self._baseline_cache.close()
         if self._result_cache is not None:
@@ -528,10 +571,11 @@ class Evaluator:
         early = self._before_running(problem, code, env, base)
         if early is not None:
             return early
-        workdir = Path(tempfile.mkdtemp(prefix="kernelrl-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+        standby = self._take_standby(env.mode)
+        workdir = standby.workdir if standby is not None else _new_workdir()
         eval_id = uuid.uuid4().hex
         try:
-            return self._run(problem, code, env, base, workdir, eval_id)
+            return self._run(problem, code, env, base, workdir, eval_id, standby)
         finally:
             if self._judge.running():  # a judge that died took this evaluation's state with it
                 try:
@@ -576,11 +620,9 @@ class Evaluator:
                                        "CUDA toolkit and GPU; evaluate on a GPU machine or write Triton", **base)
         return None
 
-    def _run(self, problem, code, env, base, workdir: Path, eval_id: str) -> EvalResult:
+    def _run(self, problem, code, env, base, workdir: Path, eval_id: str, standby: _Standby | None) -> EvalResult:
         cfg = self.config
         in_dir, out_dir, home = workdir / "in", workdir / "out", workdir / "home"
-        for d in (in_dir, out_dir, home):
-            d.mkdir()
         master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
         started = time.monotonic()
         try:
@@ -600,7 +642,8 @@ class Evaluator:
         candidate_path = workdir / "candidate.py"
         candidate_path.write_text(code)
         request = {
-            "mode": env.mode, "problem_path": str(problem.path), "candidate_path": str(candidate_path),
+            **self._sandbox_settings(env.mode),
+            "problem_path": str(problem.path), "candidate_path": str(candidate_path),
             "in_dir": str(in_dir), "out_dir": str(out_dir), "trials": prepared["trials"],
             "timing_set": prepared["timing_set"],
             "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer), "timing_mode": cfg.timing_mode,
@@ -608,8 +651,7 @@ class Evaluator:
             # the measured forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
             "kernel_share": cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
                 "rt-kernel-gpu-fraction", "reject") != "off",
-            "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2,
-            "isolate_network": cfg.isolate_network, "readonly_fs": cfg.readonly_filesystem,
+            "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "readonly_fs": cfg.readonly_filesystem,
             # this candidate's CUDA-extension build directory is the only writable place outside workdir
             "writable_paths": [str(workdir), str(self._extension_dir(code)), str(self._triton_dir(code))],
         }
@@ -617,7 +659,7 @@ class Evaluator:
         trials = _Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
                          int(cfg.max_output_gb * _GiB), dict(cfg.runtime_policy or {}))
         sandbox_started = time.monotonic()
-        outcome, path = self._run_sandbox(workdir, home, code, env.mode, trials, request)
+        outcome, path = self._run_sandbox(workdir, home, code, env.mode, trials, request, standby)
         phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, time.monotonic())}
         ready = outcome.last("ready") or {}
         iso = ready.get("isolation", [])
@@ -637,6 +679,68 @@ class Evaluator:
             verdict.phases_s["baselines"] = round(time.monotonic() - timing_started, 4)
             verdict = self._timing_checks(verdict, trials)
         return verdict
+
+    def _sandbox_settings(self, mode: str) -> dict:
+        """The request's part a sandbox needs before its candidate is known (a standby's whole request)."""
+        cfg = self.config
+        return {"mode": mode, "isolate_network": cfg.isolate_network,
+                "max_file_bytes": int(cfg.max_output_gb * _GiB) * 2}
+
+    def _take_standby(self, mode: str) -> _Standby | None:
+        """A waiting standby for this evaluation (started now if none waits), after starting replacements up to
+        `standby_sandboxes`; None without the warm pool."""
+        if self.config.standby_sandboxes < 1 or not self._pool_enabled():
+            return None
+        key = json.dumps(self._sandbox_settings(mode), sort_keys=True)
+        with self._standby_lock:
+            taken, waiting = None, []
+            for standby in self._standbys:
+                if standby.key != key or not standby.alive():
+                    self._discard_standby(standby)
+                elif taken is None:
+                    taken = standby
+                else:
+                    waiting.append(standby)
+            self._standbys = waiting
+            try:
+                if taken is None:
+                    taken = self._start_standby(mode, key)
+                self._fill_standbys(mode, key)
+            except (ZygoteError, OSError):
+                self._pool_failures += 1  # the evaluation goes the usual way, which counts and falls back
+        return taken
+
+    def _fill_standbys(self, mode: str, key: str) -> None:
+        while len(self._standbys) < self.config.standby_sandboxes:
+            self._standbys.append(self._start_standby(mode, key))
+
+    def _start_standby(self, mode: str, key: str) -> _Standby:
+        workdir = _new_workdir()
+        home = workdir / "home"
+        # its Triton warm-up compiles into the harness's cache, which no candidate can write (read-only mounts)
+        env = {**self._child_env(mode, workdir, home), "TRITON_CACHE_DIR": str(self._harness_triton_dir()),
+               "TORCH_EXTENSIONS_DIR": str(workdir / "torch-extensions")}
+        request_path = workdir / "request.json"
+        request_path.write_text(json.dumps({**self._sandbox_settings(mode), "standby": True}))
+        zygote = self._pool()
+        message = {"op": "fork", "env": env, "cwd": str(home), "request_path": str(request_path)}
+        try:
+            child = spawn_child([], env=env, cwd=str(home), spawn=lambda *fds: zygote.spawn(message, list(fds)))
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        self._gate.register(child.pgid)  # stopped while another sandbox times, like any running sandbox
+        return _Standby(child=child, workdir=workdir, key=key)
+
+    def _discard_standby(self, standby: _Standby) -> None:
+        self._gate.unregister(standby.child.pgid)
+        standby.child.discard()
+        shutil.rmtree(standby.workdir, ignore_errors=True)
+
+    def _harness_triton_dir(self) -> Path:
+        directory = self._cache_dir / "triton" / "kernelrl-harness"
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
 
     def _pool_enabled(self) -> bool:
         """The zygote path needs the PID namespace (its forked children unshare one themselves)."""
@@ -661,21 +765,32 @@ class Evaluator:
             self._zygote = ZygoteClient(env, self.config.startup_timeout_s)
         return self._zygote
 
-    def _run_sandbox(self, workdir: Path, home: Path, code: str, mode: str, trials: _Trials, request: dict
-                     ) -> tuple[ChildOutcome, str]:
-        """Run the candidate's sandbox: forked from the zygote when the warm pool is on and works, else a fresh
-        process. Returns the outcome and which path ran ('zygote' or 'fresh-process'). The request file is
-        written before each start: the stub deletes it once read (it holds the input seeds)."""
+    def _run_sandbox(self, workdir: Path, home: Path, code: str, mode: str, trials: _Trials, request: dict,
+                     standby: _Standby | None) -> tuple[ChildOutcome, str]:
+        """Run the candidate's sandbox: a standby (started ahead, its assignment sent on its control pipe), else
+        forked from the zygote when the warm pool is on and works, else a fresh process. Returns the outcome and
+        which path ran ('zygote-standby', 'zygote' or 'fresh-process'). The request file is written before each
+        start: the stub deletes it once read (it holds the input seeds)."""
         cfg = self.config
-        child_env = self._child_env(mode, workdir, home, self._extension_dir(code))
-        child_env["TRITON_CACHE_DIR"] = str(self._triton_dir(code))
-        common = dict(
-            env=child_env, cwd=str(home),
+        caches = {"TRITON_CACHE_DIR": str(self._triton_dir(code)), "TORCH_EXTENSIONS_DIR": str(self._extension_dir(code))}
+        child_env = {**self._child_env(mode, workdir, home), **caches}
+        watch = dict(
             timeouts={"start": cfg.startup_timeout_s, "import": cfg.compile_timeout_s, "run": cfg.run_timeout_s},
             memory_limit_bytes=int(cfg.memory_limit_gb * _GiB), log_limit_bytes=cfg.log_limit_bytes,
             on_event=trials.on_event, gate=self._gate,
             token_allowed=lambda: trials.passed == trials.planned and trials.hack is None,
         )
+        common = dict(env=child_env, cwd=str(home), **watch)
+        if standby is not None:
+            try:
+                standby.child.send((json.dumps({"request": request, "env": caches}) + "\n").encode())
+            except OSError:  # it died waiting
+                standby.child.discard()
+            else:
+                outcome = watch_child(standby.child, **watch)
+                if outcome.events or outcome.timed_out_phase:
+                    return outcome, "zygote-standby"
+                # it died before it was ready (no candidate code ran): start one the usual way
         request_path = workdir / "request.json"
         if self._pool_enabled():
             request_path.write_text(json.dumps(request))
@@ -710,7 +825,7 @@ class Evaluator:
         directory.mkdir(parents=True, exist_ok=True)
         return directory
 
-    def _child_env(self, mode: str, workdir: Path, home: Path, extension_dir: Path) -> dict[str, str]:
+    def _child_env(self, mode: str, workdir: Path, home: Path) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOWLIST}
         env.update(self._visible_devices())
         env.update({
@@ -721,8 +836,8 @@ class Evaluator:
             "TMPDIR": str(home),
             "TRITON_CACHE_DIR": str(workdir / "triton-cache"),
             "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor-cache"),
-            # identical CUDA C++ sources reuse their build (~0.02 s instead of ~65 s)
-            "TORCH_EXTENSIONS_DIR": str(extension_dir),
+            # the caller points TORCH_EXTENSIONS_DIR (identical CUDA C++ sources reuse their build: ~0.02 s
+            # instead of ~65 s) and TRITON_CACHE_DIR at the candidate's own directories
         })
         if mode != "gpu":
             env["TRITON_INTERPRET"] = "1"

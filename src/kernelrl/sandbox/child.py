@@ -223,6 +223,19 @@ def main(argv: list[str]) -> None:
     run(request, int(os.environ.pop("KERNELRL_PROTO_FD")), int(control) if control else None)
 
 
+def _read_assignment(control_fd: int | None) -> dict:
+    """A standby's assignment: one JSON line on the control pipe ({"request": {...}, "env": {...}})."""
+    if control_fd is None:
+        raise RuntimeError("a standby sandbox needs a control pipe")
+    data = bytearray()
+    while not data.endswith(b"\n"):
+        chunk = os.read(control_fd, 1 << 16)
+        if not chunk:  # the verdict process discarded this standby
+            os._exit(0)
+        data += chunk
+    return json.loads(data)
+
+
 def _wait_for_timing_token(channel: _Channel, control_fd: int | None) -> None:
     """Ask the verdict process for this device's timing token and block until it is granted, so only one
     candidate times on a GPU at a time. Without a control fd (old callers) timing starts at once."""
@@ -275,6 +288,20 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     # the same numerics as the judge's reference (no TF32 for fp32 matmuls and convolutions)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    if request.get("standby"):
+        # started before its candidate existed: everything above is the same for every candidate; the rest of
+        # the request (the candidate's paths and cache directories, the trials) comes on the control pipe
+        if gpu:
+            from kernelrl.sandbox import warm_kernel
+
+            try:
+                warm_kernel.launch(torch)  # Triton's runtime starts up now, off the evaluation's clock
+            except Exception as exc:  # noqa: BLE001 - the candidate then pays Triton's start-up, nothing worse
+                print(f"kernelrl standby: Triton warm-up failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+        channel.send("standby")
+        assignment = _read_assignment(control_fd)
+        request.update(assignment["request"])
+        os.environ.update(assignment["env"])  # read when used: Triton's and the extension builder's caches
     sync, event_cls = (torch.cuda.synchronize, torch.cuda.Event) if gpu else (None, None)
     if not gpu and request["memory_limit_bytes"]:
         # address-space caps break CUDA start-up (see DESIGN.md); on GPU the parent's RSS watchdog caps memory

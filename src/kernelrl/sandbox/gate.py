@@ -30,7 +30,10 @@ class DeviceGate:
         self.stops = 0  # group stops so far (for tests and benchmarks)
 
     def register(self, pgid: int) -> None:
+        """Add a sandbox (again: a standby adopted by its evaluation keeps its state)."""
         with self._state:
+            if pgid in self._groups:
+                return
             self._groups[pgid] = [None, 0.0]
             if self._holder is not None and self._holder != pgid:
                 self._stop(pgid)

@@ -88,34 +88,44 @@ def _group_alive(pgid: int) -> bool:
 Spawner = Callable[[int, int, int, int], int]
 
 
-def run_child(
-    argv: list[str],
-    *,
-    env: dict[str, str],
-    cwd: str,
-    timeouts: dict[str, float],
-    memory_limit_bytes: int,
-    log_limit_bytes: int,
-    on_event: Callable[[dict], bool],
-    spawn: Spawner | None = None,
-    gate: DeviceGate | None = None,
-    token_allowed: Callable[[], bool] | None = None,
-) -> ChildOutcome:
-    """Run the child to completion. `on_event` sees each protocol message; returning False stops the child.
+@dataclass
+class SpawnedChild:
+    """A started sandbox: its process-group leader and the verdict process's ends of its pipes."""
 
-    Without `spawn` the child is `argv` started here (a fresh process); with it, `spawn` starts the child
-    elsewhere (the zygote) on the fds it is given and returns its host PID, which leads its own process group.
-    With a `gate` (the device's), the child is registered while it runs: the first `timing_token` event
-    waits for the gate (other sandboxes are stopped while this one times; the gate is released when this
-    child is finished), then the child is told to go on. Time spent waiting or stopped by another sandbox's
-    timed run does not count against the deadlines. `token_allowed` says whether the child may time now (an
-    honest stub asks only after its last trial); a request before that is a protocol violation.
-    """
+    pgid: int
+    log_fd: int  # its stdout and stderr
+    proto_fd: int  # its protocol messages (JSON lines)
+    control_fd: int  # to it: the timing token's "go", a standby's assignment
+    lifeline_fd: int | None  # zygote path: closing it kills the sandbox's namespace
+    proc: subprocess.Popen | None  # fresh-process path
+
+    def send(self, data: bytes) -> None:
+        """Write to the child's control pipe (OSError when it is gone)."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.control_fd, view):]
+
+    def discard(self) -> None:
+        """Kill it and close the pipes (a standby nobody will use)."""
+        if self.lifeline_fd is not None:
+            os.close(self.lifeline_fd)
+            self.lifeline_fd = None
+        _kill_group(self.pgid)
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdout.close()
+        else:
+            os.close(self.log_fd)
+        for fd in (self.proto_fd, self.control_fd):
+            os.close(fd)
+
+
+def spawn_child(argv: list[str], *, env: dict[str, str], cwd: str, spawn: Spawner | None = None) -> SpawnedChild:
+    """Start the child: `argv` as a fresh process, or through `spawn` (the zygote), which is given the child's
+    ends of the pipes and returns the host PID of a new process-group leader."""
     read_fd, write_fd = os.pipe()
     control_r, control_w = os.pipe()
-    outcome = ChildOutcome()
-    log = LogBuffer(log_limit_bytes)
-    started = time.monotonic()
     proc: subprocess.Popen | None = None
     lifeline_w: int | None = None
     if spawn is None:
@@ -143,6 +153,49 @@ def run_child(
         os.close(lifeline_r)
     os.close(write_fd)
     os.close(control_r)
+    return SpawnedChild(pgid=pgid, log_fd=log_fd, proto_fd=read_fd, control_fd=control_w, lifeline_fd=lifeline_w,
+                        proc=proc)
+
+
+def run_child(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str,
+    spawn: Spawner | None = None,
+    **watch,
+) -> ChildOutcome:
+    """Start the child (`spawn_child`) and watch it to the end (`watch_child`)."""
+    started = time.monotonic()
+    outcome = watch_child(spawn_child(argv, env=env, cwd=cwd, spawn=spawn), **watch)
+    outcome.wall_s = time.monotonic() - started
+    return outcome
+
+
+def watch_child(
+    child: SpawnedChild,
+    *,
+    timeouts: dict[str, float],
+    memory_limit_bytes: int,
+    log_limit_bytes: int,
+    on_event: Callable[[dict], bool],
+    gate: DeviceGate | None = None,
+    token_allowed: Callable[[], bool] | None = None,
+) -> ChildOutcome:
+    """Watch a started child to completion. `on_event` sees each protocol message; returning False stops the
+    child. Its process group is killed and its pipes closed on return.
+
+    With a `gate` (the device's), the child is registered while it runs: the first `timing_token` event
+    waits for the gate (other sandboxes are stopped while this one times; the gate is released when this
+    child is finished), then the child is told to go on. Time spent waiting or stopped by another sandbox's
+    timed run does not count against the deadlines. `token_allowed` says whether the child may time now (an
+    honest stub asks only after its last trial); a request before that is a protocol violation. A standby's
+    `standby` message (it waits for its assignment) is not an event.
+    """
+    outcome = ChildOutcome()
+    log = LogBuffer(log_limit_bytes)
+    started = time.monotonic()
+    pgid, log_fd, read_fd, control_w, proc = child.pgid, child.log_fd, child.proto_fd, child.control_fd, child.proc
     if gate is not None:
         gate.register(pgid)
     gate_held = False
@@ -197,6 +250,8 @@ def run_child(
                     except ValueError:
                         outcome.protocol_error = f"malformed protocol message: {line[:200]!r}"
                         break
+                    if event["event"] == "standby":
+                        continue
                     outcome.events.append(event)
                     if event["event"] in PHASE_AFTER_EVENT:
                         phase, phase_start = PHASE_AFTER_EVENT[event["event"]], time.monotonic()
@@ -229,8 +284,9 @@ def run_child(
             gate.unregister(pgid)
         if gate_held:
             gate.release()
-        if lifeline_w is not None:
-            os.close(lifeline_w)  # the zygote's launcher kills the namespace when this closes
+        if child.lifeline_fd is not None:
+            os.close(child.lifeline_fd)  # the zygote's launcher kills the namespace when this closes
+            child.lifeline_fd = None
         _kill_group(pgid)  # also reaps anything the candidate left running in its group
         os.close(control_w)
         if proc is not None:
