@@ -253,6 +253,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     the zygote's forked child (`kernelrl.sandbox.zygote`), always as PID 1 of a new PID namespace when one
     exists. Never returns (os._exit)."""
     channel = _Channel(proto_fd)
+    marks = {"stub": _clock()}
     isolation.die_with_parent()
     in_pid_namespace = os.getpid() == 1
     if in_pid_namespace:
@@ -281,10 +282,12 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     from kernelrl.timing.cuda_timer import TimerOps, TimerSettings, time_cuda, time_paired
 
     gpu = request["mode"] == "gpu"
+    marks["imports"] = _clock()
     if gpu:
         torch.cuda.init()
         torch.cuda.set_device(0)
         torch.empty(1, device="cuda")  # create the context now, before any confinement that breaks it
+        marks["device"] = _clock()
     # the same numerics as the judge's reference (no TF32 for fp32 matmuls and convolutions)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -300,6 +303,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                 print(f"kernelrl standby: Triton warm-up failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
         channel.send("standby")
         assignment = _read_assignment(control_fd)
+        marks["assigned"] = _clock()
         request.update(assignment["request"])
         os.environ.update(assignment["env"])  # read when used: Triton's and the extension builder's caches
     sync, event_cls = (torch.cuda.synchronize, torch.cuda.Event) if gpu else (None, None)
@@ -311,10 +315,12 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
         # after CUDA start-up; the Triton, Inductor and CUDA-extension caches live in the writable paths
         if isolation.readonly_filesystem(request["writable_paths"]):
             applied.append("readonly-fs")
+    marks["readonly_fs"] = _clock()
     if isolation.drop_capabilities():  # after CUDA start-up, which may need them
         applied.append("no-capabilities")
     if in_pid_namespace:
         applied.append("pidns")
+    marks["capabilities"] = _clock()
     device = torch.device("cuda" if gpu else "cpu")
     host_stage = HostStage()  # large GPU tensors to and from files through pinned memory
     census = LaunchCensus("kernelrl_candidate")
@@ -324,7 +330,9 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     current_frames = sys._current_frames
     tensor_copy = torch.Tensor.copy_  # refills the timed calls' inputs; taken before any candidate code runs
     timer_ops = TimerOps.capture(torch) if gpu else None  # the flush and the launch cover, likewise
-    channel.send("ready", isolation=applied)
+    marks["ready"] = _clock()
+    # where start-up time went (diagnostics): seconds from the stub's start to each mark
+    channel.send("ready", isolation=applied, marks={k: round(v - marks["stub"], 4) for k, v in marks.items()})
 
     def load(path: str, name: str):
         spec = importlib.util.spec_from_file_location(name, path)

@@ -45,10 +45,12 @@ def _warm_imports() -> None:
     """Everything a candidate process would import anyway, without touching CUDA."""
     import numpy  # noqa: F401
     import torch  # noqa: F401
+    import torch.utils.cpp_extension  # noqa: F401 - the launch census wraps its loaders (~60 ms: setuptools)
 
     try:
         import triton  # noqa: F401
         import triton.language  # noqa: F401
+        import triton.runtime.interpreter  # noqa: F401 - the census wraps its launches too
     except ImportError:
         pass
     import kernelrl.problems.input_sets  # noqa: F401
