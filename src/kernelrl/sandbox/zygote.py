@@ -42,15 +42,15 @@ def _libc() -> ctypes.CDLL:
 
 
 def _warm_imports() -> None:
-    """Everything a candidate process would import anyway, without touching CUDA."""
+    """Everything a candidate process would import anyway, without touching CUDA. Not
+    `torch.utils.cpp_extension`: importing it on a GPU machine poisons forked children ("Cannot re-initialize
+    CUDA in forked subprocess", measured on an H100) while `torch.cuda.is_initialized()` stays False."""
     import numpy  # noqa: F401
     import torch  # noqa: F401
-    import torch.utils.cpp_extension  # noqa: F401 - the launch census wraps its loaders (~60 ms: setuptools)
 
     try:
         import triton  # noqa: F401
         import triton.language  # noqa: F401
-        import triton.runtime.interpreter  # noqa: F401 - the census wraps its launches too
     except ImportError:
         pass
     import kernelrl.problems.input_sets  # noqa: F401
