@@ -399,6 +399,38 @@ def test_judge_lets_the_sandbox_redraw_reproducible_inputs_and_sends_files_other
             assert not any("draw" in t for t in prepared["trials"])
 
 
+def test_judge_refuses_shared_buffer_claims_it_never_offered(tmp_path):
+    """A forged report (candidate code can write to the protocol pipe) that says an output sits in a shared
+    buffer: none was offered (CPU: no CUDA IPC), and timed calls never use one, so the judge refuses rather than
+    comparing a buffer that holds an earlier, honest answer."""
+    from kernelrl.sandbox.judge import Judge
+    from kernelrl.sandbox.tensorio import tensor_meta, write_tensor
+
+    judge = Judge("cpu")
+    path = tmp_path / "double.py"
+    path.write_text("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x * 2\n"
+                    "def get_inputs():\n    return [torch.randn(16, 8)]\ndef get_init_inputs():\n    return []\n")
+    (tmp_path / "in").mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    prepared = judge.prepare({"eval_id": "e", "problem_path": str(path), "problem_sha256": "d" * 64,
+                              "master_seed": 7, "min_trials": 1, "input_sets": [], "in_dir": str(tmp_path / "in"),
+                              "timing_variants": 0})
+    assert "ipc" not in prepared["trials"][0]  # offers exist on a GPU only
+    torch.manual_seed(prepared["trials"][0]["draw"]["seed"])
+    answer = torch.randn(16, 8) * 2
+    meta = tensor_meta(answer)
+    request = {"eval_id": "e", "trial": 0, "out_dir": str(out), "atol": 1e-5, "rtol": 1e-5}
+    with pytest.raises(ValueError, match="never offered"):
+        judge.compare({**request, "outputs": [{**meta, "ipc": True}]})
+    write_tensor(out / "timed0_out0.bin", answer)
+    with pytest.raises(ValueError, match="timed call"):
+        judge.compare({**request, "prefix": "timed0", "outputs": [{**meta, "ipc": True}]})
+    assert judge.compare({**request, "prefix": "timed0", "outputs": [meta]})["mismatch"] is None
+    judge.release({"eval_id": "e"})
+
+
 def test_kernel_share_counts_nested_intervals_once_and_work_it_never_saw():
     from kernelrl.sandbox.kernel_share import Span, share_of
 

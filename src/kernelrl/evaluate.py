@@ -319,6 +319,8 @@ class _Trials:
             self.problem = f"unreadable output: {exc}"
             return False
         for meta, given in zip(metas, raw, strict=True):
+            if given.get("ipc") is True and prefix is None:  # a correctness output in the judge's shared buffer
+                meta["ipc"] = True
             sampled = given.get("sampled")
             if sampled is not None:  # a timed call's large output, sampled by the stub
                 if not isinstance(sampled, int) or isinstance(sampled, bool) or not 0 < sampled <= _MAX_SAMPLED:

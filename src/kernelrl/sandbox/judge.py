@@ -68,6 +68,7 @@ class Judge:
         from kernelrl.sandbox.tensorio import HostStage
 
         self._stage = HostStage()  # large outputs from files onto the GPU through pinned memory
+        self._ipc = None  # kernelrl.sandbox.cuda_ipc.CudaIpc once it loaded; False: unavailable here
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _module(self, path: str, sha: str):
@@ -174,6 +175,60 @@ class Judge:
             self._peak_flops = best
         return {"flops_per_s": self._peak_flops}
 
+    def _ipc_offers(self, outputs: list) -> tuple[list, list]:
+        """For each large reference output, a NaN-filled device buffer of its size shared through CUDA IPC:
+        (ptr, nbytes) kept here, {"handle", "dtype", "shape"} for the sandbox; None where the output is small
+        or sharing failed (it then comes as a file)."""
+        from kernelrl.sandbox.cuda_ipc import MIN_BYTES, CudaIpc, CudaIpcError, device_bytes
+        from kernelrl.sandbox.tensorio import dtype_name
+
+        if self._ipc is None:
+            try:
+                self._ipc = CudaIpc()
+            except CudaIpcError:
+                self._ipc = False
+        kept, offered = [], []
+        for ref in outputs:
+            nbytes = ref.numel() * ref.element_size()
+            entry = offer = None
+            if self._ipc and nbytes >= MIN_BYTES:
+                try:
+                    ptr = self._ipc.allocate(nbytes)
+                    try:
+                        device_bytes(self.torch, ptr, nbytes).fill_(0xFF)  # NaN (or -1) until the copy lands
+                        self._sync()
+                        offer = {"handle": self._ipc.export(ptr), "dtype": dtype_name(ref.dtype),
+                                 "shape": list(ref.shape)}
+                    except Exception:
+                        self._ipc.free(ptr)
+                        raise
+                    entry = (ptr, nbytes)
+                except CudaIpcError:
+                    entry = offer = None
+            kept.append(entry)
+            offered.append(offer)
+        return kept, offered
+
+    def _free_offers(self, offers: dict) -> None:
+        for buffers in offers.values():
+            for entry in buffers:
+                if entry is not None:
+                    self._ipc.free(entry[0])
+        offers.clear()
+
+    def _shared_output(self, state: dict, index: int, k: int, meta: dict, ref):
+        """Output k of trial `index` from its IPC buffer, as the reference's dtype and shape."""
+        from kernelrl.sandbox.cuda_ipc import device_bytes
+        from kernelrl.sandbox.tensorio import dtype_name
+
+        buffers = state["ipc"].get(index) or []
+        entry = buffers[k] if k < len(buffers) else None
+        if entry is None:
+            raise ValueError(f"output {k} of trial {index} claims a shared buffer the judge never offered")
+        if meta.get("dtype") != dtype_name(ref.dtype) or list(meta.get("shape", [])) != list(ref.shape):
+            raise ValueError(f"output {k} of trial {index} claims a shared buffer of another dtype or shape")
+        return device_bytes(self.torch, *entry).view(ref.dtype).reshape(ref.shape)
+
     def _sync(self) -> None:
         if self.gpu:
             self.torch.cuda.synchronize()
@@ -199,9 +254,8 @@ class Judge:
     def prepare(self, req: dict) -> dict:
         """Draw every trial's inputs from the secret seed, write copies for the sandbox, keep the originals
         and the reference outputs here."""
-        from kernelrl.sandbox.tensorio import dtype_name, tensor_meta, write_tensor
+        from kernelrl.sandbox.tensorio import dtype_name, tensor_meta
 
-        torch = self.torch
         module, sets = self._module(req["problem_path"], req["problem_sha256"])
         names = correctness_sets(list(sets), self.gpu, req.get("input_sets"))
         count = max(req["min_trials"], len(names))
@@ -212,7 +266,32 @@ class Judge:
             plan += [timed] * max(0, req.get("timing_variants", 0) - plan.count(timed))
         seeds = [int(hashlib.sha256(f"{req['master_seed']}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]
-        trials, refs, originals = [], [], []
+        trials, refs, originals, offers = [], [], [], {}
+        self.evals[req["eval_id"]] = {"refs": refs, "originals": originals, "ipc": offers}
+        try:
+            self._prepare_trials(req, module, sets, plan, seeds, checked, trials, refs, originals, offers)
+        except BaseException:
+            self.release(req)  # the shared buffers made so far
+            raise
+        timed_trial = next((i for i, name in enumerate(plan) if name == timed), None)
+        return {
+            "timing_flops": None if timed_trial is None else self._flops(
+                req["problem_sha256"], module, sets[timed], trials[timed_trial]["args"],
+                originals[timed_trial]),
+            "trials": trials,
+            "sets": names,
+            "timing_set": timing_set(list(sets)),
+            "seeds_sha256": hashlib.sha256(json.dumps(seeds).encode()).hexdigest(),
+            "output_dtypes": sorted({dtype_name(t.dtype) for ref in refs for t in ref}),
+            "input_dtypes": sorted({m["dtype"] for trial in trials for m in trial["inputs"]}),
+            "outputs": [tensor_meta(t) for t in refs[0]],
+        }
+
+    def _prepare_trials(self, req: dict, module, sets: dict, plan: list[str], seeds: list[int], checked: int,
+                        trials: list, refs: list, originals: list, offers: dict) -> None:
+        from kernelrl.sandbox.tensorio import tensor_meta, write_tensor
+
+        torch = self.torch
         for index, (seed, set_name) in enumerate(zip(seeds, plan, strict=True)):
             model = self._model(req["problem_sha256"], module, sets[set_name])
             values = self._inputs(module, sets[set_name], seed)
@@ -241,23 +320,11 @@ class Judge:
             if redraw:
                 trial["draw"] = {"seed": seed, "on": self._draw_on.get(module.__name__, self.device.type),
                                  "probe": input_probe(torch, values)}
+            if self.gpu and index < checked:  # correctness outputs: large ones come back in shared buffers
+                offers[index], trial["ipc"] = self._ipc_offers(outputs)
             trials.append(trial)
             refs.append(outputs)
             originals.append(tensors)
-        self.evals[req["eval_id"]] = {"refs": refs, "originals": originals}
-        timed_trial = next((i for i, name in enumerate(plan) if name == timed), None)
-        return {
-            "timing_flops": None if timed_trial is None else self._flops(
-                req["problem_sha256"], module, sets[timed], trials[timed_trial]["args"],
-                originals[timed_trial]),
-            "trials": trials,
-            "sets": names,
-            "timing_set": timing_set(list(sets)),
-            "seeds_sha256": hashlib.sha256(json.dumps(seeds).encode()).hexdigest(),
-            "output_dtypes": sorted({dtype_name(t.dtype) for ref in refs for t in ref}),
-            "input_dtypes": sorted({m["dtype"] for trial in trials for m in trial["inputs"]}),
-            "outputs": [tensor_meta(t) for t in refs[0]],
-        }
 
     def compare(self, req: dict) -> dict:
         from kernelrl.sandbox.tensorio import read_tensor
@@ -290,7 +357,10 @@ class Judge:
                 if found is not None:
                     mismatch = {**found, "output_index": k}
             return {"mismatch": mismatch}
-        actual = [read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta, self.device, self._stage)
+        if req.get("prefix") and any(m.get("ipc") for m in metas):  # buffers hold correctness outputs only
+            raise ValueError("a timed call's output claims a shared buffer")
+        actual = [self._shared_output(state, index, k, meta, expected[k]) if meta.get("ipc") and k < len(expected)
+                  else read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta, self.device, self._stage)
                   for k, meta in enumerate(metas)]
         mismatch = compare_outputs(expected, actual, req["atol"], req["rtol"])
         # inputs the sandbox saw change (it compares each with a pristine copy) come back as files
@@ -406,7 +476,9 @@ class Judge:
         return {"bytes_per_s": self._bandwidth}
 
     def release(self, req: dict) -> dict:
-        self.evals.pop(req["eval_id"], None)
+        state = self.evals.pop(req["eval_id"], None)
+        if state is not None and state.get("ipc"):
+            self._free_offers(state["ipc"])  # the sandbox is gone, and its mappings with it
         if self.gpu:
             self.torch.cuda.empty_cache()
         return {}

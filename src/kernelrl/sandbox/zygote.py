@@ -56,6 +56,7 @@ def _warm_imports() -> None:
     import kernelrl.problems.input_sets  # noqa: F401
     import kernelrl.sandbox.census  # noqa: F401
     import kernelrl.sandbox.child  # noqa: F401
+    import kernelrl.sandbox.cuda_ipc  # noqa: F401 - the module only; the driver library loads in the child
     import kernelrl.sandbox.kernel_share
     import kernelrl.sandbox.tensorio  # noqa: F401
     import kernelrl.timing.cuda_timer  # noqa: F401
