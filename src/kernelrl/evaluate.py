@@ -155,8 +155,9 @@ class EvalConfig:
     # fork candidates from a warm zygote (needs the PID namespace); False: a fresh process each
     warm_pool: bool = True
     # sandboxes forked and device-initialized ahead of their candidates (warm pool only; 0: none). Each holds
-    # a CUDA context (~0.5 GB of device memory) while it waits
-    standby_sandboxes: int = 1
+    # a CUDA context (~0.5 GB of device memory) while it waits; a standby started while another sandbox times
+    # is stopped until that ends, so with one, back-to-back evaluations often found it still starting
+    standby_sandboxes: int = 2
     max_concurrency: int = 4  # evaluate_many: sandboxes at once (compile+correctness overlap; timing is exclusive)
 
     def __post_init__(self) -> None:
