@@ -7,7 +7,9 @@ first evaluates every problem once (warm-up: judge references, audits, baselines
 counted; one Evaluator serves every mode), then evaluates the mix `--rounds` times per mode.
 
 Overhead of one evaluation = its wall time minus the GPU time its timed calls had to take
-((reps + warm-up calls) x the candidate's median), i.e. everything that is not the candidate's GPU work.
+((reps + warm-up calls) x the candidate's median), i.e. everything that is not the candidate's GPU work;
+also by kind of candidate, and "outside the timed loop": wall time minus the loop's length (calls x the
+median rep's wall time, which holds the timer's own GPU work per call: input refill, L2 flush, launch cover).
 On the CPU nothing is timed, so the overhead is the wall time.
 
   python bench/throughput.py --device cpu                    # this machine (Triton interpreter)
@@ -86,7 +88,16 @@ def gpu_seconds(result: EvalResult) -> float:
     return (stats.reps + stats.warmup) * stats.median_ms / 1e3
 
 
-def run_mode(ev: Evaluator, name: str, items) -> dict:
+def loop_seconds(result: EvalResult) -> float:
+    """The timed loop's length, host clock: calls x the median rep's wall time, which also holds the work the
+    timer does around each call on the GPU (input refill, L2 flush, launch cover) and the sync's round trip."""
+    stats = result.timing.candidate if result.timing else None
+    if stats is None or stats.wall_median_ms is None:
+        return 0.0
+    return (stats.reps + stats.warmup) * stats.wall_median_ms / 1e3
+
+
+def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
     # one Evaluator (one judge: references, audits and baselines computed once) for every mode, made with the
     # result cache off; the 'cached' mode gives it an empty cache, fills it with one pass, then times a second
     ev.config = dataclasses.replace(ev.config, warm_pool=name != "fresh")
@@ -102,6 +113,10 @@ def run_mode(ev: Evaluator, name: str, items) -> dict:
         results = [ev.evaluate(problem, code) for problem, code in items]
     total = time.monotonic() - started
     overheads = [r.wall_time_s - gpu_seconds(r) for r in results]
+    outside = [r.wall_time_s - loop_seconds(r) for r in results]
+    by_kind: dict[str, list[float]] = {}
+    for kind, overhead in zip(kinds, overheads, strict=True):
+        by_kind.setdefault(kind, []).append(overhead)
     statuses: dict[str, int] = {}
     for r in results:
         statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
@@ -116,6 +131,8 @@ def run_mode(ev: Evaluator, name: str, items) -> dict:
         "mode": name, "evaluations": len(results), "total_s": round(total, 2),
         "evals_per_min": round(60 * len(results) / total, 1),
         "median_overhead_s": round(statistics.median(overheads), 3),
+        "median_overhead_by_kind_s": {k: round(statistics.median(v), 3) for k, v in sorted(by_kind.items())},
+        "median_outside_timed_loop_s": round(statistics.median(outside), 3),
         "p90_overhead_s": round(sorted(overheads)[int(0.9 * (len(overheads) - 1))], 3),
         "median_wall_s": round(statistics.median(r.wall_time_s for r in results), 3),
         "statuses": statuses, "paths": paths,
@@ -136,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     suite = load_suite()
     chosen = mix()
     items = [(suite.get(pid), code) for _, pid, code in chosen] * args.rounds
+    item_kinds = [kind for kind, _, _ in chosen] * args.rounds
     firsts: dict[str, str] = {}
     for kind, pid, code in chosen:
         if kind == "correct":
@@ -153,12 +171,14 @@ def main(argv: list[str] | None = None) -> int:
         ev.evaluate(problem, code)
     print(f"warm-up (judge, zygote, references, baselines): {time.monotonic() - started:.1f} s", flush=True)
     for name in args.modes.split(","):
-        row = run_mode(ev, name, items)
+        row = run_mode(ev, name, items, item_kinds)
         rows.append(row)
         print(f"{row['mode']:>11}: {row['evals_per_min']:6.1f} evals/min  median overhead {row['median_overhead_s']:.3f} s"
               f"  p90 {row['p90_overhead_s']:.3f} s  median wall {row['median_wall_s']:.3f} s  total {row['total_s']} s"
               f"  {row['statuses']}  path {row['paths']}  cache hits {row['cache_hits']}", flush=True)
         print(f"{'':>11}  median phases (s): {row['median_phases_s']}", flush=True)
+        print(f"{'':>11}  median overhead by kind (s): {row['median_overhead_by_kind_s']}; outside the timed loop "
+              f"{row['median_outside_timed_loop_s']:.3f} s", flush=True)
     ev.close()
     if args.json:
         args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2))

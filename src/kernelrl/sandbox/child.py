@@ -544,8 +544,9 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     except BaseException as exc:  # noqa: BLE001 - everything the candidate raises is reported, nothing escapes
         channel.send("error", **_error_fields(exc, stage))
         os._exit(0)
+    sys.stdout.flush()  # before "done": the verdict process stops reading once it has that
+    sys.stderr.flush()
     channel.send("done")
-    sys.stdout.flush()
     os._exit(0)  # skip atexit hooks and finalizers the candidate may have registered
 
 

@@ -211,6 +211,7 @@ def watch_child(
     open_streams = 2
     next_memory_check = 0.0
     token_asked = False
+    finished = False
     try:
         while open_streams:
             now = time.monotonic()
@@ -275,9 +276,12 @@ def watch_child(
                     if not on_event(event):
                         outcome.stopped_by_parent = True
                         break
-                if outcome.protocol_error or outcome.stopped_by_parent:
+                    if event["event"] == "done":  # nothing after it counts: not waiting for the exit saves
+                        finished = True  # the CUDA context's teardown (~50 ms)
+                        break
+                if outcome.protocol_error or outcome.stopped_by_parent or finished:
                     break
-            if outcome.protocol_error or outcome.stopped_by_parent:
+            if outcome.protocol_error or outcome.stopped_by_parent or finished:
                 break
     finally:
         if gate is not None:
