@@ -788,6 +788,7 @@ class Evaluator:
             try:
                 standby.child.send((json.dumps({"request": request, "env": caches}) + "\n").encode())
             except OSError:  # it died waiting
+                self._gate.unregister(standby.child.pgid)
                 standby.child.discard()
             else:
                 outcome = watch_child(standby.child, **watch)

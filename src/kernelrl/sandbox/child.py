@@ -333,7 +333,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                 warm_kernel.launch(torch)  # Triton's runtime starts up now, off the evaluation's clock
             except Exception as exc:  # noqa: BLE001 - the candidate then pays Triton's start-up, nothing worse
                 print(f"kernelrl standby: Triton warm-up failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
-        import torch.utils.cpp_extension  # noqa: F401 - the census wraps its loaders below (setuptools: ~60 ms)
+        import torch.utils.cpp_extension  # noqa: F401 - the census wraps its loaders below (0.06-0.35 s)
         channel.send("standby")
         assignment = _read_assignment(control_fd)
         marks["assigned"] = _clock()
