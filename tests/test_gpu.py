@@ -6,6 +6,7 @@ import json
 import os
 import statistics
 import time
+from pathlib import Path
 
 import candidates as c
 import pytest
@@ -175,3 +176,56 @@ def test_large_gpu_tensors_go_through_the_pinned_stage(tmp_path):
     assert stage._buffer is not None and stage._buffer.is_pinned()
     back = read_tensor(tmp_path / "big.bin", meta, "cuda", stage)
     assert back.device.type == "cuda" and torch.equal(back, t)
+
+
+SHARED_BUFFER_WRITER = '''
+import json, sys
+import torch
+from kernelrl.sandbox.child import _copy_to_judge
+from kernelrl.sandbox.cuda_ipc import CudaIpc
+from kernelrl.sandbox.tensorio import tensor_meta
+
+trial, factor = json.loads(sys.argv[1]), float(sys.argv[2])
+torch.manual_seed(trial["draw"]["seed"])
+with torch.device(trial["draw"]["on"]):
+    x = torch.randn(4096, 1024)
+out = x.to("cuda") * factor
+print(json.dumps({"copied": _copy_to_judge(torch, CudaIpc(), trial["ipc"][0], tensor_meta(out), out)}))
+'''
+
+
+def test_large_correctness_outputs_come_back_in_the_judges_shared_buffer(tmp_path):
+    """The judge offers a buffer per large output; another process (as the sandbox is) maps it and copies its
+    answer in; the judge compares the buffer in place: a right answer matches, a wrong one does not, and an
+    output nobody copied stays NaN."""
+    import subprocess
+    import sys
+
+    from kernelrl.sandbox.judge import Judge
+    from kernelrl.sandbox.tensorio import tensor_meta
+
+    path = tmp_path / "double.py"
+    path.write_text("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x * 2\n"
+                    "def get_inputs():\n    return [torch.randn(4096, 1024)]\ndef get_init_inputs():\n    return []\n")
+    (tmp_path / "in").mkdir()
+    judge = Judge("cuda")
+    prepared = judge.prepare({"eval_id": "e", "problem_path": str(path), "problem_sha256": "d" * 64,
+                              "master_seed": 7, "min_trials": 3, "input_sets": [], "in_dir": str(tmp_path / "in"),
+                              "timing_variants": 0})
+    trials = prepared["trials"]
+    assert all(t["ipc"][0] == {"handle": t["ipc"][0]["handle"], "dtype": "float32", "shape": [4096, 1024]}
+               for t in trials)  # 16 MiB: over cuda_ipc.MIN_BYTES
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    meta = {**tensor_meta(judge.evals["e"]["refs"][0][0]), "ipc": True}
+    request = {"eval_id": "e", "out_dir": str(tmp_path), "atol": 1e-5, "rtol": 1e-5, "outputs": [meta]}
+    for index, factor in ((0, 2.0), (1, 3.0)):
+        done = subprocess.run([sys.executable, "-c", SHARED_BUFFER_WRITER, json.dumps(trials[index]), str(factor)],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert json.loads(done.stdout.strip().splitlines()[-1]) == {"copied": True}, done.stderr[-2000:]
+    assert judge.compare({**request, "trial": 0})["mismatch"] is None
+    assert judge.compare({**request, "trial": 1})["mismatch"] is not None  # x * 3
+    assert judge.compare({**request, "trial": 2})["mismatch"] is not None  # never written: NaN
+    judge.release({"eval_id": "e"})
+    assert "e" not in judge.evals

@@ -644,6 +644,8 @@ class Evaluator:
                               **base)
         candidate_path = workdir / "candidate.py"
         candidate_path.write_text(code)
+        # this candidate's own compile caches: CUDA-extension builds and Triton kernels
+        caches = {"TRITON_CACHE_DIR": str(self._triton_dir(code)), "TORCH_EXTENSIONS_DIR": str(self._extension_dir(code))}
         request = {
             **self._sandbox_settings(env.mode),
             "problem_path": str(problem.path), "candidate_path": str(candidate_path),
@@ -655,14 +657,14 @@ class Evaluator:
             "kernel_share": cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
                 "rt-kernel-gpu-fraction", "reject") != "off",
             "memory_limit_bytes": int(cfg.memory_limit_gb * _GiB), "readonly_fs": cfg.readonly_filesystem,
-            # this candidate's CUDA-extension build directory is the only writable place outside workdir
-            "writable_paths": [str(workdir), str(self._extension_dir(code)), str(self._triton_dir(code))],
+            # its own compile caches are the only writable places outside workdir
+            "writable_paths": [str(workdir), *caches.values()],
         }
         prepare_s = time.monotonic() - started
         trials = _Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
                          int(cfg.max_output_gb * _GiB), dict(cfg.runtime_policy or {}))
         sandbox_started = time.monotonic()
-        outcome, path = self._run_sandbox(workdir, home, code, env.mode, trials, request, standby)
+        outcome, path = self._run_sandbox(workdir, home, caches, env.mode, trials, request, standby)
         phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, time.monotonic())}
         ready = outcome.last("ready") or {}
         iso = ready.get("isolation", [])
@@ -737,7 +739,7 @@ class Evaluator:
 
     def _discard_standby(self, standby: _Standby) -> None:
         self._gate.unregister(standby.child.pgid)
-        standby.child.discard()
+        standby.child.close()
         shutil.rmtree(standby.workdir, ignore_errors=True)
 
     def _harness_triton_dir(self) -> Path:
@@ -768,14 +770,13 @@ class Evaluator:
             self._zygote = ZygoteClient(env, self.config.startup_timeout_s)
         return self._zygote
 
-    def _run_sandbox(self, workdir: Path, home: Path, code: str, mode: str, trials: _Trials, request: dict,
+    def _run_sandbox(self, workdir: Path, home: Path, caches: dict[str, str], mode: str, trials: _Trials, request: dict,
                      standby: _Standby | None) -> tuple[ChildOutcome, str]:
         """Run the candidate's sandbox: a standby (started ahead, its assignment sent on its control pipe), else
         forked from the zygote when the warm pool is on and works, else a fresh process. Returns the outcome and
         which path ran ('zygote-standby', 'zygote' or 'fresh-process'). The request file is written before each
         start: the stub deletes it once read (it holds the input seeds)."""
         cfg = self.config
-        caches = {"TRITON_CACHE_DIR": str(self._triton_dir(code)), "TORCH_EXTENSIONS_DIR": str(self._extension_dir(code))}
         child_env = {**self._child_env(mode, workdir, home), **caches}
         watch = dict(
             timeouts={"start": cfg.startup_timeout_s, "import": cfg.compile_timeout_s, "run": cfg.run_timeout_s},
@@ -789,7 +790,7 @@ class Evaluator:
                 standby.child.send((json.dumps({"request": request, "env": caches}) + "\n").encode())
             except OSError:  # it died waiting
                 self._gate.unregister(standby.child.pgid)
-                standby.child.discard()
+                standby.child.close()
             else:
                 outcome = watch_child(standby.child, **watch)
                 if outcome.events or outcome.timed_out_phase:

@@ -105,20 +105,34 @@ class SpawnedChild:
         while view:
             view = view[os.write(self.control_fd, view):]
 
-    def discard(self) -> None:
-        """Kill it and close the pipes (a standby nobody will use)."""
+    def close(self, log: LogBuffer | None = None) -> int | None:
+        """Kill the sandbox's process group and close the pipes; `log` gets what its output pipe already holds
+        (without waiting on grandchildren that still hold it). Returns the fresh process's exit status."""
         if self.lifeline_fd is not None:
-            os.close(self.lifeline_fd)
+            os.close(self.lifeline_fd)  # the zygote's launcher kills the namespace when this closes
             self.lifeline_fd = None
-        _kill_group(self.pgid)
+        _kill_group(self.pgid)  # also reaps anything the candidate left running in its group
+        os.close(self.control_fd)
+        returncode = None
         if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+            returncode = self.proc.wait()
+        if log is not None:
+            os.set_blocking(self.log_fd, False)
+            try:
+                while chunk := os.read(self.log_fd, 1 << 16):
+                    log.add(chunk)
+            except (OSError, TypeError):
+                pass
+        if self.proc is not None:
             self.proc.stdout.close()
         else:
             os.close(self.log_fd)
-        for fd in (self.proto_fd, self.control_fd):
-            os.close(fd)
+        os.close(self.proto_fd)
+        return returncode
 
 
 def spawn_child(argv: list[str], *, env: dict[str, str], cwd: str, spawn: Spawner | None = None) -> SpawnedChild:
@@ -288,30 +302,8 @@ def watch_child(
             gate.unregister(pgid)
         if gate_held:
             gate.release()
-        if child.lifeline_fd is not None:
-            os.close(child.lifeline_fd)  # the zygote's launcher kills the namespace when this closes
-            child.lifeline_fd = None
-        _kill_group(pgid)  # also reaps anything the candidate left running in its group
-        os.close(control_w)
-        if proc is not None:
-            try:
-                proc.kill()
-            except ProcessLookupError:
-                pass
-            outcome.returncode = proc.wait()
-        # drain what is already buffered, without waiting on grandchildren that still hold the pipe
         sel.close()
-        os.set_blocking(log_fd, False)
-        try:
-            while chunk := os.read(log_fd, 1 << 16):
-                log.add(chunk)
-        except (OSError, TypeError):
-            pass
-        if proc is not None:
-            proc.stdout.close()
-        else:
-            os.close(log_fd)
-        os.close(read_fd)
+        outcome.returncode = child.close(log)
     outcome.log, outcome.log_bytes_dropped = log.text(), log.dropped
     outcome.wall_s = time.monotonic() - started
     return outcome
