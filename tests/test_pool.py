@@ -154,13 +154,15 @@ def _ended(standbys, timeout_s: float = 10.0) -> bool:
 def test_standby_is_started_ahead_and_replaced_once_taken(pooled, relu):
     pooled.warm_up()
     waiting = list(pooled._standbys)
-    assert len(waiting) == 2 and all(s.alive() for s in waiting)  # EvalConfig.standby_sandboxes
+    standbys = pooled.config.standby_sandboxes
+    assert len(waiting) == standbys == 3 and all(s.alive() for s in waiting)  # EvalConfig's default
     result = pooled.evaluate(relu, example("relu_triton.py"))
     assert result.status is Status.CORRECT, result.feedback
     assert result.environment.isolation[-1] == "zygote-standby"
     assert _ended(waiting[:1]) and not waiting[0].workdir.exists()  # used once, then gone with its directory
     now = [s.child.pgid for s in pooled._standbys]
-    assert len(now) == 2 and now[0] == waiting[1].child.pgid and now[1] not in {s.child.pgid for s in waiting}
+    assert len(now) == standbys and now[:-1] == [s.child.pgid for s in waiting[1:]]  # oldest first
+    assert now[-1] not in {s.child.pgid for s in waiting}
 
 
 def test_standby_that_died_waiting_costs_nothing_but_its_slot(pooled, relu, monkeypatch):

@@ -360,20 +360,27 @@ def test_chunked_comparison_reports_like_a_single_pass(monkeypatch):
 def test_sampled_comparison_finds_a_wrong_output_and_maps_the_index_back():
     import torch
 
-    from kernelrl.verify.compare import compare_sampled
+    from kernelrl.verify.compare import SAMPLE_ENDS, SAMPLE_POINTS, compare_sampled, sample_positions
 
     expected = torch.randn(64, 100)
-    positions = torch.tensor([0, 5, 101, 6399])
+    positions = sample_positions(6400, 7, "cpu")
+    assert positions.numel() == SAMPLE_POINTS + 2 * SAMPLE_ENDS  # both ends (they overlap here) and the draws
+    assert torch.equal(positions, sample_positions(6400, 7, "cpu"))  # the judge redraws the sandbox's positions
+    assert not torch.equal(positions, sample_positions(6400, 8, "cpu"))
+    assert int(positions.min()) == 0 and int(positions.max()) == 6399
     good = expected.reshape(-1)[positions].clone()
-    assert compare_sampled(expected, [64, 100], "float32", positions, good, 1e-4, 1e-4) is None
+    assert compare_sampled(expected, [64, 100], "float32", 7, good, 1e-4, 1e-4) is None
     bad = good.clone()
-    bad[2] += 1.0
-    found = compare_sampled(expected, [64, 100], "float32", positions, bad, 1e-4, 1e-4)
-    assert found["first_index"] == [1, 1] and found["mismatched"] == 1 and "sampled" in found["detail"]
-    assert compare_sampled(expected, [64, 99], "float32", positions, good, 1e-4, 1e-4)["reason"] == "shape"
-    assert compare_sampled(expected, [64, 100], "float16", positions, good, 1e-4, 1e-4)["reason"] == "dtype"
-    outside = torch.tensor([0, 5, 101, 6400])  # past the end: a malformed sample, not an index error
-    assert "malformed" in compare_sampled(expected, [64, 100], "float32", outside, good, 1e-4, 1e-4)["detail"]
+    bad[101] += 1.0  # the ends come first: position 101
+    found = compare_sampled(expected, [64, 100], "float32", 7, bad, 1e-4, 1e-4)
+    assert found["first_index"] == [1, 1] and found["mismatched"] > 0 and "sampled" in found["detail"]
+    assert compare_sampled(expected, [64, 99], "float32", 7, good, 1e-4, 1e-4)["reason"] == "shape"
+    assert compare_sampled(expected, [64, 100], "float16", 7, good, 1e-4, 1e-4)["reason"] == "dtype"
+    # values drawn at other positions (another seed) do not match; a malformed seed or count is refused
+    assert compare_sampled(expected, [64, 100], "float32", 8, good, 1e-4, 1e-4)["reason"] == "values"
+    for seed in (None, -1, 1 << 63, True, "7"):
+        assert "malformed" in compare_sampled(expected, [64, 100], "float32", seed, good, 1e-4, 1e-4)["detail"]
+    assert "malformed" in compare_sampled(expected, [64, 100], "float32", 7, good[:-1], 1e-4, 1e-4)["detail"]
 
 
 def test_judge_lets_the_sandbox_redraw_reproducible_inputs_and_sends_files_otherwise(tmp_path):
@@ -570,3 +577,14 @@ def test_aten_calls_inside_a_cpp_extension_are_seen_nested_in_its_span(tmp_path)
     assert torch.allclose(y, (x @ x).relu())
     assert tracer.seen == [("mine", "square_mm", ()), ("other", "mm", ("square_mm",)),
                            ("other", "relu", ("square_mm",))]
+
+
+def test_zygote_refuses_to_serve_when_its_children_could_not_use_cuda(monkeypatch):
+    import torch
+
+    from kernelrl.sandbox import zygote
+
+    zygote._assert_children_can_use_cuda()  # this process never initialized CUDA: a probe child is fine
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)  # as after CUDA started in the parent
+    with pytest.raises(RuntimeError, match="initialized CUDA"):
+        zygote._assert_children_can_use_cuda()

@@ -22,18 +22,9 @@ from kernelrl.sandbox import isolation
 _clock = time.perf_counter  # captured before any candidate code exists
 _TIMED_CHECKS = 4  # timed calls whose outputs go to the judge (one more per batch an adaptive timer adds)
 _MAX_TIMED_CHECKS = 16  # the verdict process compares at most this many
-_FULL_TIMED_CHECK_BYTES = 64 << 20  # larger outputs of timed calls go to the judge as a sample
-_SAMPLE_POINTS = 1 << 20  # secret random positions per sampled output, plus both ends
-
-
-def _sample_positions(torch, numel: int, secret: random.Random, device):
-    """Flat positions to check in a large output: both ends (tails are where block-boundary bugs live) and a
-    secret uniform sample, drawn after the call returned."""
-    generator = torch.Generator(device=device)
-    generator.manual_seed(secret.getrandbits(63))
-    ends = torch.cat([torch.arange(0, 4096, device=device), torch.arange(numel - 4096, numel, device=device)])
-    sample = torch.randint(0, numel, (_SAMPLE_POINTS,), generator=generator, device=device)
-    return torch.cat([ends, sample])
+# larger outputs of timed calls go to the judge as a sample (kernelrl.verify.compare.sample_positions): 4 MiB of
+# values instead of 4 GiB of file traffic for four checks of a 1 GiB output
+_FULL_TIMED_CHECK_BYTES = 8 << 20
 
 
 class _Channel:
@@ -174,7 +165,9 @@ def _poison_free_memory(torch) -> None:
             pass
 
 
-_SHARE_GATES_MS = (50.0, 500.0)  # the event-timed share's gate, then a longer one for slow-to-enqueue forwards
+# the event-timed share's gate, then longer ones for slow-to-enqueue forwards: most forwards enqueue in well
+# under 5 ms, and a gate that outlasts the enqueue is idle GPU time on the evaluation's clock
+_SHARE_GATES_MS = (5.0, 50.0, 500.0)
 
 
 def _candidate_gpu_fraction(torch, share, census, model, args: list) -> dict:
@@ -312,6 +305,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     from kernelrl.sandbox.kernel_share import EventShare
     from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, same_bytes, tensor_meta, write_tensor
     from kernelrl.timing.cuda_timer import TimerOps, TimerSettings, time_cuda, time_paired
+    from kernelrl.verify.compare import sample_positions
 
     gpu = request["mode"] == "gpu"
     marks["imports"] = _clock()
@@ -333,7 +327,9 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                 warm_kernel.launch(torch)  # Triton's runtime starts up now, off the evaluation's clock
             except Exception as exc:  # noqa: BLE001 - the candidate then pays Triton's start-up, nothing worse
                 print(f"kernelrl standby: Triton warm-up failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
-        import torch.utils.cpp_extension  # noqa: F401 - the census wraps its loaders below (0.06-0.35 s)
+            marks["triton"] = _clock()
+        import torch.utils.cpp_extension  # noqa: F401 - the census wraps its loaders below (the zygote has it)
+        marks["standby"] = _clock()
         channel.send("standby")
         assignment = _read_assignment(control_fd)
         marks["assigned"] = _clock()
@@ -377,8 +373,10 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
 
     stage = "import"
     try:
+        marks = {"start": _clock()}
         problem = load(request["problem_path"], "kernelrl_problem")
         sets = input_sets(problem)
+        marks["problem"] = _clock()
         try:  # every trial's inputs exist before the candidate does; forward gets copies
             pristine = {t["index"]: _trial_inputs(request, t, problem, sets, device, torch, host_stage)
                         for t in request["trials"]}
@@ -388,12 +386,14 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             os._exit(0)
         if gpu:
             sync()
+        marks["inputs"] = _clock()
         threads_before = set(current_frames())
         candidate = load(request["candidate_path"], "kernelrl_candidate")
         model_cls = getattr(candidate, "ModelNew", None)
         if not isinstance(model_cls, type):
             raise TypeError("the candidate module defines no class ModelNew")
-        channel.send("imported")
+        # diagnostics only (the candidate's code runs in this process): seconds from the import stage's start
+        channel.send("imported", marks={k: round(v - marks["start"], 4) for k, v in marks.items()})
 
         stage = "init"
         models: dict[str, object] = {}
@@ -475,7 +475,8 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             if request["kernel_share"]:
                 channel.send("census", **_candidate_gpu_fraction(torch, share, census, model, args))
             _wait_for_timing_token(channel, control_fd)
-            state: dict = {"variant": 0, "checks": set()}
+            granted = _clock()
+            state: dict = {"variant": 0, "checks": set(), "check_s": 0.0}
             checked: list[dict] = []
 
             def refill() -> None:
@@ -494,6 +495,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                     state["planned"] = reps
                 if i is None or i not in state["checks"] or len(checked) >= _MAX_TIMED_CHECKS:
                     return
+                began = _clock()
                 outs = _flatten_outputs(result)
                 metas = []
                 for k, t in enumerate(outs):
@@ -501,14 +503,15 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                     if meta["dtype"] in ITEMSIZE:
                         path = os.path.join(out_dir, f"timed{len(checked)}_out{k}.bin")
                         if t.numel() * ITEMSIZE[meta["dtype"]] > _FULL_TIMED_CHECK_BYTES:
-                            positions = _sample_positions(torch, t.numel(), secret, t.device)
-                            write_tensor(path + ".positions", positions)
-                            write_tensor(path, t.detach().reshape(-1)[positions])
-                            meta["sampled"] = positions.numel()
+                            seed = secret.getrandbits(63)  # drawn after the call returned
+                            positions = sample_positions(t.numel(), seed, t.device)
+                            write_tensor(path, t.detach().reshape(-1)[positions], host_stage)
+                            meta["sampled"], meta["sample_seed"] = positions.numel(), seed
                         else:
                             write_tensor(path, t, host_stage)
                     metas.append(meta)
                 checked.append({"rep": i, "trial": timed_trials[state["variant"]]["index"], "outputs": metas})
+                state["check_s"] += _clock() - began
 
             def call():  # counted: a CUDA graph's replays run no Python, so its calls are the captures
                 state["calls"] += 1
@@ -536,8 +539,9 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                 raw, extra = paired["a"], {"paired_reference": paired["b"]}
             else:
                 raw = time_cuda(call, **timer)
+            marks = {"timed": round(_clock() - granted, 4), "checks": round(state["check_s"], 4)}
             channel.send("timing", **raw, **extra, checked=checked, calls=state["calls"],
-                         launches=census.launches - launches, threads=stray_threads())
+                         launches=census.launches - launches, threads=stray_threads(), marks=marks)
     except SystemExit as exc:
         channel.send("exit", stage=stage, code=str(exc.code)[:200])
         os._exit(0)

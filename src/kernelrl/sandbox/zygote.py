@@ -42,9 +42,7 @@ def _libc() -> ctypes.CDLL:
 
 
 def _warm_imports() -> None:
-    """Everything a candidate process would import anyway, without touching CUDA. Not
-    `torch.utils.cpp_extension`: importing it on a GPU machine poisons forked children ("Cannot re-initialize
-    CUDA in forked subprocess", measured on an H100) while `torch.cuda.is_initialized()` stays False."""
+    """Everything a candidate process would import anyway, without touching CUDA."""
     import numpy  # noqa: F401
     import torch  # noqa: F401
 
@@ -62,6 +60,50 @@ def _warm_imports() -> None:
     import kernelrl.timing.cuda_timer  # noqa: F401
 
     kernelrl.sandbox.kernel_share.warm_up()  # on the host: CUDA stays untouched
+    _warm_device_runtime()
+
+
+_NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
+def _warm_device_runtime() -> None:
+    """What every standby would otherwise do on its own, each time: import `torch.utils.cpp_extension` (0.4-0.75 s
+    on an H100 machine), hash Triton's sources into its version key, build or load Triton's CUDA utilities.
+    Both libraries ask `torch.cuda.is_available()` on the way, which through the CUDA runtime initializes CUDA
+    here and poisons every forked child ("Cannot re-initialize CUDA in forked subprocess", measured on an H100,
+    while `torch.cuda.is_initialized()` stays False); asked through NVML it leaves CUDA alone.
+    `_assert_children_can_use_cuda` checks the outcome."""
+    previous = os.environ.get(_NVML_CHECK)
+    os.environ[_NVML_CHECK] = "1"
+    try:
+        import torch.utils.cpp_extension  # noqa: F401
+
+        try:
+            from triton.compiler.compiler import triton_key
+            from triton.runtime import driver
+
+            triton_key()
+            driver.active.utils  # noqa: B018 - creates the CUDA driver object (no device: raises, skipped)
+        except Exception:  # noqa: BLE001 - no Triton or no GPU backend here: each child starts it itself
+            pass
+    finally:
+        if previous is None:
+            os.environ.pop(_NVML_CHECK, None)
+        else:
+            os.environ[_NVML_CHECK] = previous
+
+
+def _assert_children_can_use_cuda() -> None:
+    """Fork a probe: a child of a process that initialized CUDA is in torch's "bad fork" state."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3 if torch.cuda._is_in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("the zygote's imports initialized CUDA: its forked children could not use the GPU")
 
 
 def _cuda_untouched() -> bool:
@@ -211,6 +253,7 @@ def main(argv: list[str]) -> None:
     try:
         _warm_imports()
         assert _cuda_untouched(), "importing torch initialized CUDA"
+        _assert_children_can_use_cuda()
     except BaseException as exc:  # noqa: BLE001
         sock.sendall((json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
         return

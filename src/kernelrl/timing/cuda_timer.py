@@ -38,9 +38,10 @@ Inspect = Callable[[int | None, int, Any], None]
 @dataclass(frozen=True)
 class TimerSettings:
     # lets the clocks leave idle (345 MHz idle, 1980 MHz busy on an H100); 1-3 s warm-ups measured no better.
-    # 100 + 300 ms: level-1 rerun spread 0.08% median, 1.18% p90 on an H100 (bench/fidelity.py, session 5)
-    warmup_ms: float = 100.0  # run at least this long (and 3 calls) before timing
-    target_ms: float = 300.0  # fixed count: timed work aimed for; the warm-up estimate turns it into reps
+    # 50 + 100 ms: level-1 rerun spread 0.06% median, 0.27% p90 on an H100 with the sandbox's per-rep input
+    # refill (100 + 300: 0.05% / 0.38%; 25 + 50: 0.07% / 0.87%; 3 reruns, session 6)
+    warmup_ms: float = 50.0  # run at least this long (and 3 calls) before timing
+    target_ms: float = 100.0  # fixed count: timed work aimed for; the warm-up estimate turns it into reps
     min_reps: int = 20
     max_reps: int = 1000
     # adaptive: after min_reps, time in batches until the median's relative standard error is at most
@@ -115,7 +116,8 @@ def time_cuda(
 
     Raw dict: times_ms, wall_ms (host clock around each rep), warmup (untimed calls), method, mode (the
     mode that produced the numbers), stopped ('fixed' | 'rse' | 'max_reps' | 'max_ms'), rse (of the median,
-    None below 2 reps), and graph_error when the capture failed and the callable was timed with events."""
+    None below 2 reps), host_ms (where the host clock went: setup, warmup, reps; diagnostics), and
+    graph_error when the capture failed and the callable was timed with events."""
     (raw,), _ = _time([fn], [inspect], torch=torch, synchronize=synchronize, event_cls=event_cls, clock=clock,
                       settings=settings, prepare=prepare, mode=mode, rng=None, ops=ops)
     return raw
@@ -180,6 +182,7 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
     if mode not in MODES:
         raise ValueError(f"unknown timing mode {mode!r}; use one of {MODES}")
     ops = ops or TimerOps.capture(torch)
+    began = clock()
     device = torch.cuda.current_device()
     l2_bytes = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or 64 << 20
     # twice the L2, so reading (or zero-filling) it evicts everything the previous rep left there
@@ -218,6 +221,7 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
         return [timed_rep(call, inspect, None, 0)[0] for call, inspect in zip(calls, inspects, strict=True)]
 
     synchronize()
+    host_ms = {"setup": (clock() - began) * 1e3}
     warm: list[list[float]] = []  # one row per warm-up round, one column per callable
     warm_start = clock()
     while len(warm) < 3 or (clock() - warm_start) * 1e3 < settings.warmup_ms:
@@ -235,6 +239,7 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
             mode = "events"
         else:
             calls, warmup = replays, warmup + _GRAPH_WARMUP
+    host_ms["warmup"] = (clock() - warm_start) * 1e3
     estimate = sum(max(statistics.median(column), 1e-3) for column in zip(*warm, strict=True))
     planned = min(settings.max_reps, max(settings.min_reps, math.ceil(settings.target_ms / estimate)))
 
@@ -252,13 +257,16 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
             times[k].append(event_ms)
             walls[k].append(wall_ms)
 
+    reps_start = clock()
     stopped = _run_reps(step, planned, settings, clock, times)
+    host_ms["reps"] = (clock() - reps_start) * 1e3
     method = method_name(mode, settings)
     raws = []
     for series, series_walls in zip(times, walls, strict=True):
         rse = median_rse(series)
         raw = {"times_ms": series, "wall_ms": series_walls, "warmup": warmup, "method": method,
-               "mode": mode, "stopped": stopped, "rse": rse if math.isfinite(rse) else None}
+               "mode": mode, "stopped": stopped, "rse": rse if math.isfinite(rse) else None,
+               "host_ms": {k: round(v, 3) for k, v in host_ms.items()}}
         if graph_error is not None:
             raw["graph_error"] = graph_error
         raws.append(raw)

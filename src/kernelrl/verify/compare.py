@@ -133,19 +133,36 @@ def inputs_mutated(originals: list[torch.Tensor], after: list[torch.Tensor],
     return None
 
 
-def compare_sampled(expected: torch.Tensor, shape: list[int], dtype: str, positions: torch.Tensor,
+SAMPLE_POINTS = 1 << 20  # uniform positions per sampled output
+SAMPLE_ENDS = 4096  # and this many at each end (tails are where block-boundary bugs live)
+
+
+def sample_positions(numel: int, seed: int, device: torch.device | str) -> torch.Tensor:
+    """Flat positions at which a large output is checked: both ends and `SAMPLE_POINTS` uniform draws from a
+    generator seeded with `seed`. The sandbox (which draws the seed after the call returned) and the judge
+    compute the same positions from the same seed on the same device, so only the values travel."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    ends = torch.cat([torch.arange(0, min(SAMPLE_ENDS, numel), device=device),
+                      torch.arange(max(numel - SAMPLE_ENDS, 0), numel, device=device)])
+    sample = torch.randint(0, numel, (SAMPLE_POINTS,), generator=generator, device=device)
+    return torch.cat([ends, sample])
+
+
+def compare_sampled(expected: torch.Tensor, shape: list[int], dtype: str, seed: int,
                     values: torch.Tensor, atol: float, rtol: float) -> dict | None:
-    """Like `compare_tensors` for an output of which only `values` at flat `positions` came back (the sandbox
-    samples large outputs of timed calls at secret positions): a wrong or stale output differs almost
+    """Like `compare_tensors` for an output of which only `values` at `sample_positions(seed)` came back (the
+    sandbox samples large outputs of timed calls at secret positions): a wrong or stale output differs almost
     everywhere, so a million positions find it."""
     if list(shape) != list(expected.shape):
         return {"reason": "shape", "detail": f"shape {list(shape)} but expected {list(expected.shape)}"}
     want = str(expected.dtype).removeprefix("torch.")
     if dtype != want:
         return {"reason": "dtype", "detail": f"dtype {dtype} but expected {want}"}
-    positions = positions.to(expected.device)
-    if positions.numel() != values.numel() or (positions.numel() and (
-            int(positions.min()) < 0 or int(positions.max()) >= expected.numel())):
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 63 or expected.numel() == 0:
+        return {"reason": "values", "detail": "malformed sample of a timed call's output"}
+    positions = sample_positions(expected.numel(), seed, expected.device)
+    if positions.numel() != values.numel():
         return {"reason": "values", "detail": "malformed sample of a timed call's output"}
     found = compare_tensors(expected.reshape(-1)[positions], values, atol, rtol)
     if found is not None and "first_index" in found:
