@@ -327,9 +327,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                 warm_kernel.launch(torch)  # Triton's runtime starts up now, off the evaluation's clock
             except Exception as exc:  # noqa: BLE001 - the candidate then pays Triton's start-up, nothing worse
                 print(f"kernelrl standby: Triton warm-up failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
-            marks["triton"] = _clock()
-        import torch.utils.cpp_extension  # noqa: F401 - the census wraps its loaders below (the zygote has it)
-        marks["standby"] = _clock()
+        marks["standby"] = _clock()  # torch.utils.cpp_extension, which the census wraps, came with the zygote
         channel.send("standby")
         assignment = _read_assignment(control_fd)
         marks["assigned"] = _clock()
@@ -373,10 +371,10 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
 
     stage = "import"
     try:
-        marks = {"start": _clock()}
+        import_marks = {"start": _clock()}
         problem = load(request["problem_path"], "kernelrl_problem")
         sets = input_sets(problem)
-        marks["problem"] = _clock()
+        import_marks["problem"] = _clock()
         try:  # every trial's inputs exist before the candidate does; forward gets copies
             pristine = {t["index"]: _trial_inputs(request, t, problem, sets, device, torch, host_stage)
                         for t in request["trials"]}
@@ -386,14 +384,14 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             os._exit(0)
         if gpu:
             sync()
-        marks["inputs"] = _clock()
+        import_marks["inputs"] = _clock()
         threads_before = set(current_frames())
         candidate = load(request["candidate_path"], "kernelrl_candidate")
         model_cls = getattr(candidate, "ModelNew", None)
         if not isinstance(model_cls, type):
             raise TypeError("the candidate module defines no class ModelNew")
         # diagnostics only (the candidate's code runs in this process): seconds from the import stage's start
-        channel.send("imported", marks={k: round(v - marks["start"], 4) for k, v in marks.items()})
+        channel.send("imported", marks={k: round(v - import_marks["start"], 4) for k, v in import_marks.items()})
 
         stage = "init"
         models: dict[str, object] = {}
@@ -539,9 +537,9 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                 raw, extra = paired["a"], {"paired_reference": paired["b"]}
             else:
                 raw = time_cuda(call, **timer)
-            marks = {"timed": round(_clock() - granted, 4), "checks": round(state["check_s"], 4)}
+            timing_marks = {"timed": round(_clock() - granted, 4), "checks": round(state["check_s"], 4)}
             channel.send("timing", **raw, **extra, checked=checked, calls=state["calls"],
-                         launches=census.launches - launches, threads=stray_threads(), marks=marks)
+                         launches=census.launches - launches, threads=stray_threads(), marks=timing_marks)
     except SystemExit as exc:
         channel.send("exit", stage=stage, code=str(exc.code)[:200])
         os._exit(0)
