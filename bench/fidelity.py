@@ -11,6 +11,8 @@ reaches them alike):
                  (above 1 is expected for short kernels: our reps start with a cold L2 and end with a sync)
 Modes: events (the default timer), cuda-graph (replays of a captured forward), adaptive (events, stopping
 on the median's relative standard error `--rse-target` or `--max-ms`).
+With nvidia-ml-py installed, each timing's power- or thermal-capped time (NVML violation counters) is
+recorded, and a row whose GPU was capped says for how long (a spread from the GPU's clock, not the timer).
 
   python bench/fidelity.py                                   # level 1, events mode, 5 reruns
   python bench/fidelity.py --modes events,cuda-graph,adaptive --json fidelity.json
@@ -29,6 +31,7 @@ import time
 from pathlib import Path
 
 from kernelrl.timing import TimerSettings
+from kernelrl.timing.gpu_power import GpuPower
 
 MODES = ("events", "cuda-graph", "adaptive")
 SPREAD_TARGETS = {"median": 0.005, "p90": 0.02}
@@ -40,10 +43,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="only level-1 problems whose id starts with this")
     parser.add_argument("--reruns", type=int, default=5, help="timings per problem and mode (default: 5)")
     parser.add_argument("--modes", default="events", help=f"comma-separated subset of {','.join(MODES)}")
-    parser.add_argument("--warmup-ms", type=float, default=100.0)
-    parser.add_argument("--target-ms", type=float, default=300.0, help="timed work per timing (fixed count)")
-    parser.add_argument("--min-reps", type=int, default=20)
-    parser.add_argument("--max-reps", type=int, default=1000)
+    parser.add_argument("--warmup-ms", type=float, default=TimerSettings.warmup_ms)
+    parser.add_argument("--target-ms", type=float, default=TimerSettings.target_ms,
+                        help="timed work per timing (fixed count; default: %(default)s)")
+    parser.add_argument("--min-reps", type=int, default=TimerSettings.min_reps)
+    parser.add_argument("--max-reps", type=int, default=TimerSettings.max_reps)
     parser.add_argument("--rse-target", type=float, default=0.005, help="adaptive mode's stopping target")
     parser.add_argument("--max-ms", type=float, default=1000.0, help="adaptive mode's time budget per timing")
     parser.add_argument("--idle", type=float, default=0.0, help="seconds of GPU idleness before each rerun")
@@ -85,7 +89,7 @@ def _plain_ms(torch, fn, calls: int) -> float:
     return start.elapsed_time(end) / calls
 
 
-def _problem(judge, problem, args, settings: dict) -> dict:
+def _problem(judge, problem, args, settings: dict, power) -> dict:
     from kernelrl.problems.input_sets import timing_set
     from kernelrl.timing import summarize, time_cuda
 
@@ -101,14 +105,18 @@ def _problem(judge, problem, args, settings: dict) -> dict:
 
     calls = min(2000, max(10, math.ceil(args.target_ms / max(_plain_ms(torch, forward, 3), 1e-3))))
     runs: dict[str, list] = {mode: [] for mode in args.modes}
+    capped: dict[str, list] = {mode: [] for mode in args.modes}  # ms the GPU was power/thermal capped
     plain = []
     for _ in range(args.reruns):
         time.sleep(args.idle)
         for mode in args.modes:
+            before = power.throttled_ns() if power is not None else None
             raw = time_cuda(forward, torch=torch, synchronize=torch.cuda.synchronize,
                             event_cls=torch.cuda.Event, clock=time.perf_counter, settings=settings[mode],
                             mode="cuda-graph" if mode == "cuda-graph" else "events")
             runs[mode].append((summarize(raw), raw.get("graph_error")))
+            if before is not None:
+                capped[mode].append((power.throttled_ns() - before) / 1e6)
         plain.append(_plain_ms(torch, forward, calls))
     plain_ms = statistics.median(plain)
     row: dict = {"problem_id": problem.id, "plain_ms": plain, "plain_calls": calls, "modes": {}}
@@ -126,6 +134,7 @@ def _problem(judge, problem, args, settings: dict) -> dict:
             "rerun_spread": (max(medians) - min(medians)) / center if center > 0 else 0.0,
             "median_rel_spread": statistics.median(stats.rel_spread for stats, _ in results),
             "agreement": center / plain_ms if plain_ms > 0 else None,
+            "capped_ms": capped[mode] or None,
         }
     return row
 
@@ -146,6 +155,7 @@ def _summary(rows: list[dict], modes: list[str]) -> dict:
             "rel_spread_median": statistics.median(m["median_rel_spread"] for m in done),
             "agreement_median": statistics.median(agreements) if agreements else None,
             "graph_fallbacks": sum(1 for m in done if m["graph_error"]),
+            "capped_problems": sum(1 for m in done if m.get("capped_ms") and max(m["capped_ms"]) > 0),
             "meets_targets": median <= SPREAD_TARGETS["median"] and p90 <= SPREAD_TARGETS["p90"],
         }
     return summary
@@ -159,6 +169,8 @@ def _print_row(row: dict, modes: list[str]) -> None:
     for mode in modes:
         m = row["modes"][mode]
         fallback = " (graph fell back)" if m["graph_error"] else ""
+        if m.get("capped_ms") and max(m["capped_ms"]) > 0:
+            fallback += f" (power-capped up to {max(m['capped_ms']):.0f} ms of a timing)"
         agreement = "-" if m["agreement"] is None else f"{m['agreement']:.3f}"
         cells.append(f"{statistics.median(m['medians_ms']):9.4f} {100 * m['rerun_spread']:6.2f}% "
                      f"{100 * m['median_rel_spread']:6.2f}% {agreement:>6}{fallback}")
@@ -183,14 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     if not problems:
         sys.exit(f"no level-1 problem id starts with {args.only!r}")
     judge = Judge("cuda")  # TF32 off, models and inputs built as for an evaluation
+    power = GpuPower.open(torch.cuda.current_device())
     started = time.monotonic()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {len(problems)} problems, "
-          f"{args.reruns} reruns; per mode ({' | '.join(args.modes)}): median ms, rerun spread, IQR/median, "
+          f"{args.reruns} reruns, power caps {'recorded' if power else 'not recorded (no NVML)'}; per mode ({' | '.join(args.modes)}): median ms, rerun spread, IQR/median, "
           "ours/plain", flush=True)
     rows = []
     for problem in problems:
         try:
-            row = _problem(judge, problem, args, settings)
+            row = _problem(judge, problem, args, settings, power)
         except Exception as exc:  # noqa: BLE001 - one problem's failure (out of memory...) is a row
             row = {"problem_id": problem.id, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         judge.models.clear()  # bench-sized weights of every problem would add up
@@ -203,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{mode}: rerun spread median {100 * s['rerun_spread_median']:.2f}% (target <= 0.5%), "
               f"p90 {100 * s['rerun_spread_p90']:.2f}% (target <= 2%), "
               f"IQR/median {100 * s['rel_spread_median']:.2f}%, agreement {agreement}, "
-              f"{s['problems']} problems, graph fallbacks {s['graph_fallbacks']}: "
+              f"{s['problems']} problems, graph fallbacks {s['graph_fallbacks']}, "
+              f"power-capped on {s['capped_problems']}: "
               f"{'meets' if s['meets_targets'] else 'misses'} the targets")
     elapsed = time.monotonic() - started
     print(f"{elapsed:.0f} s", flush=True)

@@ -229,3 +229,15 @@ def test_large_correctness_outputs_come_back_in_the_judges_shared_buffer(tmp_pat
     assert judge.compare({**request, "trial": 2})["mismatch"] is not None  # never written: NaN
     judge.release({"eval_id": "e"})
     assert "e" not in judge.evals
+
+
+def test_gpu_power_counters_read_through_nvml():
+    """The fidelity bench's power-cap column: NVML's violation counters for the GPU torch calls cuda:0."""
+    pytest.importorskip("pynvml")
+    from kernelrl.timing.gpu_power import GpuPower
+
+    power = GpuPower.open(0)
+    assert power is not None
+    first = power.throttled_ns()
+    time.sleep(0.05)
+    assert 0 <= first <= power.throttled_ns()  # cumulative

@@ -21,6 +21,7 @@ from kernelrl.timing import (
     time_cuda,
     time_paired,
 )
+from kernelrl.timing.gpu_power import GpuPower, nvml_index
 
 
 class FakeGPU:
@@ -131,7 +132,7 @@ def test_every_rep_flushes_by_reading_then_spins_before_its_start_event():
     gpu = FakeGPU(k=constant(1.0))
     raw = time_cuda(gpu.work("k"), **gpu.timer_args(), settings=TimerSettings(warmup_ms=3, target_ms=5))
     reps = raw["warmup"] + len(raw["times_ms"])
-    assert gpu.flushes == ["read"] * reps and gpu.spins == [200_000] * reps
+    assert gpu.flushes == ["read"] * reps and gpu.spins == [600_000] * reps
     assert raw["times_ms"] == [1.0] * 20  # min_reps; the cover lies before the start event
 
     other = FakeGPU(k=constant(1.0))
@@ -341,3 +342,23 @@ def test_eval_result_round_trips_the_timing_modes():
     del old["timing"]["paired_vs_eager"]
     loaded = EvalResult.from_dict(old)  # JSON written before these fields existed
     assert loaded.timing.candidate.mode == "events" and loaded.timing.paired_vs_eager is None
+
+
+@pytest.mark.parametrize("cuda_index, visible, expected", [
+    (1, None, 1),  # no CUDA_VISIBLE_DEVICES: the same index
+    (0, "3,1", 3), (1, " 3, 1 ", 1),
+    (0, "GPU-8a1f", "GPU-8a1f"),  # a UUID prefix, looked up among NVML's devices
+    (0, "MIG-4c2e", None),  # a MIG slice shares the GPU's power state with other slices
+    (2, "0,1", None), (0, "", None),  # past the visible list
+])
+def test_nvml_index_follows_cuda_visible_devices(cuda_index, visible, expected):
+    assert nvml_index(cuda_index, visible) == expected
+
+
+def test_gpu_power_is_none_without_an_nvml_driver():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the GPU tests check the counters")
+    pytest.importorskip("pynvml")  # with the binding but no driver library, NVML init fails: no counters
+    assert GpuPower.open(0) is None
+    assert GpuPower.open(0, visible="MIG-4c2e") is None

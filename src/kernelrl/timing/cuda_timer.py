@@ -48,9 +48,12 @@ class TimerSettings:
     # this (e.g. 0.005); None: a fixed rep count, as target_ms sets it
     rse_target: float | None = None
     max_ms: float = 5000.0  # adaptive: no further batch once the timed reps would exceed this (host clock)
-    # spin-kernel cycles between the flush and each rep's start event (~100 us at an H100's 1.98 GHz boost);
-    # 0: none, the flush alone covers the launch
-    launch_cover_cycles: int = 200_000
+    # spin-kernel cycles between the flush and each rep's start event (~300 us at an H100's 1.98 GHz boost);
+    # 0: none, the flush alone covers the launch. The host needs 75-250 us from enqueueing the spin to the
+    # call's return on level 1, and in some reruns 400-800 us at the p90: with a 100 us cover those reruns
+    # landed up to 7% slow (level-1 rerun spread p90 0.88%, worst 7.3%); 300 us: p90 0.22%, worst 0.82%;
+    # 1 ms: 0.21%, 0.76% (H100, session 7). Host work of the call up to the cover's length is not timed.
+    launch_cover_cycles: int = 600_000
     l2_flush: str = "read"  # "read": leaves the L2 clean; "write" (zero-fill, as Triton's do_bench): dirty
 
     def __post_init__(self) -> None:
