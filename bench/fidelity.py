@@ -53,8 +53,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--idle", type=float, default=0.0, help="seconds of GPU idleness before each rerun")
     parser.add_argument("--l2-flush", choices=("read", "write"), default=TimerSettings.l2_flush,
                         help="how each rep evicts the L2 (default: %(default)s)")
-    parser.add_argument("--cover-cycles", type=int, default=TimerSettings.launch_cover_cycles,
-                        help="launch-cover spin before each rep's start event, GPU cycles (default: %(default)s)")
+    parser.add_argument("--cover-us", type=float, default=TimerSettings.launch_cover_us,
+                        help="GPU work queued ahead of each rep's call, flush and spin, us (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=1234, help="seed of the bench inputs")
     parser.add_argument("--json", type=Path, help="write every number here")
     args = parser.parse_args(argv)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelrl.sandbox.judge import Judge
 
     recipe = dict(warmup_ms=args.warmup_ms, target_ms=args.target_ms, min_reps=args.min_reps,
-                  max_reps=args.max_reps, l2_flush=args.l2_flush, launch_cover_cycles=args.cover_cycles)
+                  max_reps=args.max_reps, l2_flush=args.l2_flush, launch_cover_us=args.cover_us)
     base = TimerSettings(**recipe)
     adaptive = TimerSettings(**recipe, rse_target=args.rse_target, max_ms=args.max_ms)
     settings = {"events": base, "cuda-graph": base, "adaptive": adaptive}

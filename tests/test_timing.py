@@ -35,6 +35,11 @@ class FakeGPU:
         self.log: list[str] = []  # kernels that ran, in order
         self.flushes: list[str] = []  # L2 flushes, by kind
         self.spins: list[int] = []  # launch-cover spin kernels, in cycles
+        self.flush_ms = 0.0  # how long an L2 flush takes
+        self.cycles_per_ms: float | None = None  # how fast a spin kernel runs; None: it takes no time
+
+    def advance(self, ms: float) -> None:
+        self.now_ms += ms
 
     def launch(self, name: str) -> None:
         if self.capture is not None:
@@ -96,8 +101,16 @@ class FakeGPU:
             CUDAGraph=Graph, Stream=Stream, current_stream=Stream, graph=graph,
             stream=lambda s: contextlib.nullcontext(),
         )
-        cuda._sleep = lambda cycles: self.spins.append(cycles)  # before the start event: not in the time
-        torch = SimpleNamespace(cuda=cuda, float32="float32", sum=lambda src, dim, out: self.flushes.append("read"),
+        def spin(cycles: int) -> None:  # before the start event: not in the time
+            self.spins.append(cycles)
+            self.advance(cycles / self.cycles_per_ms if self.cycles_per_ms else 0.0)
+
+        def flush_by_reading(src, dim, out) -> None:
+            self.flushes.append("read")
+            self.advance(self.flush_ms)
+
+        cuda._sleep = spin
+        torch = SimpleNamespace(cuda=cuda, float32="float32", sum=flush_by_reading,
                                 zeros=lambda *shape, dtype, device: SimpleNamespace(
                                     zero_=lambda: self.flushes.append("write")),
                                 empty=lambda *shape, dtype, device: object())
@@ -132,14 +145,32 @@ def test_every_rep_flushes_by_reading_then_spins_before_its_start_event():
     gpu = FakeGPU(k=constant(1.0))
     raw = time_cuda(gpu.work("k"), **gpu.timer_args(), settings=TimerSettings(warmup_ms=3, target_ms=5))
     reps = raw["warmup"] + len(raw["times_ms"])
-    assert gpu.flushes == ["read"] * reps and gpu.spins == [600_000] * reps
+    # the fake's flush and spin take no time: the whole cover is spin, at the nominal 1980 cycles/us
+    assert gpu.flushes == ["read"] * reps and gpu.spins == [792_000] * reps
     assert raw["times_ms"] == [1.0] * 20  # min_reps; the cover lies before the start event
+    assert raw["cover_us"] == {"prefix": 0.0, "spin": 400.0}
 
     other = FakeGPU(k=constant(1.0))
     raw = time_cuda(other.work("k"), **other.timer_args(),
-                    settings=TimerSettings(warmup_ms=3, target_ms=5, l2_flush="write", launch_cover_cycles=0))
-    assert other.flushes == ["write"] * (raw["warmup"] + 20) and other.spins == []
+                    settings=TimerSettings(warmup_ms=3, target_ms=5, l2_flush="write", launch_cover_us=0))
+    assert other.flushes == ["write"] * (raw["warmup"] + 20) and other.spins == [] and raw["cover_us"] is None
     assert raw["method"] == "cuda-events+l2-write-flush+sync-after-end"
+
+
+@pytest.mark.parametrize("refill_ms, timed_spin, cover", [
+    (0.25, 150_000, {"prefix": 300.0, "spin": 100.0}),  # refill + flush leave 100 us; at 1500 cycles/us
+    (0.6, None, {"prefix": 650.0, "spin": 0.0}),  # a refill longer than the cover: no spin at all
+])
+def test_spin_fills_what_the_refill_and_flush_leave_of_the_cover(refill_ms, timed_spin, cover):
+    gpu = FakeGPU(k=constant(1.0))
+    gpu.flush_ms, gpu.cycles_per_ms = 0.05, 1.5e6  # a power-capped clock: 1500 MHz, not the nominal 1980
+    raw = time_cuda(gpu.work("k"), **gpu.timer_args(), settings=TimerSettings(warmup_ms=10, target_ms=20),
+                    prepare=lambda: gpu.advance(refill_ms))
+    warm = raw["warmup"]
+    assert gpu.spins[:warm] == [792_000] * warm  # the warm-up spins the whole cover at the nominal clock
+    assert gpu.spins[warm:] == ([timed_spin] * 20 if timed_spin else [])
+    assert raw["cover_us"] == pytest.approx(cover)
+    assert raw["times_ms"] == pytest.approx([1.0] * 20)  # refill, flush and spin lie before the start event
 
 
 def test_ops_captured_early_survive_a_later_patch():
@@ -216,7 +247,7 @@ def test_unknown_mode_and_bad_settings_are_rejected():
     with pytest.raises(ValueError, match="mode"):
         time_cuda(gpu.work("k"), **gpu.timer_args(), mode="graphs")
     for bad in ({"min_reps": 0}, {"min_reps": 30, "max_reps": 20}, {"rse_target": 0.0}, {"max_ms": -1.0},
-                {"launch_cover_cycles": -1}, {"l2_flush": "zero"}):
+                {"launch_cover_us": -1}, {"launch_cover_us": 30_000}, {"l2_flush": "zero"}):
         with pytest.raises(ValueError):
             TimerSettings(**bad)
 

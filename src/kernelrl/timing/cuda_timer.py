@@ -5,10 +5,12 @@ the sandbox stub captures them before the candidate is imported, so a candidate 
 `torch.cuda.synchronize` or `time.perf_counter` at import does not change what the timer calls.
 
 Each rep: `prepare()`, the L2 flush (a read of twice the L2, so the cache is cold *and clean*: a zero-fill
-left it full of dirty lines whose write-back then ran inside the next rep), a spin kernel (the launch cover:
-the GPU stays busy while the host enqueues the start event and the call, so the first launch's host latency
-and its jitter stay out of the number; a forward that takes longer than the cover to enqueue still shows its
-gaps), start event, the call, end event, device-wide sync.
+left it full of dirty lines whose write-back then ran inside the next rep), a spin kernel, start event, the
+call, end event, device-wide sync. The launch cover: `prepare()`'s GPU work (the sandbox's input refill), the
+flush and the spin together queue `launch_cover_us` of GPU work ahead of the call, so the GPU stays busy while
+the host enqueues the start event and the call; the first launch's host latency and its jitter stay out of the
+number, while a forward that takes longer than the cover to enqueue still shows its gaps. The warm-up
+measures how long `prepare()` and the flush take and how fast the spin runs; the timed reps spin for the rest.
 
 Modes: 'events' times the callable; 'cuda-graph' captures it once into a CUDA graph and times the replays
 (no Python or launch overhead in the numbers; the callable's Python runs once, at capture).
@@ -31,6 +33,9 @@ from kernelrl.timing.stats import median_rse, validate_times
 MODES = ("events", "cuda-graph")
 STOP_REASONS = ("fixed", "rse", "max_reps", "max_ms")
 _GRAPH_WARMUP = 3  # untimed replays after capture: the first launch of a graph also uploads it
+# the spin's speed until the warm-up has measured it: an H100's boost clock (the spin counts SM cycles)
+_NOMINAL_CYCLES_PER_US = 1980.0
+_MAX_SPIN_CYCLES = 50_000_000
 
 Inspect = Callable[[int | None, int, Any], None]
 
@@ -48,12 +53,12 @@ class TimerSettings:
     # this (e.g. 0.005); None: a fixed rep count, as target_ms sets it
     rse_target: float | None = None
     max_ms: float = 5000.0  # adaptive: no further batch once the timed reps would exceed this (host clock)
-    # spin-kernel cycles between the flush and each rep's start event (~300 us at an H100's 1.98 GHz boost);
-    # 0: none, the flush alone covers the launch. The host needs 75-250 us from enqueueing the spin to the
-    # call's return on level 1, and in some reruns 400-800 us at the p90: with a 100 us cover those reruns
-    # landed up to 7% slow (level-1 rerun spread p90 0.88%, worst 7.3%); 300 us: p90 0.22%, worst 0.82%;
-    # 1 ms: 0.21%, 0.76% (H100, session 7). Host work of the call up to the cover's length is not timed.
-    launch_cover_cycles: int = 600_000
+    # GPU work queued ahead of each call: prepare()'s, the flush's and a spin kernel's for the rest; 0: no
+    # spin. The host needs 75-250 us from enqueueing the spin to the call's return on level 1, in some reruns
+    # 400-800 us at the p90: with 100 us of spin (~240 us of queued work on level 1) those reruns landed up to
+    # 7% slow (rerun spread p90 0.88%, worst 7.3%); 300 us of spin (~440 us): p90 0.22%, worst 0.82%; 1 ms:
+    # 0.21%, 0.76% (H100, session 7). Host work of the call that fits in the cover is not timed.
+    launch_cover_us: float = 400.0
     l2_flush: str = "read"  # "read": leaves the L2 clean; "write" (zero-fill, as Triton's do_bench): dirty
 
     def __post_init__(self) -> None:
@@ -63,15 +68,15 @@ class TimerSettings:
             raise ValueError(f"rse_target must be positive, got {self.rse_target!r}")
         if not self.max_ms > 0:
             raise ValueError(f"max_ms must be positive, got {self.max_ms!r}")
-        if not 0 <= self.launch_cover_cycles <= 50_000_000:
-            raise ValueError(f"launch_cover_cycles must be in [0, 5e7], got {self.launch_cover_cycles!r}")
+        if not 0 <= self.launch_cover_us <= 20_000:
+            raise ValueError(f"launch_cover_us must be in [0, 20000], got {self.launch_cover_us!r}")
         if self.l2_flush not in ("read", "write"):
             raise ValueError(f"l2_flush must be 'read' or 'write', got {self.l2_flush!r}")
 
 
 def method_name(mode: str, settings: TimerSettings) -> str:
     """What produced the numbers: the mode and the rep's recipe (part of the baseline cache's key)."""
-    cover = f"+cover-{settings.launch_cover_cycles // 1000}kcyc" if settings.launch_cover_cycles else ""
+    cover = f"+cover-{settings.launch_cover_us:g}us" if settings.launch_cover_us else ""
     start = {"events": "cuda-events", "cuda-graph": "cuda-graph-replay"}[mode]
     return f"{start}+l2-{settings.l2_flush}-flush{cover}+sync-after-end"
 
@@ -119,8 +124,10 @@ def time_cuda(
 
     Raw dict: times_ms, wall_ms (host clock around each rep), warmup (untimed calls), method, mode (the
     mode that produced the numbers), stopped ('fixed' | 'rse' | 'max_reps' | 'max_ms'), rse (of the median,
-    None below 2 reps), host_ms (where the host clock went: setup, warmup, reps; diagnostics), and
-    graph_error when the capture failed and the callable was timed with events."""
+    None below 2 reps), host_ms (where the host clock went: setup, warmup, reps; diagnostics), cover_us
+    (the launch cover's parts in the timed reps: prefix = prepare() + flush, as the warm-up measured them,
+    and spin; None without a cover), and graph_error when the capture failed and the callable was timed with
+    events."""
     (raw,), _ = _time([fn], [inspect], torch=torch, synchronize=synchronize, event_cls=event_cls, clock=clock,
                       settings=settings, prepare=prepare, mode=mode, rng=None, ops=ops)
     return raw
@@ -192,19 +199,27 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
     flush_buffer = ops.zeros(2 * l2_bytes // 4, dtype=torch.float32, device="cuda")
     flush_sink = ops.empty((), dtype=torch.float32, device="cuda")
 
-    def flush_and_cover() -> None:
+    # the spin's length: at first the whole cover at the nominal clock; after the warm-up, what prepare() and
+    # the flush leave of the cover, at the speed the spin ran
+    cover = {"cycles": round(settings.launch_cover_us * _NOMINAL_CYCLES_PER_US)}
+    probes: list[tuple[float, float]] | None = [] if settings.launch_cover_us else None
+
+    def timed_rep(call: Callable[[], Any], inspect: Inspect | None, i: int | None,
+                  reps: int) -> tuple[float, float]:
+        probe = probes is not None and i is None and not calibrated  # warm-up: how long the cover's parts take
+        if probe:
+            before, flushed = event_cls(enable_timing=True), event_cls(enable_timing=True)
+            before.record()
+        if prepare is not None:
+            prepare()
         if settings.l2_flush == "read":
             ops.reduce_sum(flush_buffer, dim=0, out=flush_sink)
         else:
             flush_buffer.zero_()
-        if settings.launch_cover_cycles:
-            ops.spin(settings.launch_cover_cycles)
-
-    def timed_rep(call: Callable[[], Any], inspect: Inspect | None, i: int | None,
-                  reps: int) -> tuple[float, float]:
-        if prepare is not None:
-            prepare()
-        flush_and_cover()
+        if probe:
+            flushed.record()
+        if cover["cycles"]:
+            ops.spin(cover["cycles"])
         start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
         t0 = clock()
         start.record()
@@ -215,6 +230,8 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
         end.record()
         synchronize()
         t1 = clock()
+        if probe:
+            probes.append((before.elapsed_time(flushed), flushed.elapsed_time(start)))
         if inspect is not None:
             inspect(i, reps, result)
         del result
@@ -227,10 +244,20 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
     host_ms = {"setup": (clock() - began) * 1e3}
     warm: list[list[float]] = []  # one row per warm-up round, one column per callable
     warm_start = clock()
+    calibrated = False
     while len(warm) < 3 or (clock() - warm_start) * 1e3 < settings.warmup_ms:
         warm.append(warm_rep(fns))
         if len(warm) >= 1000:
             break
+    calibrated = True
+    cover_us = None
+    if probes:
+        prefix_us = 1e3 * statistics.median(p for p, _ in probes)
+        spun_us = 1e3 * min(s for _, s in probes)  # the fastest: the host was on time, the clock up
+        per_us = cover["cycles"] / spun_us if spun_us > 0 else _NOMINAL_CYCLES_PER_US
+        spin_us = max(0.0, settings.launch_cover_us - prefix_us)
+        cover["cycles"] = min(_MAX_SPIN_CYCLES, round(spin_us * per_us))
+        cover_us = {"prefix": round(prefix_us, 1), "spin": round(spin_us, 1)}
     calls, warmup, graph_error = fns, len(warm), None
     if mode == "cuda-graph":
         try:
@@ -269,7 +296,7 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
         rse = median_rse(series)
         raw = {"times_ms": series, "wall_ms": series_walls, "warmup": warmup, "method": method,
                "mode": mode, "stopped": stopped, "rse": rse if math.isfinite(rse) else None,
-               "host_ms": {k: round(v, 3) for k, v in host_ms.items()}}
+               "host_ms": {k: round(v, 3) for k, v in host_ms.items()}, "cover_us": cover_us}
         if graph_error is not None:
             raw["graph_error"] = graph_error
         raws.append(raw)
