@@ -356,7 +356,7 @@ class _Trials:
                 return self.flag("rt-timed-output-mismatch",
                                   f"timed call {check.get('rep')} (inputs of trial {trial}): {found.get('detail', '')}")
         threads = event.get("threads")
-        if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive after timing"):
+        if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive during or after timing"):
             return False
         calls, launches = event.get("calls"), event.get("launches")
         if isinstance(calls, int) and isinstance(launches, int) and launches < calls:

@@ -474,7 +474,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                 channel.send("census", **_candidate_gpu_fraction(torch, share, census, model, args))
             _wait_for_timing_token(channel, control_fd)
             granted = _clock()
-            state: dict = {"variant": 0, "checks": set(), "check_s": 0.0}
+            state: dict = {"variant": 0, "checks": set(), "check_s": 0.0, "threads": set()}
             checked: list[dict] = []
 
             def refill() -> None:
@@ -484,6 +484,9 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                     tensor_copy(dst, src)
 
             def check(i, reps, result) -> None:
+                # after every call, not only once the timing ends: a thread that lives for some of the timed
+                # calls could launch work while the launch cover holds the GPU, outside the timed region
+                state["threads"].update(stray_threads())
                 if i is not None and reps > state.get("planned", 0):
                     # which timed calls are checked: secret, drawn once the rep count is known, and again from
                     # each batch an adaptive timer adds (a candidate must not behave for the first batch only)
@@ -539,7 +542,8 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                 raw = time_cuda(call, **timer)
             timing_marks = {"timed": round(_clock() - granted, 4), "checks": round(state["check_s"], 4)}
             channel.send("timing", **raw, **extra, checked=checked, calls=state["calls"],
-                         launches=census.launches - launches, threads=stray_threads(), marks=timing_marks)
+                         launches=census.launches - launches,
+                         threads=sorted(state["threads"].union(stray_threads()))[:8], marks=timing_marks)
     except SystemExit as exc:
         channel.send("exit", stage=stage, code=str(exc.code)[:200])
         os._exit(0)
