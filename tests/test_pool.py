@@ -17,7 +17,7 @@ import pytest
 from conftest import example
 
 from kernelrl import Evaluator, Status
-from kernelrl.sandbox.gate import DeviceGate
+from kernelrl.sandbox.gate import DeviceGate, RunSlots
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.runner import run_child
 
@@ -236,6 +236,65 @@ def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
     assert order[-1][0] == 0  # the hanging candidate finished last: everything else went past it
     hang = next(t for i, _, t in order if i == 0)
     assert hang < 8 + 20  # its own run timeout plus start-up, not the others' time
+
+
+OUT_OF_MEMORY = c.relu_candidate('raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")')
+SLOW_RELU = c.relu_candidate("time.sleep(0.4)\n        return relu(x)", module_extra="\nimport time\n")
+
+
+def test_run_slots_mark_overlap_and_an_exclusive_run_waits_then_keeps_newcomers_out():
+    slots = RunSlots()
+    with slots.shared() as first:
+        assert not first.overlapped
+        with slots.shared() as second:
+            pass
+        assert first.overlapped and second.overlapped
+
+    log: list[str] = []
+    release_holder, release_exclusive = threading.Event(), threading.Event()
+
+    def holder():
+        with slots.shared():
+            release_holder.wait(10)
+
+    def exclusive():
+        with slots.exclusive():
+            log.append("exclusive")
+            release_exclusive.wait(10)
+
+    def newcomer():
+        with slots.shared():
+            log.append("newcomer")
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=exclusive)]
+    threads[0].start()
+    time.sleep(0.05)
+    threads[1].start()
+    while not slots._exclusive_waiting:  # the exclusive run is queued behind the holder
+        time.sleep(0.01)
+    threads.append(threading.Thread(target=newcomer))
+    threads[2].start()
+    time.sleep(0.1)
+    assert log == []  # the holder still runs; the newcomer waits behind the queued exclusive run
+    release_holder.set()
+    time.sleep(0.1)
+    assert log == ["exclusive"]
+    release_exclusive.set()
+    for thread in threads:
+        thread.join(10)
+    assert log == ["exclusive", "newcomer"]
+
+
+def test_out_of_memory_next_to_other_evaluations_is_retried_alone(pooled, relu):
+    items = [(relu, SLOW_RELU), (relu, OUT_OF_MEMORY), (relu, SLOW_RELU)]
+    results = dict(pooled.evaluate_many(items, with_index=True))
+    assert results[0].status is results[2].status is Status.CORRECT
+    oom = results[1]
+    # it ran out next to the others, then alone: the verdict alone stands (this candidate always runs out)
+    assert oom.status is Status.RUNTIME_ERROR and "OutOfMemoryError" in oom.message, oom.message
+    assert oom.phases_s["oom_retry"] > 0
+    alone = pooled.evaluate(relu, OUT_OF_MEMORY)
+    assert alone.status is Status.RUNTIME_ERROR and "oom_retry" not in alone.phases_s  # nobody else ran
 
 
 def test_zygote_killed_mid_batch_is_restarted_and_the_batch_completes(pooled, relu):

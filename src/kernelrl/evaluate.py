@@ -52,7 +52,7 @@ from kernelrl.results import (
     Status,
     TimingReport,
 )
-from kernelrl.sandbox.gate import DeviceGate
+from kernelrl.sandbox.gate import DeviceGate, RunSlots
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError, python_env
 from kernelrl.sandbox.runner import ChildOutcome, SpawnedChild, run_child, spawn_child, watch_child
@@ -187,6 +187,20 @@ def _runtime_hack_text(hack: Finding) -> dict[str, str]:
     """The verdict's message and feedback for a rejecting runtime finding."""
     return {"message": f"runtime check {hack.rule}: {hack.detail or hack.message}"[:200],
             "feedback": f"[{hack.rule}] {hack.message}" + (f" ({hack.detail})" if hack.detail else "")}
+
+
+def _ran_out_of_memory(result: EvalResult) -> bool:
+    """Whether a verdict came from running out of (GPU) memory: the judge's or the sandbox's allocation, the
+    candidate's forward, or the baselines. Inside the sandbox torch cannot reach NVML, so its out-of-memory
+    report fails with an internal assert in CUDACachingAllocator instead of an OutOfMemoryError."""
+    texts = [result.message, result.feedback]
+    if result.status is Status.CORRECT and result.timing is not None:
+        texts.append(result.timing.unavailable_reason or "")
+    elif result.status is not Status.RUNTIME_ERROR:
+        return False
+    text = " ".join(texts).lower()
+    return "out of memory" in text or "outofmemoryerror" in text or (
+        "cudacachingallocator" in text and "nvml" in text)
 
 
 def _sha(text: str) -> str:
@@ -394,6 +408,7 @@ class Evaluator:
         self._zygote: ZygoteClient | None = None  # the warm pool, started on first use
         # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused meanwhile
         self._gate = DeviceGate(hold_also=[self._judge.lock])
+        self._slots = RunSlots()  # evaluations share the device; one that ran out of memory is retried alone
         self._pool_failures = 0  # consecutive zygote failures; at _POOL_MAX_FAILURES the pool is given up
         self._standbys: list[_Standby] = []  # started sandboxes waiting for a candidate
         self._standby_lock = threading.Lock()
@@ -575,6 +590,18 @@ class Evaluator:
         early = self._before_running(problem, code, env, base)
         if early is not None:
             return early
+        with self._slots.shared() as slot:
+            result = self._attempt(problem, code, env, base)
+        if slot.overlapped and _ran_out_of_memory(result):
+            # the memory may have been the other evaluations': once more with the device to itself, and that
+            # verdict stands (a candidate that needs too much memory runs out alone too)
+            first_s = sum(result.phases_s.values())
+            with self._slots.exclusive():
+                result = self._attempt(problem, code, env, base)
+            result.phases_s["oom_retry"] = round(first_s, 4)
+        return result
+
+    def _attempt(self, problem: Problem, code: str, env: Environment, base: dict) -> EvalResult:
         standby = self._take_standby(env.mode)
         workdir = standby.workdir if standby is not None else _new_workdir()
         eval_id = uuid.uuid4().hex

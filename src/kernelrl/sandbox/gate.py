@@ -2,7 +2,10 @@
 device meanwhile. While a holder times, every other registered sandbox's process group is stopped (SIGSTOP;
 GPU work already queued drains, nothing new is launched) and resumed (SIGCONT) at release; the time a sandbox
 spends stopped is reported by `paused`, so the runner does not count it against its deadlines. Locks in
-`hold_also` (the judge client's) are held for the same span, so judge work waits too."""
+`hold_also` (the judge client's) are held for the same span, so judge work waits too.
+
+`RunSlots`: the evaluations sharing a device, so one that ran out of GPU memory next to others can be run
+again with the device to itself."""
 
 from __future__ import annotations
 
@@ -89,3 +92,52 @@ class DeviceGate:
             yield
         finally:
             self.release()
+
+
+class RunSlots:
+    """Evaluations on one device share it; an evaluation that ran out of GPU memory while others were running
+    is retried with the device to itself. `shared()` yields a slot whose `overlapped` says whether another
+    evaluation held the device at any moment of it; `exclusive()` waits until every shared holder has left
+    and keeps new ones out meanwhile (they wait: a retry is not starved by a stream of new evaluations)."""
+
+    class Slot:
+        overlapped = False
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._holders: set[RunSlots.Slot] = set()
+        self._exclusive = False
+        self._exclusive_waiting = 0
+
+    @contextmanager
+    def shared(self):
+        slot = RunSlots.Slot()
+        with self._cond:
+            self._cond.wait_for(lambda: not self._exclusive and not self._exclusive_waiting)
+            if self._holders:
+                slot.overlapped = True
+                for other in self._holders:
+                    other.overlapped = True
+            self._holders.add(slot)
+        try:
+            yield slot
+        finally:
+            with self._cond:
+                self._holders.discard(slot)
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self):
+        with self._cond:
+            self._exclusive_waiting += 1
+            try:
+                self._cond.wait_for(lambda: not self._exclusive and not self._holders)
+            finally:
+                self._exclusive_waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
