@@ -196,6 +196,8 @@ def _ran_out_of_memory(result: EvalResult) -> bool:
     texts = [result.message, result.feedback]
     if result.status is Status.CORRECT and result.timing is not None:
         texts.append(result.timing.unavailable_reason or "")
+    elif result.status is Status.CRASHED:  # e.g. the sandbox's own set-up could not create its CUDA context
+        texts.append(result.log[-2000:])
     elif result.status is not Status.RUNTIME_ERROR:
         return False
     text = " ".join(texts).lower()
@@ -590,15 +592,16 @@ class Evaluator:
         early = self._before_running(problem, code, env, base)
         if early is not None:
             return early
+        started = time.monotonic()
         with self._slots.shared() as slot:
             result = self._attempt(problem, code, env, base)
         if slot.overlapped and _ran_out_of_memory(result):
             # the memory may have been the other evaluations': once more with the device to itself, and that
             # verdict stands (a candidate that needs too much memory runs out alone too)
-            first_s = sum(result.phases_s.values())
+            first_s = time.monotonic() - started
             with self._slots.exclusive():
                 result = self._attempt(problem, code, env, base)
-            result.phases_s["oom_retry"] = round(first_s, 4)
+            result.phases_s["oom_retry"] = round(first_s, 4)  # the first attempt's wall time
         return result
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict) -> EvalResult:
