@@ -3,8 +3,9 @@ reports it per timing, so a rerun spread caused by the GPU's clock is told apart
 
 Measured on an H100 (session 7): the level-1 fp16 matmul draws the board's 700 W limit, the driver caps the
 SM clock (1980 -> 1480-1620 MHz; NVML clock-event reason: software power cap) within its first timing, and
-waiting before each timing until NVML no longer reports the cap (~0.5 s) did not steady it. The launch cover
-does: its spin kernel draws little power, and with a 300 us cover the same problem's reruns land 0.13% apart.
+waiting before each timing until NVML no longer reports the cap (~0.5 s) did not steady it. Longer launch-cover
+spins lower the duty cycle and with it the cap (reruns 0.13% apart in one run with a 300 us spin, 2.6% in
+another with the 400 us cover): what is left is the machine, which the bench's rows now say.
 
 `GpuPower.open(cuda_index)` is None where NVML cannot be used (no driver, no nvidia-ml-py, a MIG instance).
 """
