@@ -133,6 +133,8 @@ def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
     return {
         "median_phases_s": {k: round(statistics.median(v), 3) for k, v in phases.items()},
         "cache_hits": sum(r.cached for r in results),
+        # run again alone after running out of GPU memory next to others (Evaluator's RunSlots)
+        "oom_retries": sum(1 for r in results if "oom_retry" in r.phases_s),
         "mode": name, "evaluations": len(results), "total_s": round(total, 2),
         "evals_per_min": round(60 * len(results) / total, 1),
         "median_overhead_s": round(statistics.median(overheads), 3),
@@ -179,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{row['mode']:>11}: {row['evals_per_min']:6.1f} evals/min  median overhead {row['median_overhead_s']:.3f} s"
               f"  p90 {row['p90_overhead_s']:.3f} s  median wall {row['median_wall_s']:.3f} s  total {row['total_s']} s"
-              f"  {row['statuses']}  path {row['paths']}  cache hits {row['cache_hits']}", flush=True)
+              f"  {row['statuses']}  path {row['paths']}  cache hits {row['cache_hits']}"
+              f"  out-of-memory retries {row['oom_retries']}", flush=True)
         print(f"{'':>11}  median phases (s): {row['median_phases_s']}", flush=True)
         print(f"{'':>11}  median overhead by kind (s): {row['median_overhead_by_kind_s']}; outside the timed loop "
               f"{row['median_outside_timed_loop_s']:.3f} s", flush=True)
