@@ -101,7 +101,7 @@ def loop_seconds(result: EvalResult) -> float:
 def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
     # one Evaluator (one judge: references, audits and baselines computed once) for every mode, made with the
     # result cache off; the 'cached' mode gives it an empty cache, fills it with one pass, then times a second
-    ev.config = dataclasses.replace(ev.config, warm_pool=name != "fresh")
+    ev.launcher.settings = dataclasses.replace(ev.launcher.settings, warm_pool=name != "fresh")
     ev._result_cache = None
     if name == "cached":
         ev._result_cache = ResultCache(Path(tempfile.mkdtemp(prefix="kernelrl-bench-")) / ResultCache.FILE)
@@ -109,7 +109,7 @@ def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
             ev.evaluate(problem, code)
     started = time.monotonic()
     if name == "pool-batch":
-        results = list(ev.evaluate_many(items))
+        results = list(ev.evaluate_many(items, ordered=True))  # zipped with `kinds` below
     else:
         results = [ev.evaluate(problem, code) for problem, code in items]
     total = time.monotonic() - started

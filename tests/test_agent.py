@@ -79,7 +79,7 @@ def test_samples_of_a_turn_are_evaluated_together_and_recorded_in_sample_order(t
                         store=store).solve(relu)
     finally:
         del evaluator.evaluate_many
-    assert batches == [3]  # the format error needs no sandbox
+    assert batches == [4]  # one call; its format error needs no sandbox (below)
     assert [s.sample for s in outcome.steps] == [0, 1, 2, 3]
     assert [s.result.status for s in outcome.steps] == [Status.WRONG_OUTPUT, Status.FORMAT_ERROR, Status.CORRECT,
                                                        Status.WRONG_OUTPUT]

@@ -323,3 +323,49 @@ def test_config_rejects_an_unknown_timing_mode():
 
     with pytest.raises(ValueError, match="timing_mode"):
         EvalConfig(timing_mode="wallclock")
+
+
+def test_evaluate_many_takes_code_completions_and_prose_and_keeps_input_order(evaluator, relu):
+    """One call for whatever a policy or a user hands in: plain code, a fenced completion, prose without code,
+    a completion whose block has no ModelNew. Verdicts come back in input order (`ordered=True`); the format
+    errors need no sandbox (no phases, no isolation path)."""
+    from kernelrl import Candidate, Scorer
+
+    code = example("relu_triton.py")
+    items = [
+        (relu, "Here is my answer:\n```python\n" + code + "```\nIt uses one Triton kernel."),
+        (relu, "I could not write the kernel, sorry."),
+        (relu, code),
+        (relu, c.WRONG_SHAPE),
+        (relu, "```python\nprint('no model here')\n```"),
+        (relu, Candidate.from_text(code, "code")),
+    ]
+    assert isinstance(evaluator, Scorer)
+    results = list(evaluator.evaluate_many(items, ordered=True, max_concurrency=2))
+    assert [r.status for r in results] == [Status.CORRECT, Status.FORMAT_ERROR, Status.CORRECT, Status.WRONG_OUTPUT,
+                                           Status.FORMAT_ERROR, Status.CORRECT]
+    for fmt in (results[1], results[4]):
+        assert fmt.stage is Stage.EXTRACT and fmt.phases_s == {} and "ModelNew" in fmt.feedback
+    # the fenced completion was evaluated as the code inside it
+    assert results[0].candidate_sha256 == results[2].candidate_sha256
+    # with_index pairs each verdict with its position, in input order as well
+    indexed = list(evaluator.evaluate_many(items[:3], ordered=True, with_index=True))
+    assert [i for i, _ in indexed] == [0, 1, 2]
+    # kind='code' reads every string as a module: the prose is then a syntax error, not a format error
+    as_code = list(evaluator.evaluate_many(items[1:2], kind="code", ordered=True))
+    assert as_code[0].status is Status.COMPILE_ERROR
+
+
+def test_candidate_from_text_is_the_one_extraction_path():
+    from kernelrl import Candidate
+
+    code = "class ModelNew:\n    pass\n"
+    assert Candidate.from_text(code) == Candidate(text=code, code=code)
+    fenced = Candidate.from_text("text\n```python\n" + code + "```\n")
+    assert fenced.from_completion and fenced.code == code
+    prose = Candidate.from_text("no code, sorry")
+    assert prose.from_completion and prose.code is None and "no code block" in prose.error
+    broken = Candidate.from_text("class ModelNew(:\n    pass\n")  # a syntax error stays code to report
+    assert broken.code is not None
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Candidate.from_text(code, "python")

@@ -153,27 +153,27 @@ def _ended(standbys, timeout_s: float = 10.0) -> bool:
 
 def test_standby_is_started_ahead_and_replaced_once_taken(pooled, relu):
     pooled.warm_up()
-    waiting = list(pooled._standbys)
+    waiting = list(pooled.launcher.standbys)
     standbys = pooled.config.standby_sandboxes
     assert len(waiting) == standbys == 3 and all(s.alive() for s in waiting)  # EvalConfig's default
     result = pooled.evaluate(relu, example("relu_triton.py"))
     assert result.status is Status.CORRECT, result.feedback
     assert result.environment.isolation[-1] == "zygote-standby"
     assert _ended(waiting[:1]) and not waiting[0].workdir.exists()  # used once, then gone with its directory
-    now = [s.child.pgid for s in pooled._standbys]
+    now = [s.child.pgid for s in pooled.launcher.standbys]
     assert len(now) == standbys and now[:-1] == [s.child.pgid for s in waiting[1:]]  # oldest first
     assert now[-1] not in {s.child.pgid for s in waiting}
 
 
 def test_standby_that_died_waiting_costs_nothing_but_its_slot(pooled, relu, monkeypatch):
     pooled.warm_up()
-    dead = pooled._standbys[0]
+    dead = pooled.launcher.standbys[0]
     os.killpg(dead.child.pgid, signal.SIGKILL)
     assert _ended([dead])
     result = pooled.evaluate(relu, example("relu_triton.py"))  # seen dead when taken: a new one serves
     assert result.status is Status.CORRECT and result.environment.isolation[-1] == "zygote-standby"
     # one that dies after it was taken (before it read its assignment) leaves the usual zygote path to run
-    victim = pooled._standbys[0]
+    victim = pooled.launcher.standbys[0]
     os.killpg(victim.child.pgid, signal.SIGKILL)
     monkeypatch.setattr(type(victim), "alive", lambda self: True)
     result = pooled.evaluate(relu, example("relu_triton.py"))
@@ -184,7 +184,7 @@ def test_standby_that_died_waiting_costs_nothing_but_its_slot(pooled, relu, monk
 def test_standbys_end_with_their_evaluator(relu):
     ev = Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=True, standby_sandboxes=2)
     ev.warm_up()
-    standbys = list(ev._standbys)
+    standbys = list(ev.launcher.standbys)
     assert len(standbys) == 2 and all(s.alive() for s in standbys)
     ev.close()
     assert _ended(standbys) and not any(s.workdir.exists() for s in standbys)
@@ -193,13 +193,13 @@ def test_standbys_end_with_their_evaluator(relu):
 def test_without_standbys_each_candidate_is_forked_on_demand(relu):
     with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=True, standby_sandboxes=0) as ev:
         result = ev.evaluate(relu, example("relu_triton.py"))
-        assert ev._standbys == []
+        assert ev.launcher.standbys == []
     assert result.status is Status.CORRECT and result.environment.isolation[-1] == "zygote"
 
 
 def test_zygote_stays_cuda_free_and_warm(pooled, relu):
     pooled.evaluate(relu, example("relu_triton.py"))
-    zygote = pooled._zygote
+    zygote = pooled.launcher.zygote
     pid = zygote.pid
     info = zygote.ping()
     assert info["ok"] and info["cuda_initialized"] is False
@@ -299,7 +299,7 @@ def test_out_of_memory_next_to_other_evaluations_is_retried_alone(pooled, relu):
 
 def test_zygote_killed_mid_batch_is_restarted_and_the_batch_completes(pooled, relu):
     pooled.warm_up()
-    zygote = pooled._zygote
+    zygote = pooled.launcher.zygote
     first_pid, starts = zygote.pid, zygote.starts
     items = [(relu, example("relu_triton.py"))] * 6
     results = []
@@ -426,7 +426,7 @@ def test_gpu_batch_through_the_pool_is_timed_and_the_zygote_stays_cuda_free(suit
         started = time.monotonic()
         results = dict(ev.evaluate_many(items, with_index=True))
         batch_s = time.monotonic() - started
-        info = ev._zygote.ping()
+        info = ev.launcher.zygote.ping()
     print(f"\nGPU batch of {len(items)}: {batch_s:.1f} s; walls {[results[i].wall_time_s for i in range(len(items))]}")
     assert info["cuda_initialized"] is False
     assert [results[i].status for i in range(4)] == [Status.CORRECT, Status.WRONG_OUTPUT, Status.CORRECT,
@@ -438,7 +438,7 @@ def test_gpu_batch_through_the_pool_is_timed_and_the_zygote_stays_cuda_free(suit
 
 
 def test_multi_device_evaluator_spreads_one_stream_over_devices(relu):
-    from kernelrl.multi import MultiDeviceEvaluator
+    from kernelrl import MultiDeviceEvaluator
 
     good = example("relu_triton.py")
     items = [(relu, good), (relu, c.WRONG_SHAPE), (relu, good), (relu, good), (relu, c.ABORT), (relu, good)]
@@ -456,13 +456,13 @@ def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(relu):
     from kernelrl.sandbox.zygote_client import ZygoteClient
 
     with Evaluator(device="cpu", trials=2, static_checks=False) as ev:
-        ev._zygote = ZygoteClient({"PATH": os.environ.get("PATH", "")}, start_timeout_s=0.01)  # never answers in time
+        ev.launcher._zygote = ZygoteClient({"PATH": os.environ.get("PATH", "")}, start_timeout_s=0.01)  # never answers in time
         results = [ev.evaluate(relu, example("relu_triton.py")) for _ in range(3)]
-        tries = ev._zygote.starts
+        tries = ev.launcher.zygote.starts
         results.append(ev.evaluate(relu, example("relu_triton.py")))
         assert [r.status for r in results] == [Status.CORRECT] * 4, [r.feedback for r in results]
         assert [r.environment.isolation[-1] for r in results] == ["fresh-process"] * 4
-        assert ev._zygote.starts == tries  # given up after three failed evaluations in a row
+        assert ev.launcher.zygote.starts == tries  # given up after three failed evaluations in a row
     with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=False) as ev:
         assert ev.evaluate(relu, example("relu_triton.py")).environment.isolation[-1] == "fresh-process"
 
@@ -484,15 +484,15 @@ else:
 
 
 def test_a_launcher_that_cannot_set_up_reports_the_marker_the_evaluator_falls_back_on(pooled):
-    from kernelrl.evaluate import _POOL_SETUP_FAILED
+    from kernelrl.sandbox.launcher import POOL_SETUP_FAILED
 
-    zygote = pooled._pool()
+    zygote = pooled.launcher.pool("cpu")
     message = {"op": "fork", "env": {"PATH": "/usr/bin"}, "cwd": "/nonexistent-kernelrl-dir", "request_path": "/x"}
     outcome = run_child([], env={}, cwd="/", timeouts={"start": 30, "import": 30, "run": 30}, memory_limit_bytes=0,
                         log_limit_bytes=4096, on_event=lambda e: True,
                         spawn=lambda *fds: zygote.spawn(message, list(fds)))
     assert outcome.events == []
-    assert outcome.log.startswith(_POOL_SETUP_FAILED), outcome.log
+    assert outcome.log.startswith(POOL_SETUP_FAILED), outcome.log
 
 
 def test_a_forged_early_timing_request_is_a_protocol_violation(pooled, relu):

@@ -241,7 +241,8 @@ def test_verdict_process_does_not_import_torch():
     """The verdict side (API, CLI) stays light and never loads the framework candidates run on."""
     import subprocess
 
-    code = "import sys, kernelrl, kernelrl.cli, kernelrl.evaluate; sys.exit('torch' in sys.modules)"
+    code = ("import sys, kernelrl, kernelrl.cli, kernelrl.evaluate, kernelrl.sandbox.launcher; "
+            "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -613,8 +614,8 @@ _SANDBOX_OOM = ('RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() 
     (Status.CRASHED, Stage.CORRECTNESS, "killed by SIGSEGV", "", "segmentation fault", None, False),
 ])
 def test_out_of_memory_verdicts_are_recognized(status, stage, message, feedback, log, timing_reason, expected):
-    import kernelrl.evaluate  # noqa: F401 - the module, not the function the package exports under its name
+    from kernelrl.evaluate.verdict import ran_out_of_memory
 
     result = EvalResult(status=status, stage=stage, problem_id="p", message=message, feedback=feedback, log=log,
                         timing=TimingReport(unavailable_reason=timing_reason) if timing_reason else None)
-    assert sys.modules["kernelrl.evaluate"]._ran_out_of_memory(result) is expected
+    assert ran_out_of_memory(result) is expected

@@ -10,12 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import kernelrl
 from kernelrl.evaluate import Evaluator
 from kernelrl.problems import load_suite
 from kernelrl.results import EvalResult, Status
 
-EXAMPLES_DIR = Path(kernelrl.__file__).parent / "examples"
+EXAMPLES_DIR = Path(__file__).parent / "examples"
 
 
 @dataclass(frozen=True)

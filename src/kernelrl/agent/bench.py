@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelrl.agent.loop import Agent, AgentConfig, ProblemOutcome
-from kernelrl.evaluate import Evaluator
+from kernelrl.evaluate import Scorer
 from kernelrl.policies import write_replay
 from kernelrl.policies.base import Policy
 from kernelrl.problems import Problem, Suite
@@ -47,7 +47,7 @@ def solutions_replay(suite: Suite, problems: Sequence[Problem], path: str | Path
     return write_replay(path, records), covered
 
 
-def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, evaluator: Evaluator,
+def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, evaluator: Scorer,
               config: AgentConfig | None = None, prompts: Prompts | None = None, kernel_db: KernelDB | None = None,
               info: dict[str, Any] | None = None, on_step: Callable[[Step], None] | None = None,
               on_problem: Callable[[Problem, ProblemOutcome | None], None] | None = None,

@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelrl.candidates import extract_code
-from kernelrl.evaluate import Evaluator
+from kernelrl.candidates import Candidate
+from kernelrl.evaluate import Scorer
 from kernelrl.policies.base import Completion, Policy
 from kernelrl.problems import Problem
 from kernelrl.prompts import Prompts
@@ -94,7 +94,7 @@ def _code_sha(code: str | None) -> str:
 class Agent:
     """Runs the refinement loop for problems with one policy and one evaluator."""
 
-    def __init__(self, policy: Policy, evaluator: Evaluator, config: AgentConfig | None = None,
+    def __init__(self, policy: Policy, evaluator: Scorer, config: AgentConfig | None = None,
                  prompts: Prompts | None = None, store: RunStore | None = None, kernel_db: KernelDB | None = None,
                  on_step: Callable[[Step], None] | None = None, judge: LLMJudge | None = None,
                  judge_lambda: float = 0.0, judge_verify: str = "off") -> None:
@@ -125,9 +125,10 @@ class Agent:
     def _evaluate(self, problem: Problem, sample: int, turn: int, messages: list[dict[str, str]],
                   completion: Completion, parent: str | None, result: EvalResult | None = None) -> Step:
         """One attempt as a recorded step; `result` when the sandbox already evaluated it (a batch)."""
-        code = extract_code(completion.text).code
+        candidate = Candidate.from_text(completion.text, "completion")
+        code = candidate.code
         if result is None:
-            result = self.evaluator.evaluate_completion(problem, completion.text)
+            result = next(iter(self.evaluator.evaluate_many([(problem, candidate)])))
         if self.judge is not None and self.judge_verify != "off" and code is not None:
             result = verify_with_judge(result, problem, code, self.judge, enforce=self.judge_verify == "enforce")
         if self._judged is not None:
@@ -220,18 +221,13 @@ class Agent:
         return new, False
 
     def _evaluate_batch(self, problem: Problem, turn: int, attempts: list) -> list[Step]:
-        """Attempts evaluated concurrently (`Evaluator.evaluate_many`), each recorded as soon as its verdict
+        """Attempts evaluated concurrently (`Scorer.evaluate_many`), each recorded as soon as its verdict
         arrives (a crash loses only the attempts still running); returned in sample order."""
-        codes = [extract_code(completion.text).code for _, _, completion, _ in attempts]
-        sandboxed = [i for i, code in enumerate(codes) if code is not None]
         steps: dict[int, Step] = {}
-        for i, (sample, messages, completion, parent) in enumerate(attempts):
-            if codes[i] is None:  # the format error needs no sandbox
-                steps[i] = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent))
-        for k, result in self.evaluator.evaluate_many(((problem, codes[i]) for i in sandboxed), with_index=True):
-            sample, messages, completion, parent = attempts[sandboxed[k]]
-            steps[sandboxed[k]] = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent),
-                                                 result)
+        items = [(problem, completion.text) for _, _, completion, _ in attempts]
+        for k, result in self.evaluator.evaluate_many(items, kind="completion", with_index=True):
+            sample, messages, completion, parent = attempts[k]
+            steps[k] = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent), result)
         return [steps[i] for i in range(len(attempts))]
 
     def _inspirations(self, problem: Problem, exclude: set[str]) -> list:

@@ -1,10 +1,12 @@
-"""Find the candidate's code in an LLM completion."""
+"""Find the candidate's code in an LLM completion: the one extraction path (`Candidate.from_text`) that the
+evaluator, the CLI, the agent and trainers share."""
 
 from __future__ import annotations
 
 import ast
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from kernelrl.pyparse import parse_python
 
@@ -47,3 +49,44 @@ def extract_code(completion: str) -> Extraction:
         error = ("no code block found; answer with one ```python block containing the complete module, "
                  "including class ModelNew(nn.Module)")
     return Extraction(None, error, len(blocks))
+
+
+TextKind = Literal["auto", "code", "completion"]
+TEXT_KINDS = ("auto", "code", "completion")
+
+
+def is_completion(text: str) -> bool:
+    """Whether `text` is an LLM completion rather than a Python module. Any text that parses as Python is code
+    (a code fence never parses); anything else (prose, fenced blocks, a truncated answer) is a completion."""
+    try:
+        parse_python(text)
+    except (SyntaxError, ValueError):
+        return True
+    return False
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a policy (or a user) handed in, and the code the evaluator runs from it.
+
+    `code` is None when a completion holds no block that defines `ModelNew`; `error` then says why (the
+    `format_error` verdict's feedback), and nothing needs a sandbox.
+    """
+
+    text: str
+    code: str | None
+    error: str | None = None
+    from_completion: bool = False
+
+    @classmethod
+    def from_text(cls, text: str, kind: TextKind = "auto") -> Candidate:
+        """`kind`: 'code' (a module, used as is), 'completion' (the fenced block that defines ModelNew), or
+        'auto' (code when the text parses as Python, else a completion)."""
+        if kind not in TEXT_KINDS:
+            raise ValueError(f"kind must be one of {TEXT_KINDS}, not {kind!r}")
+        if not isinstance(text, str):
+            raise TypeError(f"a candidate is text (code or a completion), not {type(text).__name__}")
+        if kind == "code" or (kind == "auto" and not is_completion(text)):
+            return cls(text=text, code=text)
+        extraction = extract_code(text)
+        return cls(text=text, code=extraction.code, error=extraction.error, from_completion=True)

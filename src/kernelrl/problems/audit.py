@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernelrl.problems.problem import Problem
-from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
 
 CORRECTNESS_FLAGS = frozenset({
     "zeros_pass", "constant_pass", "input_independent", "returns_input", "weights_ignored", "nondeterministic",
@@ -47,14 +46,9 @@ class ProblemAudit:
         return "; ".join(f"{f.flag} on {f.input_set or 'load'} ({f.detail})" for f in self.unwaived)
 
 
-def audit_problem(judge: JudgeClient, problem: Problem, *, timing: bool = False,
-                  tolerances: dict[str, tuple[float, float]] | None = None,
-                  input_sets: list[str] | None = None) -> ProblemAudit:
+def audit_from_report(problem: Problem, report: dict) -> ProblemAudit:
+    """The audit of `problem` from the judge's `audit` reply ({"flags": [...], "eager_ms": {...}}), with the
+    problem's waivers applied. The judge call itself lives with the evaluator (`Evaluator.audit`)."""
     waivers = problem.metadata.get("audit_waivers") or {}
-    try:
-        raw = judge.request("audit", problem_path=str(problem.path), problem_sha256=problem.sha256, timing=timing,
-                            tolerances=tolerances or {}, input_sets=input_sets or [])
-    except JudgeError as exc:
-        raw = {"flags": [{"flag": "reference_raises", "input_set": None, "detail": str(exc)[-500:]}]}
-    flags = tuple(AuditFlag(f["flag"], f["input_set"], f["detail"], waivers.get(f["flag"])) for f in raw["flags"])
-    return ProblemAudit(problem.id, problem.sha256, flags, dict(raw.get("eager_ms", {})))
+    flags = tuple(AuditFlag(f["flag"], f["input_set"], f["detail"], waivers.get(f["flag"])) for f in report["flags"])
+    return ProblemAudit(problem.id, problem.sha256, flags, dict(report.get("eager_ms", {})))

@@ -9,10 +9,12 @@ import queue
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 
-from kernelrl.evaluate import EvalConfig, Evaluator
-from kernelrl.problems import Problem
+from kernelrl.candidates import TextKind
+from kernelrl.evaluate.config import EvalConfig
+from kernelrl.evaluate.evaluator import Evaluator
+from kernelrl.evaluate.scorer import Item, as_candidate, in_input_order, iterate_in_thread
 from kernelrl.results import EvalResult
 
 
@@ -49,11 +51,24 @@ class MultiDeviceEvaluator:
         for ev in self.evaluators:
             ev.warm_up()
 
-    def evaluate_many(self, items: Iterable[tuple[Problem, str]], *, with_index: bool = False
-                      ) -> Iterator[EvalResult] | Iterator[tuple[int, EvalResult]]:
-        """Results in completion order over all devices (`with_index`: (position in `items`, result))."""
+    def evaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
+                      with_index: bool = False) -> Iterator[EvalResult] | Iterator[tuple[int, EvalResult]]:
+        """Results in completion order over all devices, or in input order with `ordered=True` (`with_index`:
+        (position in `items`, result)). Strings are read as `kind` says (see `Scorer`)."""
+        indexed = self._evaluate_indexed(items, kind)
+        if ordered:
+            return in_input_order(indexed, with_index)
+        return indexed if with_index else (result for _, result in indexed)
+
+    def aevaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
+                       with_index: bool = False) -> AsyncIterator:
+        """Async variant of `evaluate_many`."""
+        return iterate_in_thread(lambda: self.evaluate_many(items, kind=kind, ordered=ordered, with_index=with_index))
+
+    def _evaluate_indexed(self, items: Iterable[Item], kind: TextKind) -> Iterator[tuple[int, EvalResult]]:
         self.warm_up()  # workers start in this thread: a parent-death signal follows the forking thread
-        source, lock = enumerate(items), threading.Lock()
+        source = ((index, (problem, as_candidate(text, kind))) for index, (problem, text) in enumerate(items))
+        lock = threading.Lock()
         results: queue.Queue = queue.Queue()
         done = object()
         stop = threading.Event()
@@ -92,7 +107,7 @@ class MultiDeviceEvaluator:
                 if index is done:
                     running -= 1
                     continue
-                yield (index, result) if with_index else result
+                yield index, result
         finally:
             stop.set()
 

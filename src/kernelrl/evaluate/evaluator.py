@@ -1,0 +1,346 @@
+"""The evaluator's public face: Problem + candidate (code or completion) -> EvalResult, one at a time or in
+concurrent batches, sync or async, with the result and baseline caches.
+
+This module is the verdict process. It never imports candidate code (and never imports torch): the candidate
+runs in a sandboxed child (`kernelrl.sandbox.child`, started by `kernelrl.sandbox.launcher`), the reference runs
+in the judge (`kernelrl.sandbox.judge`), and this process only compares what they report (`trials.py`) and
+decides (`verdict.py`, pure); a correct candidate's times become a report in `measure.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import os
+import secrets
+import shutil
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+
+from kernelrl._version import __version__
+from kernelrl.cache import BaselineCache, CacheStats, ResultCache, kernelrl_build, result_key
+from kernelrl.candidates import Candidate, TextKind
+from kernelrl.evaluate.config import NOT_IN_RESULT_KEY, RESULT_CACHE_ENV, EvalConfig, EvaluatorError, GiB
+from kernelrl.evaluate.measure import Measurer
+from kernelrl.evaluate.scorer import Item, as_candidate, in_input_order, iterate_in_thread
+from kernelrl.evaluate.trials import Trials
+from kernelrl.evaluate.verdict import (
+    before_running,
+    no_code_verdict,
+    ran_out_of_memory,
+    sandbox_verdict,
+    timing_checks,
+    trim,
+)
+from kernelrl.problems import Problem
+from kernelrl.problems.audit import ProblemAudit, audit_from_report
+from kernelrl.results import CorrectnessReport, Environment, EvalResult, Stage, Status, TimingReport
+from kernelrl.sandbox.gate import DeviceGate, RunSlots
+from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
+from kernelrl.sandbox.launcher import LaunchSettings, SandboxLauncher, Standby, new_workdir
+from kernelrl.verify.tolerance import tolerance_for
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Evaluator:
+    """Evaluates candidates against problems. Reuse one object: it keeps its judge process warm.
+
+    `evaluate` may be called from several threads at once (`evaluate_many` does): judge requests are
+    serialized by the judge client's lock, the zygote's forks by its client's lock, and GPU timing (the
+    candidate's timed run, baselines, the bandwidth probe) by this evaluator's timing lock, one per device.
+    """
+
+    def __init__(self, config: EvalConfig | None = None, **overrides) -> None:
+        self.config = cfg = dataclasses.replace(config or EvalConfig(), **overrides)
+        device = cfg.device
+        cuda_index = device.split(":", 1)[1] if device.startswith("cuda:") else None
+        visible = {"CUDA_VISIBLE_DEVICES": cuda_index} if cuda_index is not None else {}
+        self._judge = JudgeClient("cuda" if cuda_index is not None else device, cfg.judge_timeout_s, visible)
+        cache = cfg.cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelrl"
+        self._cache_dir = Path(cache)
+        self._audits: dict[str, ProblemAudit] = {}  # problem sha -> audit (correctness flags, no timing)
+        self._baseline_cache = BaselineCache(self._cache_dir / BaselineCache.FILE)
+        use_results = cfg.result_cache and os.environ.get(RESULT_CACHE_ENV, "1") != "0"
+        self._result_cache = ResultCache(self._cache_dir / ResultCache.FILE) if use_results else None
+        self._build: str | None = None  # kernelrl_build(), computed on first use
+        # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused meanwhile
+        self._gate = DeviceGate(hold_also=[self._judge.lock])
+        self._slots = RunSlots()  # evaluations share the device; one that ran out of memory is retried alone
+        self.launcher = SandboxLauncher(LaunchSettings(
+            cache_dir=self._cache_dir, visible_devices=visible, startup_timeout_s=cfg.startup_timeout_s,
+            compile_timeout_s=cfg.compile_timeout_s, run_timeout_s=cfg.run_timeout_s,
+            memory_limit_bytes=int(cfg.memory_limit_gb * GiB), log_limit_bytes=cfg.log_limit_bytes,
+            max_file_bytes=int(cfg.max_output_gb * GiB) * 2, isolate_network=cfg.isolate_network,
+            isolate_processes=cfg.isolate_processes, warm_pool=cfg.warm_pool,
+            standby_sandboxes=cfg.standby_sandboxes), self._gate)
+        self._measure = Measurer(cfg, self._judge, self._gate, self._baseline_cache, self.environment)
+
+    # -- public API ----------------------------------------------------------------------------------------
+    def environment(self) -> Environment:
+        info = self._judge_info()
+        return Environment(
+            mode=info["mode"], device_name=info["device_name"], torch_version=info["torch_version"],
+            triton_version=info["triton_version"], python_version=info["python_version"],
+            kernelrl_version=__version__,
+        )
+
+    def evaluate(self, problem: Problem, code: str | Candidate) -> EvalResult:
+        """Evaluate candidate source code (a module defining `ModelNew`), or a `Candidate`. An identical candidate
+        (same AST without docstrings, same problem, device, versions and settings) returns the stored verdict
+        with `cached=True` when the result cache is on."""
+        return self._evaluate_candidate(problem, as_candidate(code, "code"))
+
+    def evaluate_completion(self, problem: Problem, completion: str) -> EvalResult:
+        """Extract the candidate from an LLM completion (`Candidate.from_text`), then evaluate it."""
+        return self._evaluate_candidate(problem, Candidate.from_text(completion, "completion"))
+
+    def evaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
+                      with_index: bool = False, max_concurrency: int | None = None
+                      ) -> Iterator[EvalResult] | Iterator[tuple[int, EvalResult]]:
+        """Evaluate (problem, code or completion) pairs concurrently (see `Scorer`). Results come as they finish,
+        or in input order with `ordered=True`; `with_index=True` yields (position, result). Up to
+        `max_concurrency` sandboxes (default `config.max_concurrency`) compile and check at once; GPU timing stays
+        one at a time. A completion without code gets its `format_error` at once, without a sandbox. `items`
+        is read lazily, so it may be a generator fed by a policy."""
+        indexed = self._evaluate_indexed(items, kind, max_concurrency or self.config.max_concurrency)
+        if ordered:
+            return in_input_order(indexed, with_index)
+        return indexed if with_index else (result for _, result in indexed)
+
+    async def aevaluate(self, problem: Problem, code: str | Candidate) -> EvalResult:
+        """`evaluate` without blocking the event loop (runs in a worker thread)."""
+        self.warm_up()
+        return await asyncio.to_thread(self.evaluate, problem, code)
+
+    def aevaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
+                       with_index: bool = False, max_concurrency: int | None = None) -> AsyncIterator:
+        """Async variant of `evaluate_many`: `async for result in ev.aevaluate_many(items): ...`"""
+        return iterate_in_thread(lambda: self.evaluate_many(items, kind=kind, ordered=ordered, with_index=with_index,
+                                                            max_concurrency=max_concurrency))
+
+    def cache_stats(self) -> dict[str, CacheStats]:
+        """Hits, misses, stores and errors of this evaluator's caches ('results', 'baselines')."""
+        stats = {"baselines": self._baseline_cache.stats}
+        if self._result_cache is not None:
+            stats["results"] = self._result_cache.stats
+        return stats
+
+    def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False) -> TimingReport:
+        """Eager and Inductor times of the problem's reference (GPU only), from the baseline cache in
+        `cache_dir` when it has them (`TimingStats.source == "cache"`); `fresh` re-times and overwrites them."""
+        info = self._judge_info()
+        if info["mode"] != "gpu":
+            return TimingReport(unavailable_reason="baselines are timed on a GPU only")
+        return self._measure.baselines(problem, seed, TimingReport(), fresh=fresh)
+
+    def audit(self, problem: Problem, timing: bool = False) -> ProblemAudit:
+        """Audit a problem on this evaluator's device (cached per problem unless `timing` is asked for)."""
+        self._judge_info()
+        if timing:
+            return self._audit(problem, timing=True)
+        if problem.sha256 not in self._audits:
+            self._audits[problem.sha256] = self._audit(problem, timing=False)
+        return self._audits[problem.sha256]
+
+    def warm_up(self) -> None:
+        """Start the judge and (with `warm_pool`) the zygote and the standby sandboxes now rather than on the
+        first evaluation."""
+        self.launcher.warm_up(self._device_mode())
+
+    def close(self) -> None:
+        self.launcher.close()
+        self._judge.close()
+        self._baseline_cache.close()
+        if self._result_cache is not None:
+            self._result_cache.close()
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- internals -----------------------------------------------------------------------------------------
+    def _judge_info(self) -> dict:
+        try:
+            return self._judge.ensure_started()
+        except JudgeError as exc:
+            raise EvaluatorError(str(exc)) from None
+
+    def _device_mode(self) -> str:
+        return self._judge_info()["mode"]
+
+    def _audit(self, problem: Problem, timing: bool) -> ProblemAudit:
+        try:
+            report = self._judge.request("audit", problem_path=str(problem.path), problem_sha256=problem.sha256,
+                                         timing=timing, tolerances=self.config.tolerances or {}, input_sets=[])
+        except JudgeError as exc:
+            report = {"flags": [{"flag": "reference_raises", "input_set": None, "detail": str(exc)[-500:]}]}
+        return audit_from_report(problem, report)
+
+    def _evaluate_indexed(self, items: Iterable[Item], kind: TextKind, workers: int
+                          ) -> Iterator[tuple[int, EvalResult]]:
+        self.warm_up()  # long-lived workers start in this thread (their parent-death signal follows it)
+        source = ((index, problem, as_candidate(text, kind)) for index, (problem, text) in enumerate(items))
+        running: dict[Future, int] = {}
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kernelrl-eval") as pool:
+
+            def submit_next() -> Iterator[tuple[int, EvalResult]]:
+                """Start the next item that needs a sandbox; yield the ones that do not on the way."""
+                for index, problem, candidate in source:
+                    if candidate.code is None:  # a format error: nothing to run
+                        yield index, self._evaluate_candidate(problem, candidate)
+                        continue
+                    running[pool.submit(self._evaluate_candidate, problem, candidate)] = index
+                    return
+
+            try:
+                for _ in range(workers):
+                    yield from submit_next()
+                while running:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        index = running.pop(future)
+                        result = future.result()
+                        yield from submit_next()
+                        yield index, result
+            finally:
+                for future in running:
+                    future.cancel()
+
+    def _evaluate_candidate(self, problem: Problem, candidate: Candidate) -> EvalResult:
+        started = time.monotonic()
+        env = self.environment()
+        if candidate.code is None:
+            return no_code_verdict(candidate, {"problem_id": problem.id, "problem_sha256": problem.sha256,
+                                               "candidate_sha256": _sha(candidate.text), "environment": env})
+        code = candidate.code
+        key = self._result_key(problem, code, env) if self._result_cache is not None else None
+        result = self._result_cache.get(key) if self._result_cache is not None and key is not None else None
+        if result is not None:
+            result.candidate_sha256 = _sha(code)
+        else:
+            result = self._evaluate(problem, code, env)
+            result.wall_time_s = round(time.monotonic() - started, 4)
+            if self._result_cache is not None and key is not None:
+                self._result_cache.put(key, result)
+        result.wall_time_s = round(time.monotonic() - started, 4)
+        return result
+
+    def _result_key(self, problem: Problem, code: str, env: Environment) -> str:
+        if self._build is None:
+            self._build = kernelrl_build()
+        settings = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in NOT_IN_RESULT_KEY}
+        return result_key(problem.sha256, code, env, settings, self._build)
+
+    def _evaluate(self, problem: Problem, code: str, env: Environment) -> EvalResult:
+        base = {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
+                "environment": env}
+        cfg = self.config
+        early = before_running(code, base, mode=env.mode,
+                               audit=(lambda: self.audit(problem)) if cfg.refuse_flagged_problems else None,
+                               static_checks=cfg.static_checks, rule_policy=cfg.rule_policy)
+        if early is not None:
+            return early
+        started = time.monotonic()
+        with self._slots.shared() as slot:
+            result = self._attempt(problem, code, env, base)
+        if slot.overlapped and ran_out_of_memory(result):
+            # the memory may have been the other evaluations': once more with the device to itself, and that
+            # verdict stands (a candidate that needs too much memory runs out alone too)
+            first_s = time.monotonic() - started
+            with self._slots.exclusive():
+                result = self._attempt(problem, code, env, base)
+            result.phases_s["oom_retry"] = round(first_s, 4)  # the first attempt's wall time
+        return result
+
+    def _attempt(self, problem: Problem, code: str, env: Environment, base: dict) -> EvalResult:
+        standby = self.launcher.take_standby(env.mode)
+        workdir = standby.workdir if standby is not None else new_workdir()
+        eval_id = uuid.uuid4().hex
+        try:
+            return self._run(problem, code, env, base, workdir, eval_id, standby)
+        finally:
+            if self._judge.running():  # a judge that died took this evaluation's state with it
+                try:
+                    self._judge.request("release", eval_id=eval_id, timeout_s=60)
+                except JudgeError:
+                    pass
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _run(self, problem: Problem, code: str, env: Environment, base: dict, workdir: Path, eval_id: str,
+             standby: Standby | None) -> EvalResult:
+        cfg = self.config
+        in_dir, out_dir = workdir / "in", workdir / "out"
+        master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
+        started = time.monotonic()
+        try:
+            prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
+                                           problem_sha256=problem.sha256, master_seed=master,
+                                           min_trials=cfg.trials, input_sets=list(cfg.input_sets or []), in_dir=str(in_dir),
+                                           timing_variants=cfg.timing_variants if env.mode == "gpu" and cfg.timing else 0)
+        except JudgeError as exc:
+            return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
+                              message="the problem's reference failed (a problem error, not the candidate's)",
+                              feedback=trim(str(exc)), **base)
+        tol = tolerance_for(prepared["output_dtypes"], cfg.tolerances)
+        if env.mode != "gpu" and "bfloat16" in prepared["output_dtypes"] + prepared["input_dtypes"]:
+            return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
+                              message="bfloat16 problems need a GPU: the Triton interpreter computes bf16 wrongly",
+                              **base)
+        candidate_path = workdir / "candidate.py"
+        candidate_path.write_text(code)
+        caches = self.launcher.candidate_caches(code)
+        request = {
+            **self.launcher.sandbox_settings(env.mode),
+            "problem_path": str(problem.path), "candidate_path": str(candidate_path),
+            "in_dir": str(in_dir), "out_dir": str(out_dir), "trials": prepared["trials"],
+            "timing_set": prepared["timing_set"],
+            "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer), "timing_mode": cfg.timing_mode,
+            "paired_baseline": cfg.paired_baseline,
+            # the measured forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
+            "kernel_share": cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
+                "rt-kernel-gpu-fraction", "reject") != "off",
+            "memory_limit_bytes": int(cfg.memory_limit_gb * GiB), "readonly_fs": cfg.readonly_filesystem,
+            # its own compile caches are the only writable places outside workdir
+            "writable_paths": [str(workdir), *caches.values()],
+        }
+        prepare_s = time.monotonic() - started
+        trials = Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
+                         int(cfg.max_output_gb * GiB), dict(cfg.runtime_policy or {}))
+        sandbox_started = time.monotonic()
+        outcome, path = self.launcher.run(
+            workdir=workdir, mode=env.mode, request=request, caches=caches, on_event=trials.on_event,
+            token_allowed=lambda: trials.passed == trials.planned and trials.hack is None, standby=standby)
+        phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, time.monotonic())}
+        ready = outcome.last("ready") or {}
+        iso = ready.get("isolation", [])
+        iso = [str(x)[:32] for x in iso] if isinstance(iso, list) else []
+        env = dataclasses.replace(env, isolation=[*iso, path] if iso else [])
+        correctness = CorrectnessReport(
+            trials_run=trials.run, trials_passed=trials.passed, trials_planned=trials.planned,
+            seeds_sha256=prepared["seeds_sha256"], atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype,
+            input_sets=prepared["sets"], mismatch=trials.mismatch,
+        )
+        base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
+                "correctness": correctness, "phases_s": phases, "findings": [*base.get("findings", []), *trials.findings]}
+        verdict = sandbox_verdict(outcome, trials, base, cfg.memory_limit_gb)
+        if verdict.status is Status.CORRECT:
+            timing_started = time.monotonic()
+            verdict.timing = self._measure.timing(problem, env, trials, master, prepared)
+            verdict.phases_s["baselines"] = round(time.monotonic() - timing_started, 4)
+            verdict = timing_checks(verdict, trials, cfg.min_kernel_gpu_fraction)
+        return verdict
+
+
+def evaluate(problem: Problem, code: str, **config) -> EvalResult:
+    """One-shot convenience: evaluate `code` with a throwaway Evaluator (prefer a long-lived Evaluator)."""
+    with Evaluator(EvalConfig(**config)) as evaluator:
+        return evaluator.evaluate(problem, code)

@@ -1,0 +1,133 @@
+"""Timing of a correct candidate: its own timed run's statistics, the eager and Inductor baselines (from the
+baseline cache, else timed by the judge and stored), the speed-of-light floor and the paired speedup."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable
+
+from kernelrl.cache import BaselineCache, BaselineEntry, baseline_key, timing_set_of
+from kernelrl.evaluate.config import EvalConfig
+from kernelrl.evaluate.trials import Trials
+from kernelrl.problems import Problem
+from kernelrl.results import Environment, TimingReport
+from kernelrl.sandbox.gate import DeviceGate
+from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
+from kernelrl.sandbox.tensorio import nbytes_of
+from kernelrl.timing.cuda_timer import method_name, summarize
+from kernelrl.timing.stats import paired_speedup
+
+PAIRED_REFERENCE_TOLERANCE = 1.25  # paired reference median / judge's eager median beyond which it is distrusted
+
+
+class Measurer:
+    """Turns a correct candidate's raw times into a `TimingReport`, using the judge for baselines and probes."""
+
+    def __init__(self, config: EvalConfig, judge: JudgeClient, gate: DeviceGate, baseline_cache: BaselineCache,
+                 environment: Callable[[], Environment]) -> None:
+        self.config = config
+        self._judge, self._gate, self._baseline_cache = judge, gate, baseline_cache
+        self._environment = environment
+
+    def floor_ms(self, prepared: dict) -> float | None:
+        """Speed-of-light floor of the timed call: the larger of input bytes over the measured device bandwidth
+        and reference FLOPs over the measured peak matmul rate, each with the configured margin."""
+        timed = [t for t in prepared["trials"] if t["set"] == prepared["timing_set"]]
+        if not timed:
+            return None
+        try:
+            bandwidth = self._judge.request("bandwidth")["bytes_per_s"]
+            peak = self._judge.request("peak_flops")["flops_per_s"] if prepared.get("timing_flops") else None
+        except JudgeError:
+            return None
+        return speed_of_light_ms(sum(nbytes_of(m) for m in timed[0]["inputs"]), prepared.get("timing_flops"),
+                                 bandwidth, peak, self.config.speed_of_light_margin, self.config.flop_floor_margin)
+
+    def timing(self, problem: Problem, env: Environment, trials: Trials, seed: int, prepared: dict) -> TimingReport:
+        if env.mode != "gpu":
+            return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the interpreter, so times "
+                                                   "say nothing about GPU speed")
+        if not self.config.timing:
+            return TimingReport(unavailable_reason="timing disabled")
+        report = TimingReport()
+        try:
+            report.candidate = summarize(trials.timing_raw or {"times_ms": []})
+        except (ValueError, TypeError, KeyError) as exc:
+            return TimingReport(unavailable_reason=f"the candidate's timing report is unusable: {exc}")
+        report.timed_checks = len(trials.timing_raw.get("checked") or [])
+        census = trials.census or {}
+        fraction = census.get("fraction")
+        report.kernel_gpu_fraction = float(fraction) if isinstance(fraction, int | float) else None
+        method = census.get("method")
+        report.kernel_gpu_fraction_method = method if method in ("events", "profiler") else None
+        with self._gate.exclusive():  # the judge's timed runs: nothing else on this device meanwhile
+            report.floor_ms = self.floor_ms(prepared)
+            report = self.baselines(problem, seed, report)
+        if trials.timing_raw.get("paired_reference") is not None:
+            self.paired(report, trials.timing_raw)
+        return report
+
+    def paired(self, report: TimingReport, raw: dict) -> None:
+        """The speedup over the reference timed interleaved in the sandbox, with its confidence interval. That
+        reference shares the candidate's process, so it is cross-checked with the judge's eager time first."""
+        try:
+            reference = summarize(raw["paired_reference"])
+            if report.eager is None or report.candidate is None:
+                raise ValueError("no eager baseline to cross-check the paired reference with")
+            if reference.median_ms > PAIRED_REFERENCE_TOLERANCE * report.eager.median_ms:
+                raise ValueError(f"the reference ran at {reference.median_ms:.4f} ms in the sandbox, "
+                                 f"{report.eager.median_ms:.4f} ms in the judge")
+            times = raw["times_ms"]
+            report.paired_vs_eager = paired_speedup(times, raw["paired_reference"]["times_ms"],
+                                                    rng=random.Random(len(times)))
+        except (ValueError, TypeError, KeyError) as exc:
+            note = f"paired timing dropped: {exc}"
+            report.unavailable_reason = f"{report.unavailable_reason}; {note}" if report.unavailable_reason else note
+
+    def baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False) -> TimingReport:
+        """Eager/Inductor times from the baseline cache, else from the judge (then stored); `fresh` re-times
+        and overwrites the stored numbers."""
+        cfg = self.config
+        # baselines are timed as the candidate is: replays of a captured graph in cuda-graph mode
+        key = baseline_key(problem.sha256, timing_set_of(problem.source), self._environment(),
+                           method_name(cfg.timing_mode, cfg.timer), dataclasses.asdict(cfg.timer))
+        entry = None if fresh else self._baseline_cache.get(key, need_inductor=cfg.inductor_baseline)
+        if entry is None:
+            try:
+                raw = self._judge.request("baselines", problem_path=str(problem.path), problem_sha256=problem.sha256,
+                                          seed=seed, timer=dataclasses.asdict(cfg.timer), mode=cfg.timing_mode,
+                                          inductor=cfg.inductor_baseline, fresh=fresh)
+            except JudgeError as exc:
+                report.unavailable_reason = f"baselines failed: {str(exc)[-300:]}"
+                return report
+            if "eager" not in raw:
+                report.unavailable_reason = raw.get("unavailable", "no baseline times")
+                return report
+            entry = BaselineEntry(eager=summarize(raw["eager"]),
+                                  inductor=summarize(raw["inductor"]) if "inductor" in raw else None,
+                                  inductor_error=str(raw["inductor_error"])[:600] if raw.get("inductor_error") else None)
+            self._baseline_cache.put(key, entry)
+        report.eager = entry.eager
+        if cfg.inductor_baseline and entry.inductor is not None:
+            report.inductor = entry.inductor
+        elif cfg.inductor_baseline and entry.inductor_error:
+            report.unavailable_reason = f"torch.compile failed: {entry.inductor_error}"
+        if report.candidate is not None and report.candidate.median_ms > 0:
+            report.speedup_vs_eager = report.eager.median_ms / report.candidate.median_ms
+            if report.inductor is not None:
+                report.speedup_vs_inductor = report.inductor.median_ms / report.candidate.median_ms
+        return report
+
+
+def speed_of_light_ms(input_bytes: int, flops: int | None, bytes_per_s: float | None, flops_per_s: float | None,
+                      margin: float, flop_margin: float) -> float | None:
+    """No correct kernel is faster than reading its inputs once at full bandwidth or doing the reference's
+    matmul/conv FLOPs at the device's best measured matmul rate; the margins (>1) leave room for measurement
+    error and for work an honest kernel may legitimately skip."""
+    floors = []
+    if bytes_per_s:
+        floors.append(input_bytes / (margin * bytes_per_s) * 1e3)
+    if flops and flops_per_s:
+        floors.append(flops / (flop_margin * flops_per_s) * 1e3)
+    return max(floors) if floors else None

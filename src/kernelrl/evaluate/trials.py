@@ -1,0 +1,190 @@
+"""The sandbox's streamed reports of one evaluation: each trial's outputs compared (through the judge) as they
+arrive, the stub's runtime facts turned into findings (kernelrl.verify.runtime_checks). Stdlib only."""
+
+from __future__ import annotations
+
+import time
+
+from kernelrl.results import Finding, Mismatch
+from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
+from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, validate_meta
+from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
+
+MAX_SAMPLED = 1 << 24  # output elements a timed-call sample may hold
+
+
+class Trials:
+    """Per-evaluation bookkeeping for the child's streamed reports: compares each trial's outputs (through the
+    judge) as it arrives and turns the stub's runtime facts into findings (kernelrl.verify.runtime_checks)."""
+
+    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[dict], mode: str, tol, max_bytes,
+                 policy: dict[str, str]):
+        self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
+        self.plan, self.tol, self.max_bytes = plan, tol, max_bytes
+        self.planned = sum(not t.get("timed_only") for t in plan)  # correctness trials; the rest feed timed calls
+        self.policy = policy
+        self.device = "cuda" if mode == "gpu" else "cpu"
+        self.passed = 0
+        self.run = 0
+        self.mismatch: Mismatch | None = None
+        self.findings: list[Finding] = []
+        self.problem: str | None = None  # a protocol violation or judge failure
+        self.timing_raw: dict | None = None
+        self.census: dict | None = None
+        self.inputs_unavailable: str | None = None  # the sandbox could not draw the judge's inputs (problem error)
+        self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report was handled
+
+    def phases(self, started: float, finished: float) -> dict[str, float]:
+        """Seconds between the sandbox's milestones, for the phases this run reached."""
+        marks = [("start", "ready"), ("import", "imported"), ("init", "initialized"), ("correctness", "trial"),
+                 ("census", "census"), ("token", "timing_granted"), ("timing", "timing")]
+        phases, last = {}, started
+        for name, event in marks:
+            if event in self.arrived:
+                phases[name] = round(self.arrived[event] - last, 4)
+                last = self.arrived[event]
+        phases["finish"] = round(finished - last, 4)
+        return phases
+
+    @property
+    def hack(self) -> Finding | None:
+        return next((f for f in self.findings if f.policy == "reject"), None)
+
+    def flag(self, check: str, detail: str = "") -> bool:
+        """Record a runtime finding; False (stop the candidate) when its policy rejects."""
+        policy = self.policy.get(check, "reject")
+        if policy == "off":
+            return True
+        self.findings.append(Finding(rule=check, policy=policy, message=RUNTIME_CHECKS[check].message,
+                                     detail=detail[:300]))
+        return policy != "reject"
+
+    def on_event(self, event: dict) -> bool:
+        # stamped once handled: a trial's phase includes the judge's comparison, and the next report (already
+        # waiting in the pipe) is not charged for it
+        try:
+            return self._handle(event)
+        finally:
+            self.arrived[event["event"]] = time.monotonic()
+
+    def _handle(self, event: dict) -> bool:
+        kind = event["event"]
+        if kind == "timing":
+            return self._on_timing(event)
+        if kind == "census":
+            self.census = event
+            return True
+        if kind == "inputs_unavailable":  # before the candidate was imported: the problem's inputs, not the candidate
+            self.inputs_unavailable = str(event.get("detail", ""))[:500]
+            return False
+        if kind != "trial":
+            return True
+        if event.get("index") != self.run or self.run >= self.planned:
+            self.problem = f"unexpected trial report {str(event.get('index'))[:20]}"
+            return False
+        self.run += 1
+        raw = event.get("outputs")
+        if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
+            self.problem = "malformed trial report"
+            return False
+        for k, meta in enumerate(raw):
+            if meta.get("dtype") not in ITEMSIZE:
+                return self._mismatch(k, "dtype", f"output {k} has unsupported dtype {str(meta.get('dtype'))[:40]}")
+            if meta.get("device") != self.device:
+                return self._mismatch(k, "device", f"output {k} is on {str(meta.get('device'))[:20]}, "
+                                                   f"expected {self.device}")
+        # work still running behind forward's back explains a wrong answer: flagged before the comparison
+        if not self._background_work(event, raw):
+            return False
+        found = self._compare(self.run - 1, raw, None, event.get("changed_inputs"))
+        if found is False:
+            return False
+        if found is not None:
+            self.mismatch = Mismatch(trial=self.run - 1, input_set=self.plan[self.run - 1]["set"], **found)
+            return False
+        # right values first (a wrong answer is reported as such), then how they were produced
+        if not self._runtime_facts(event, raw):
+            return False
+        self.passed += 1
+        return True
+
+    def _background_work(self, event: dict, raw: list[dict]) -> bool:
+        for k, meta in enumerate(raw):
+            if meta.get("changed_after_sync") and not self.flag(
+                    "rt-deferred-write", f"output {k} of trial {self.run - 1} changed after a device-wide sync"):
+                return False
+        threads = event.get("threads")
+        return not threads or self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive")
+
+    def _runtime_facts(self, event: dict, raw: list[dict]) -> bool:
+        for k, meta in enumerate(raw):
+            if meta.get("subclass") and not self.flag("rt-tensor-subclass", f"output {k}"):
+                return False
+            attrs = meta.get("instance_attrs")
+            if attrs and not self.flag("rt-tensor-override", f"output {k} has instance attributes {attrs}"):
+                return False
+            if meta.get("aliases_input") and not self.flag("rt-output-aliases-input", f"output {k}"):
+                return False
+            if meta.get("reuses_buffer") and not self.flag("rt-output-reuses-buffer", f"output {k}"):
+                return False
+        if event.get("launches") == 0 and not self.flag(
+                "rt-no-kernel-launched", f"trial {self.run - 1} launched no candidate kernel"):
+            return False
+        return True
+
+    def _compare(self, trial: int, raw: list[dict], prefix: str | None, changed_inputs: object = None
+                 ) -> dict | None | bool:
+        """The judge's mismatch for one set of output files, None when they match, False on a failure."""
+        try:
+            metas = [validate_meta(m, self.max_bytes) for m in raw]
+        except TensorFileError as exc:
+            self.problem = f"unreadable output: {exc}"
+            return False
+        for meta, given in zip(metas, raw, strict=True):
+            if given.get("ipc") is True and prefix is None:  # a correctness output in the judge's shared buffer
+                meta["ipc"] = True
+            sampled = given.get("sampled")
+            if sampled is not None:  # a timed call's large output, sampled by the stub
+                if not isinstance(sampled, int) or isinstance(sampled, bool) or not 0 < sampled <= MAX_SAMPLED:
+                    self.problem = "malformed output sample"
+                    return False
+                meta["sampled"], meta["sample_seed"] = sampled, given.get("sample_seed")  # the judge checks it
+        changed = changed_inputs if isinstance(changed_inputs, list) else []
+        try:
+            return self.judge.request("compare", eval_id=self.eval_id, trial=trial, out_dir=self.out_dir,
+                                      outputs=metas, atol=self.tol.atol, rtol=self.tol.rtol, prefix=prefix,
+                                      changed_inputs=[k for k in changed[:64] if isinstance(k, int)])["mismatch"]
+        except JudgeError as exc:
+            self.problem = f"outputs could not be compared: {str(exc)[-500:]}"
+            return False
+
+    def _on_timing(self, event: dict) -> bool:
+        self.timing_raw = event
+        checked = event.get("checked")
+        if not isinstance(checked, list) or not checked:
+            self.problem = "the timing report names no checked call"
+            return False
+        for n, check in enumerate(checked[:16]):
+            trial = check.get("trial") if isinstance(check, dict) else None
+            if not isinstance(trial, int) or not 0 <= trial < len(self.plan) or not isinstance(check.get("outputs"), list):
+                self.problem = "malformed timed-call check"
+                return False
+            found = self._compare(trial, check["outputs"], f"timed{n}")
+            if found is False:
+                return False
+            if found is not None:
+                return self.flag("rt-timed-output-mismatch",
+                                  f"timed call {check.get('rep')} (inputs of trial {trial}): {found.get('detail', '')}")
+        threads = event.get("threads")
+        if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive during or after timing"):
+            return False
+        calls, launches = event.get("calls"), event.get("launches")
+        if isinstance(calls, int) and isinstance(launches, int) and launches < calls:
+            return self.flag("rt-no-kernel-launched", f"{launches} candidate kernel launches in {calls} timed calls")
+        return True
+
+    def _mismatch(self, output_index: int, reason: str, detail: str) -> bool:
+        self.mismatch = Mismatch(trial=self.run - 1, output_index=output_index, reason=reason, detail=detail,
+                                 input_set=self.plan[self.run - 1]["set"])
+        return False
+

@@ -1,0 +1,194 @@
+"""Verdicts: pure functions from collected facts (static analysis, the sandbox's outcome, the trials' findings)
+to an `EvalResult`. Nothing here runs anything or talks to a process."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from collections.abc import Callable
+
+from kernelrl.candidates import Candidate, analyze
+from kernelrl.candidates.rules import analyze_rules
+from kernelrl.evaluate.trials import Trials
+from kernelrl.problems.audit import ProblemAudit
+from kernelrl.results import EvalResult, Finding, Stage, Status
+from kernelrl.sandbox.runner import ChildOutcome
+from kernelrl.timing.cuda_timer import events_exceed_wall
+
+COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
+_GiB = 1 << 30
+
+
+def trim(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+def runtime_hack_text(hack: Finding) -> dict[str, str]:
+    """The verdict's message and feedback for a rejecting runtime finding."""
+    return {"message": f"runtime check {hack.rule}: {hack.detail or hack.message}"[:200],
+            "feedback": f"[{hack.rule}] {hack.message}" + (f" ({hack.detail})" if hack.detail else "")}
+
+
+def ran_out_of_memory(result: EvalResult) -> bool:
+    """Whether a verdict came from running out of (GPU) memory: the judge's or the sandbox's allocation, the
+    candidate's forward, or the baselines. Inside the sandbox torch cannot reach NVML, so its out-of-memory
+    report fails with an internal assert in CUDACachingAllocator instead of an OutOfMemoryError."""
+    texts = [result.message, result.feedback]
+    if result.status is Status.CORRECT and result.timing is not None:
+        texts.append(result.timing.unavailable_reason or "")
+    elif result.status is Status.CRASHED:  # e.g. the sandbox's own set-up could not create its CUDA context
+        texts.append(result.log[-2000:])
+    elif result.status is not Status.RUNTIME_ERROR:
+        return False
+    text = " ".join(texts).lower()
+    return "out of memory" in text or "outofmemoryerror" in text or (
+        "cudacachingallocator" in text and "nvml" in text)
+
+
+def before_running(code: str, base: dict, *, mode: str, audit: Callable[[], ProblemAudit] | None,
+                   static_checks: bool, rule_policy: dict[str, str] | None) -> EvalResult | None:
+    """Verdicts reached without running anything: parse, problem audit (`audit`, None when flagged problems are
+    not refused), static rules, backend support. Sets `base["findings"]` to the static findings."""
+    static = analyze(code)
+    if static.syntax_error:
+        return EvalResult(status=Status.COMPILE_ERROR, stage=Stage.STATIC, message="syntax error",
+                          feedback=static.syntax_error, **base)
+    if not static.defines_modelnew:
+        return EvalResult(status=Status.FORMAT_ERROR, stage=Stage.STATIC, message="no class ModelNew",
+                          feedback="the module must define class ModelNew(nn.Module) with the same "
+                                   "constructor and forward signatures as Model", **base)
+    if audit is not None:  # the problem first: no candidate can pass a broken one
+        problem_audit = audit()
+        if problem_audit.refusing:
+            flags = ", ".join(sorted({f.flag for f in problem_audit.refusing}))
+            return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
+                              message=f"problem refused by the audit: {flags}",
+                              feedback=f"{problem_audit.summary()}. The problem cannot grade kernels; fix it, waive the "
+                                       "flag in its METADATA audit_waivers, or pass refuse_flagged_problems=False.",
+                              **base)
+    if static_checks:
+        base["findings"] = analyze_rules(code, rule_policy)
+        rejected = [f for f in base["findings"] if f.policy == "reject"]
+        if rejected:
+            feedback = "\n".join(f"line {f.line}: [{f.rule}] {f.message}" + (f" ({f.detail})" if f.detail else "")
+                                  for f in rejected)
+            first = rejected[0]
+            return EvalResult(status=Status.HACK_DETECTED, stage=Stage.STATIC,
+                              message=f"static check {first.rule}: {first.detail or first.message}"[:200],
+                              feedback=feedback, **base)
+    if static.backend == "cuda-cpp" and mode != "gpu":
+        return EvalResult(status=Status.UNSUPPORTED, stage=Stage.STATIC,
+                          message="CUDA C++ candidates need a CUDA GPU; this evaluator runs on the CPU",
+                          feedback="torch.utils.cpp_extension / load_inline builds CUDA code, which needs a "
+                                   "CUDA toolkit and GPU; evaluate on a GPU machine or write Triton", **base)
+    return None
+
+
+def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_limit_gb: float) -> EvalResult:
+    """The verdict on a candidate that ran: from the trials' findings and how its sandbox ended."""
+    stage_of = {"start": Stage.IMPORT, "import": Stage.IMPORT, "run": Stage.CORRECTNESS}
+    reached = Stage.IMPORT
+    for event, stage in (("imported", Stage.INIT), ("initialized", Stage.CORRECTNESS), ("timing", Stage.TIMING)):
+        if outcome.last(event):
+            reached = stage
+    if trials.inputs_unavailable is not None:
+        return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
+                          message="the sandbox could not reproduce the problem's inputs (a problem or harness "
+                                  "error, not the candidate's)",
+                          feedback=f"{trials.inputs_unavailable}. get_inputs() must depend only on torch's seed.",
+                          **base)
+    if trials.mismatch is not None:
+        m = trials.mismatch
+        return EvalResult(status=Status.WRONG_OUTPUT, stage=Stage.CORRECTNESS,
+                          message=f"wrong output (trial {m.trial} on input set {m.input_set}, output "
+                                  f"{m.output_index}: {m.reason})",
+                          feedback=m.detail, **base)
+    hack = trials.hack
+    if hack is not None:
+        stage = Stage.TIMING if outcome.last("timing") else Stage.CORRECTNESS
+        return EvalResult(status=Status.HACK_DETECTED, stage=stage, **runtime_hack_text(hack), **base)
+    error = outcome.last("error")
+    if error is not None:
+        exc_type = str(error.get("exc_type", "Exception"))[:200]
+        stage = {"import": Stage.IMPORT, "init": Stage.INIT, "timing": Stage.TIMING}.get(
+            error.get("stage"), Stage.CORRECTNESS)
+        short = exc_type.rsplit(".", 1)[-1]
+        compile_failure = stage is Stage.IMPORT or short in COMPILE_ERROR_TYPES
+        if short == "MemoryError" or "out of memory" in str(error.get("message", "")).lower():
+            compile_failure = False
+        feedback = trim(str(error.get("traceback") or error.get("message", "")))
+        where = {Stage.IMPORT: "importing the candidate", Stage.INIT: "constructing ModelNew",
+                 Stage.CORRECTNESS: "running forward", Stage.TIMING: "timing forward"}[stage]
+        return EvalResult(status=Status.COMPILE_ERROR if compile_failure else Status.RUNTIME_ERROR, stage=stage,
+                          message=f"{short} while {where}: {str(error.get('message', ''))[:200]}",
+                          feedback=feedback, **base)
+    exited = outcome.last("exit")
+    if exited is not None:
+        return EvalResult(status=Status.CRASHED, stage=reached,
+                          message=f"the candidate called sys.exit({str(exited.get('code'))[:50]})",
+                          feedback="the candidate must not exit the process", **base)
+    if outcome.memory_exceeded_bytes is not None:
+        return EvalResult(status=Status.CRASHED, stage=reached,
+                          message=f"killed: host memory {outcome.memory_exceeded_bytes / _GiB:.1f} GiB exceeded "
+                                  f"the {memory_limit_gb:g} GiB limit",
+                          feedback="the candidate used too much host memory", **base)
+    if outcome.timed_out_phase is not None:
+        what = {"start": "sandbox start-up", "import": "import/compilation", "run": "execution"}
+        phase = outcome.timed_out_phase
+        return EvalResult(status=Status.TIMEOUT, stage=stage_of[phase],
+                          message=f"timed out after {outcome.timeout_s:g} s in {what[phase]}",
+                          feedback=f"the candidate did not finish {what[phase]} within {outcome.timeout_s:g} s "
+                                   "(infinite loop, deadlock or far too slow)", **base)
+    if trials.problem or outcome.protocol_error:
+        detail = trials.problem or outcome.protocol_error
+        return EvalResult(status=Status.CRASHED, stage=reached, message=f"sandbox protocol violated: {detail}",
+                          feedback=detail or "", **base)
+    if outcome.last("done") is None or trials.passed < trials.planned:
+        code = outcome.returncode
+        ended = outcome.last("terminated")  # from the namespace's init process, when there is one
+        if ended is not None:
+            code = -int(ended["signal"]) if "signal" in ended else ended.get("exit_code")
+        how = f"exited with code {code}"
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        return EvalResult(status=Status.CRASHED, stage=reached,
+                          message=f"the candidate process {how} before reporting all results",
+                          feedback=f"the process {how} during {reached.value}; "
+                                   "see the log for what it printed", **base)
+    return EvalResult(status=Status.CORRECT, stage=Stage.DONE,
+                      message=f"correct ({trials.passed}/{trials.planned} trials)", **base)
+
+def timing_checks(verdict: EvalResult, trials: Trials, min_kernel_gpu_fraction: float) -> EvalResult:
+    """Runtime checks on a correct candidate's timing: timer integrity, speed-of-light floor, share of GPU
+    time in the candidate's own kernels. A rejection turns the verdict into hack_detected."""
+    timing = verdict.timing
+    if timing is None or timing.candidate is None:
+        return verdict
+    checks = []
+    if trials.timing_raw is not None and events_exceed_wall(trials.timing_raw):
+        checks.append(("rt-timer-inconsistent", f"event median {timing.candidate.median_ms:.4f} ms > wall median "
+                                                f"{timing.candidate.wall_median_ms} ms"))
+    if timing.floor_ms is not None and timing.candidate.median_ms < timing.floor_ms:
+        checks.append(("rt-below-speed-of-light", f"{timing.candidate.median_ms:.4f} ms < floor "
+                                                  f"{timing.floor_ms:.4f} ms"))
+    fraction = timing.kernel_gpu_fraction
+    if fraction is not None and fraction < min_kernel_gpu_fraction:
+        checks.append(("rt-kernel-gpu-fraction", f"{fraction:.0%} of GPU time in the candidate's kernels, "
+                                                 f"minimum {min_kernel_gpu_fraction:.0%}"))
+    before = len(trials.findings)
+    for check, detail in checks:
+        trials.flag(check, detail)
+    verdict.findings = [*verdict.findings, *trials.findings[before:]]
+    hack = trials.hack
+    if hack is None:
+        return verdict
+    return dataclasses.replace(verdict, status=Status.HACK_DETECTED, stage=Stage.TIMING, **runtime_hack_text(hack))
+
+
+def no_code_verdict(candidate: Candidate, base: dict) -> EvalResult:
+    """A completion without a block that defines ModelNew: a format error, and nothing to run."""
+    return EvalResult(status=Status.FORMAT_ERROR, stage=Stage.EXTRACT, message="no code block defines ModelNew",
+                      feedback=candidate.error or "", **base)
