@@ -18,9 +18,8 @@ class JudgeError(RuntimeError):
 
 def python_env() -> dict[str, str]:
     """Environment for kernelrl's worker processes: kernelrl importable even when run from a source tree."""
-    import kernelrl
-
-    src = os.path.dirname(os.path.dirname(os.path.abspath(kernelrl.__file__)))
+    # the directory that holds the kernelrl package (this file is kernelrl/sandbox/judge_client.py)
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": src + (os.pathsep + path if path else "")}
 

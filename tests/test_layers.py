@@ -1,0 +1,96 @@
+"""The package's rooms import downward only, every subpackage imports on its own, and no module grows past a
+size a newcomer can read in one sitting."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kernelrl
+
+SRC = Path(kernelrl.__file__).parent
+MAX_LINES = 600
+
+# a room may import rooms of its own layer or below, never above (train/ and serve/ sit on top with the CLI)
+LAYERS: dict[str, int] = {
+    "_version": 0, "results": 0, "pyparse": 0,
+    "candidates": 1, "cache": 1, "timing": 1, "verify": 1, "problems": 1,
+    "sandbox": 2,
+    "evaluate": 3,
+    "rewards": 4, "policies": 4, "prompts": 4, "runs": 4,
+    "agent": 5, "report": 5, "demo": 5,
+    "train": 6, "serve": 6, "cli": 7,
+}
+PACKAGE = "<package>"  # `import kernelrl` / `from kernelrl import Evaluator`: the face, for the CLI only
+LAYERS_OF_FACE_USERS = 7
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in SRC.rglob("*.py") if "suites" not in p.relative_to(SRC).parts
+                  and "examples" not in p.relative_to(SRC).parts)
+
+
+def _room(path: Path) -> str | None:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return None if parts == ("__init__",) else parts[0]
+
+
+def _kernelrl_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, room) of every `kernelrl.<room>` import in the module, at any depth (function-level ones too)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] if node.module != "kernelrl" else [
+                f"kernelrl.{a.name}" if a.name in LAYERS else "kernelrl" for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "kernelrl":
+                found.append((node.lineno, parts[1] if len(parts) > 1 else PACKAGE))
+    return found
+
+
+def test_every_room_has_a_layer():
+    rooms = {_room(p) for p in _modules()} - {None}
+    assert rooms <= set(LAYERS), f"rooms without a layer in this test: {sorted(rooms - set(LAYERS))}"
+
+
+def test_imports_run_downward_only():
+    upward = []
+    for path in _modules():
+        room = _room(path)
+        if room is None:  # the package's face imports what it exports
+            continue
+        for line, target in _kernelrl_imports(path):
+            layer = LAYERS_OF_FACE_USERS if target == PACKAGE else LAYERS.get(target, 99)
+            if layer > LAYERS[room]:
+                upward.append(f"{path.relative_to(SRC)}:{line} imports kernelrl.{target}")
+    assert not upward, "imports that run back up:\n" + "\n".join(upward)
+
+
+@pytest.mark.parametrize("room", sorted(r for r in LAYERS if r not in ("train", "serve")))
+def test_each_room_imports_on_its_own(room):
+    """First import in a fresh interpreter: a cycle shows up as an ImportError here."""
+    if not ((SRC / room).is_dir() or (SRC / f"{room}.py").is_file()):
+        pytest.skip(f"kernelrl.{room} does not exist yet")
+    done = subprocess.run([sys.executable, "-c", f"import kernelrl.{room}"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_no_module_over_the_size_limit():
+    long = {str(p.relative_to(SRC)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_the_layer_check_catches_an_upward_import(tmp_path):
+    """The checker itself: a lower room importing a higher one is found."""
+    fake = tmp_path / "mod.py"
+    fake.write_text("def f():\n    from kernelrl.cli import main\n    import kernelrl.evaluate.evaluator\n"
+                    "from kernelrl import Evaluator, sandbox\n")
+    assert _kernelrl_imports(fake) == [(4, PACKAGE), (4, "sandbox"), (2, "cli"), (3, "evaluate")]
