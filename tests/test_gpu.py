@@ -241,3 +241,19 @@ def test_gpu_power_counters_read_through_nvml():
     first = power.throttled_ns()
     time.sleep(0.05)
     assert 0 <= first <= power.throttled_ns()  # cumulative
+
+
+def test_baselines_are_timed_once_then_reused_from_the_cache(suite, tmp_path):
+    """A problem's eager and Inductor times are measured on its first evaluation and read back from the
+    baseline cache afterwards (`source == "cache"`), also by a new Evaluator on the same cache_dir."""
+    problem, code = suite.get("level0/1_relu"), example("relu_triton.py")
+    sources = []
+    for _ in range(2):  # a new Evaluator each time: the cache on disk, not the judge's memory, serves the second
+        with Evaluator(device="cuda", cache_dir=tmp_path, result_cache=False) as ev:
+            result = ev.evaluate(problem, code)
+        assert result.status is Status.CORRECT, result.feedback
+        record("baseline_cache", result)
+        sources.append((result.timing.eager.source, result.timing.inductor.source, result.timing.eager.median_ms))
+    assert sources[0][:2] == ("measured", "measured")
+    assert sources[1][:2] == ("cache", "cache")
+    assert sources[1][2] == sources[0][2]  # the stored number, not a re-timing

@@ -80,7 +80,8 @@ class Evaluator:
             max_file_bytes=int(cfg.max_output_gb * GiB) * 2, isolate_network=cfg.isolate_network,
             isolate_processes=cfg.isolate_processes, warm_pool=cfg.warm_pool,
             standby_sandboxes=cfg.standby_sandboxes), self._gate)
-        self._measure = Measurer(cfg, self._judge, self._gate, self._baseline_cache, self.environment)
+        # the environment is looked up per call (a stand-in judge in tests replaces the method)
+        self._measure = Measurer(cfg, self._judge, self._gate, self._baseline_cache, lambda: self.environment())
 
     # -- public API ----------------------------------------------------------------------------------------
     def environment(self) -> Environment:
