@@ -39,14 +39,17 @@ MODES = ("refine", "evolve")
 
 @dataclass(frozen=True)
 class AgentConfig:
-    turns: int = 3
-    samples: int = 4
-    mode: str = "refine"
-    temperature: float = 0.7
-    max_tokens: int = 4096
-    reward: str = "tiered"
+    turns: int = field(default=3, metadata={"help": "Refinement turns per sample (K)."})
+    samples: int = field(default=4, metadata={"help": "Parallel samples per problem (N)."})
+    mode: str = field(default="refine", metadata={
+        "help": "refine (each sample improves its own kernel) or evolve (population + kernel database)."})
+    temperature: float = field(default=0.7, metadata={"help": "Sampling temperature."})
+    max_tokens: int = field(default=4096, metadata={"help": "Completion token limit per sample."})
+    reward: str = field(default="tiered", metadata={
+        "help": "Reward preset (kernelrl.rewards), its parameters in reward_params."})
     reward_params: dict[str, Any] = field(default_factory=dict)
-    target_speedup: float | None = None  # over eager; None: never stop early on speed
+    target_speedup: float | None = field(default=None, metadata={
+        "help": "Stop a problem once a correct kernel is this much faster than eager (default: never)."})
     population: int = 8  # evolve: kernels kept per problem
     inspirations: int = 2  # evolve: prior kernels from the kernel database shown per prompt
     selection_temperature: float = 1.0  # evolve: softmax temperature over rewards

@@ -22,17 +22,23 @@ class EvaluatorError(RuntimeError):
 
 @dataclass(frozen=True)
 class EvalConfig:
-    device: str = "auto"  # 'auto', 'cpu', 'cuda' or 'cuda:N'
-    trials: int = 5  # at least one per input set
+    device: str = field(default="auto", metadata={
+        "help": "auto, cpu, cuda or cuda:N (cpu: the Triton interpreter)."})
+    trials: int = field(default=5, metadata={
+        "help": "Correctness trials, fresh random inputs each (at least one per input set)."})
     input_sets: tuple[str, ...] | None = None  # None: check + sweep* (+ bench on a GPU); see docs/problem-format.md
-    seed: int | None = None  # None: a fresh secret seed per evaluation
+    seed: int | None = field(default=None, metadata={
+        "help": "Master seed (default: a fresh secret one per evaluation)."})
     tolerances: dict[str, tuple[float, float]] | None = None  # dtype name -> (atol, rtol) overrides
-    timing: bool = True  # GPU only
+    timing: bool = field(default=True, metadata={
+        "help": "Time correct candidates against eager and torch.compile (GPU only)."})
     inductor_baseline: bool = True
     timer: TimerSettings = field(default_factory=TimerSettings)
     startup_timeout_s: float = 120.0  # sandbox stub start (torch import, device init)
-    compile_timeout_s: float = 300.0  # candidate import: Triton definitions, load_inline builds
-    run_timeout_s: float = 120.0  # construction, correctness trials and timing
+    compile_timeout_s: float = field(default=300.0, metadata={
+        "help": "Seconds for importing the candidate (Triton definitions, load_inline builds)."})
+    run_timeout_s: float = field(default=120.0, metadata={
+        "help": "Seconds for the candidate's construction, correctness trials and timing."})
     judge_timeout_s: float = 900.0  # reference outputs, baselines (includes torch.compile)
     memory_limit_gb: float = 16.0  # host memory of the candidate process
     max_output_gb: float = 8.0  # largest tensor read back from the candidate
@@ -59,7 +65,8 @@ class EvalConfig:
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
     readonly_filesystem: bool = True  # every mount read-only except the evaluation directory (needs the PID namespace)
     cache_dir: Path | None = None  # extension builds, baselines.sqlite, results.sqlite (default ~/.cache/kernelrl)
-    result_cache: bool = True  # reuse verdicts of identical candidates (kernelrl.cache; also KERNELRL_RESULT_CACHE=0)
+    result_cache: bool = field(default=True, metadata={
+        "help": "Reuse the verdict of an identical candidate (result cache; also KERNELRL_RESULT_CACHE=0)."})
     # fork candidates from a warm zygote (needs the PID namespace); False: a fresh process each
     warm_pool: bool = True
     # sandboxes forked and device-initialized ahead of their candidates (warm pool only; 0: none). Each holds
