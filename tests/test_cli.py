@@ -24,10 +24,11 @@ BUILTIN_IDS = [
 ]
 
 
-def cli(*args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}
+def cli(*args: str | Path, timeout: float = 600, cwd: Path | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200", **(env or {})}
     return subprocess.run([sys.executable, "-m", "kernelrl.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+                          text=True, timeout=timeout, env=env, cwd=cwd)
 
 
 def test_problems_lists_builtin_suite():
@@ -116,15 +117,178 @@ def test_bad_input_exits_2_without_traceback(tmp_path):
 
 
 def test_usage_error_exits_2():
-    neither = cli("eval")
-    assert neither.returncode == 2
-    assert "PROBLEM_FILE" in neither.stderr
-    half = cli("eval", "--suite", "builtin")
-    assert half.returncode == 2
-    assert "Traceback" not in neither.stderr + half.stderr
+    """PROBLEM SOLUTION_FILE, or --solutions DIR: anything else is a usage error that says which it takes."""
+    solution = EXAMPLES / "relu_triton.py"
+    for args in ([], ["--suite", "builtin"], ["level0/1_relu"], ["level0/1_relu", solution, "--out", "r.jsonl"],
+                 ["level0/1_relu", solution, "--jobs", "2"], ["level0/1_relu", solution, "--solutions", EXAMPLES],
+                 [RELU, solution, "--suite", "builtin"]):
+        proc = cli("eval", *args)
+        assert proc.returncode == 2, (args, proc.stdout + proc.stderr)
+        assert "Traceback" not in proc.stderr and "PROBLEM" in proc.stderr
 
 
 def test_demo_verdicts_match_on_cpu():
     proc = cli("demo", "--device", "cpu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "6/6 verdicts as expected" in proc.stdout
+
+
+# -- what a new user hit (issue 18 item 5) -------------------------------------------------------------------------
+NO_GPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}  # no GPU visible, on any machine
+
+
+def test_eval_accepts_a_problem_id(tmp_path):
+    proc = cli("eval", "level0/1_relu", EXAMPLES / "relu_triton.py", "--json", "--device", "cpu", "--trials", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["problem_id"] == "level0/1_relu"
+    suite = tmp_path / "suite"
+    (suite / "level0").mkdir(parents=True)
+    shutil.copy(RELU, suite / "level0" / "1_relu.py")
+    other = cli("eval", "level0/2_scale_shift", EXAMPLES / "relu_triton.py", "--suite", suite, "--device", "cpu")
+    assert other.returncode == 2  # --suite chooses the suite the id refers to
+    assert "level0/2_scale_shift is neither a problem file nor a problem id of suite" in other.stderr
+
+
+def test_eval_prose_completion_is_a_format_error(tmp_path):
+    prose = tmp_path / "answer.md"
+    prose.write_text("I would fuse the softmax into one Triton kernel: one program per row, max and sum in\n"
+                     "registers. That should beat eager by about 2x.\n")
+    proc = cli("eval", RELU, prose, "--json", "--device", "cpu")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "format_error" and result["stage"] == "extract"
+
+
+def test_agent_and_bench_need_a_policy(tmp_path):
+    for args in (["agent", "level0/1_relu"], ["bench", "--split", "all", "--problem", "level0/1_relu"]):
+        proc = cli(*args, "--device", "cpu", "--trials", "2", cwd=tmp_path, timeout=120)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "Missing option '--policy'" in proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_device_cuda_without_a_gpu_exits_2(tmp_path):
+    solutions = tmp_path / "solutions" / "level0"
+    solutions.mkdir(parents=True)
+    shutil.copy(EXAMPLES / "relu_triton.py", solutions / "1_relu.py")
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps({"problem_id": "level0/1_relu", "text": "no code"}) + "\n")
+    before = _tree(tmp_path)
+    for device in ("cuda", "cuda:1"):
+        for args in (["eval", "level0/1_relu", EXAMPLES / "relu_triton.py"],
+                     ["eval", "--solutions", tmp_path / "solutions", "--out", tmp_path / "r.jsonl"],
+                     ["agent", "level0/1_relu", "--policy", f"replay:{script}", "--run-dir", tmp_path / "run",
+                      "--kernel-db", tmp_path / "k.sqlite"],
+                     ["bench", "--policy", f"replay:{script}", "--problem", "level0/1_relu", "--split", "all",
+                      "--run-dir", tmp_path / "run", "--kernel-db", tmp_path / "k.sqlite"],
+                     ["demo"], ["audit", "level0/1_relu"]):
+            proc = cli(*args, "--device", device, env=NO_GPU_ENV, cwd=tmp_path, timeout=120)
+            assert proc.returncode == 2, (args, proc.stdout + proc.stderr)
+            assert f"--device {device}: this machine has no usable CUDA GPU" in proc.stderr
+    assert _tree(tmp_path) == before
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def test_rejected_commands_leave_no_files(tmp_path):
+    """Usage errors and bad input are found before a run directory, kernel database or results file is made."""
+    work = tmp_path / "work"
+    (work / "solutions").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "relu_triton.py", work / "solutions" / "1_relu.py")
+    script = work / "script.jsonl"
+    script.write_text(json.dumps({"problem_id": "level0/1_relu", "text": "no code"}) + "\n")
+    env = {"KERNELRL_KERNEL_DB": str(work / "kernels.sqlite"), "XDG_CACHE_HOME": str(work / "cache"), **NO_GPU_ENV}
+    before = _tree(work)
+    rejected = [
+        ["agent", "level0/1_relu", "--policy", "replay:missing.jsonl"],  # the policy cannot start
+        ["bench", "--policy", "replay:missing.jsonl", "--problem", "level0/1_relu"],
+        ["agent", "level0/1_relu", "--policy", f"replay:{script}", "--judge-verify", "warn"],  # needs --judge
+        ["agent", "level0/1_relu", "--policy", f"replay:{script}", "--reward", "nope"],
+        ["agent", "level0/1_relu", "--policy", f"replay:{script}", "--device", "cuda"],
+        ["bench", "--policy", "solutions", "--problem", "level0/1_relu", "--level", "1"],  # nothing selected
+        ["bench", "--policy", f"replay:{script}", "--split", "dev"],
+        ["eval", "--solutions", work / "solutions", "--device", "cuda"],
+        ["eval", "--solutions", work / "solutions", "--suite", work / "no-suite"],
+    ]
+    for args in rejected:
+        proc = cli(*args, cwd=work, env=env, timeout=120)
+        assert proc.returncode == 2, (args, proc.stdout + proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert _tree(work) == before, (args, _tree(work) - before)
+
+
+def test_audit_selects_problems_by_id_and_prefix():
+    proc = cli("audit", "level0/2_scale_shift", "--only", "level0/1_", "--device", "cpu", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    audited = [json.loads(line)["problem_id"] for line in proc.stdout.splitlines()]
+    assert audited == ["level0/2_scale_shift", "level0/1_relu"]
+    nothing = cli("audit", "--only", "level9/", "--device", "cpu")
+    assert nothing.returncode == 2 and "no problem of suite builtin has an id starting with 'level9/'" in nothing.stderr
+    directory = cli("audit", BUILTIN, "--device", "cpu")
+    assert directory.returncode == 2 and f"--suite {BUILTIN}" in directory.stderr
+
+
+def _run_in_process(*args: str, columns: str | None) -> tuple[int, str]:
+    """In this process through typer's runner: stdout is a pipe, COLUMNS as given (None: unset)."""
+    from typer.testing import CliRunner
+
+    from kernelrl.cli import app
+
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": columns})
+    return result.exit_code, result.stdout
+
+
+def test_tables_fit_80_columns_and_keep_full_ids():
+    ids = [p.id for p in kernelrl.load_suite()]
+    for columns in ("80", None):  # an 80-column terminal; a pipe without COLUMNS (rich assumes 80)
+        code, out = _run_in_process("problems", columns=columns)
+        assert code == 0, out
+        lines = out.splitlines()
+        assert max(len(line) for line in lines) <= 80
+        listed = [line.strip(" │┃").split()[0] for line in lines if line.strip(" │┃").startswith("level")]
+        assert listed == ids  # every id whole, one per row
+        assert "…" not in out and "not shown at 80 columns: " in out and "sha256" not in lines[1]
+        code, out = _run_in_process("rules", columns=columns)
+        assert code == 0 and max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+    code, wide = _run_in_process("problems", columns="200")
+    assert code == 0 and "sha256" in wide and "not shown" not in wide
+
+
+def test_result_tables_keep_long_ids_at_80_columns():
+    """An id that fits stays on one line; one too long for the columns that must show folds, whole."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from kernelrl.cli import render
+    from kernelrl.report.metrics import ProblemSummary
+
+    fits = "level2/17_conv_bn_relu_pool_with_bias_and_scale"
+    too_long = "level3/42_fused_multi_head_attention_with_rotary_embeddings_and_causal_mask"
+    results = [kernelrl.EvalResult(status=kernelrl.Status.WRONG_OUTPUT, stage=kernelrl.Stage.CORRECTNESS,
+                                   problem_id=pid, message="output 0 differs: " + "max abs err 0.5; " * 8)
+               for pid in (fits, too_long)]
+    summaries = [ProblemSummary(problem_id=pid, level=3, samples=4, attempts=12, correct_samples=1, solved=True,
+                                best_status="correct", best_reward=1.25, best_sample=2, best_turn=3,
+                                speedup_vs_eager=1.5, speedup_vs_inductor=0.9, tokens=1000, eval_seconds=10.0)
+                 for pid in (fits, too_long)]
+    tables = [lambda c, n: render.batch_table(c, "s", results[:n]),
+              lambda c, n: render.run_problems_table(c, summaries[:n])]
+    for table in tables:
+        for n in (1, 2):
+            sink = StringIO()
+            console = Console(file=sink, width=80)
+            console.print(table(console, n))
+            text = sink.getvalue()
+            lines = text.splitlines()
+            assert max(len(line) for line in lines) <= 80 and "…" not in text, text
+            header = next(i for i, line in enumerate(lines) if line.strip().startswith("──")) - 1
+            start = lines[header].index("problem")
+            end = start + len(lines[header][start:].split("  ")[0]) + 1
+            end = next(j for j in range(end, len(lines[header])) if lines[header][j] != " ")
+            first_column = "".join(line[start:end].strip() for line in lines[header + 2:])
+            assert first_column.startswith(fits + (too_long if n == 2 else "")), text
+            if n == 1:
+                assert any(fits in line for line in lines), text
