@@ -232,8 +232,8 @@ def resolve_problems(suite_location: str, specs: Sequence[str]) -> list[Problem]
             if path.is_file():
                 found.append(load_problem(path))
                 continue
-            if path.is_dir():
-                raise ProblemError(f"{spec} is a directory, not a problem: name a suite with --suite {spec} "
+            if path.is_dir() or spec == "builtin":
+                raise ProblemError(f"{spec} is a suite, not a problem: name a suite with --suite {spec} "
                                    "and its problems by id")
             if spec.endswith(".py"):
                 raise ProblemError(f"cannot read {spec}: no such problem file")
