@@ -457,6 +457,25 @@ def test_multi_device_evaluator_spreads_one_stream_over_devices(relu):
     assert sum(counts) == len(items) and all(n > 0 for n in counts), counts
 
 
+def test_multi_device_evaluator_is_a_scorer_over_completions_in_input_order(relu):
+    """The same seam as one Evaluator: completions, prose and code mixed, verdicts in input order, sync and
+    async."""
+    from kernelrl import MultiDeviceEvaluator, Scorer
+
+    good = example("relu_triton.py")
+    items = [(relu, "```python\n" + good + "```"), (relu, "sorry, no kernel today"), (relu, c.WRONG_SHAPE),
+             (relu, good)]
+    expected = [Status.CORRECT, Status.FORMAT_ERROR, Status.WRONG_OUTPUT, Status.CORRECT]
+    with MultiDeviceEvaluator(["cpu", "cpu"], trials=2, max_concurrency=2, static_checks=False) as multi:
+        assert isinstance(multi, Scorer)
+        assert [r.status for r in multi.evaluate_many(items, ordered=True)] == expected
+
+        async def collect():
+            return [r async for r in multi.aevaluate_many(items, ordered=True)]
+
+        assert [r.status for r in asyncio.run(collect())] == expected
+
+
 def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(relu):
     from kernelrl.sandbox.zygote_client import ZygoteClient
 
