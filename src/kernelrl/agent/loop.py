@@ -46,7 +46,7 @@ class AgentConfig:
     temperature: float = field(default=0.7, metadata={"help": "Sampling temperature."})
     max_tokens: int = field(default=4096, metadata={"help": "Completion token limit per sample."})
     reward: str = field(default="tiered", metadata={
-        "help": "Reward preset (kernelrl.rewards), its parameters in reward_params."})
+        "help": "Reward preset (kernelrl.rewards) or module:function, its parameters in reward_params."})
     reward_params: dict[str, Any] = field(default_factory=dict)
     target_speedup: float | None = field(default=None, metadata={
         "help": "Stop a problem once a correct kernel is this much faster than eager (default: never)."})

@@ -9,51 +9,26 @@ module-defined helper classes (over-approximating: a call to a method name reach
 from __future__ import annotations
 
 import ast
+import importlib
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 from kernelrl.pyparse import parse_python
 from kernelrl.results import Finding
 
+Finds = Iterable[tuple[int | None, str]]  # what a rule's check yields: (line or None, detail)
+
 
 @dataclass(frozen=True)
 class Rule:
+    """A static rule: its id, default policy ('reject', 'warn' or 'off'), the message a model reads, and the
+    check that finds it in a candidate (`RuleContext -> (line, detail)` pairs)."""
+
     id: str
-    policy: str  # default: 'reject', 'warn' or 'off'
+    policy: str
     message: str
-
-
-RULES: tuple[Rule, ...] = (
-    Rule("no-custom-kernel", "reject",
-         "ModelNew.forward never launches a custom kernel: launch a @triton.jit kernel with kernel[grid](...) "
-         "(or call a load_inline function) from forward."),
-    Rule("unreachable-kernel", "warn",
-         "a kernel is defined but never launched from forward (a decoy does not count as work)."),
-    Rule("torch-compute", "reject",
-         "PyTorch computes part of the result in forward; the custom kernels must do the computation "
-         "(allocation, views, reshapes and dtype/shape queries are fine)."),
-    Rule("fallback", "reject",
-         "try/except around kernel code: a fallback to PyTorch or a silently skipped kernel is not allowed."),
-    Rule("reference-model", "reject", "ModelNew must not subclass or call the reference Model."),
-    Rule("concurrency", "reject", "threads, processes and async code are not allowed in a candidate."),
-    Rule("streams-events", "reject",
-         "CUDA streams and events are not allowed: work on a side stream escapes the timer."),
-    Rule("monkey-patch", "reject",
-         "do not assign attributes of modules (torch, triton, time, builtins, sys, ...): patching the "
-         "framework or the timer is tampering."),
-    Rule("dynamic-code", "reject", "exec, eval, compile, __import__ and importlib are not allowed."),
-    Rule("ffi", "reject", "ctypes and cffi are not allowed."),
-    Rule("introspection", "reject",
-         "gc, inspect, frame and traceback walking, __globals__/__subclasses__ are not allowed."),
-    Rule("network-subprocess", "reject", "sockets, HTTP clients, subprocesses and os.system are not allowed."),
-    Rule("file-write", "reject", "writing, removing or renaming files is not allowed."),
-    Rule("environment", "reject", "reading environment variables is not allowed (they may hold secrets)."),
-    Rule("cuda-source", "reject",
-         "CUDA C++ source must not create streams, synchronize the device, call cuBLAS/cuDNN or other vendor "
-         "libraries, or paste tokens (##)."),
-)
-RULES_BY_ID = {rule.id: rule for rule in RULES}
+    check: Callable[[RuleContext], Finds] = field(compare=False, repr=False)
 
 # torch.* / F.* calls that only allocate, reshape or describe tensors; every other torch call is compute
 ALLOWED_TORCH_CALLS = frozenset({
@@ -352,44 +327,38 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: _Module) -> list[tuple[int, s
     return found
 
 
-def analyze_rules(source: str, policy: dict[str, str] | None = None) -> list[Finding]:
-    """Findings for `source` (which must parse). `policy` overrides rule policies by id."""
-    policies = {rule.id: rule.policy for rule in RULES}
-    policies.update(policy or {})
-    tree = parse_python(source)
-    mod = _Module(tree)
-    findings: list[Finding] = []
+@dataclass
+class RuleContext:
+    """What every rule's check reads, computed once per candidate: the source, its tree, the module index
+    (`resolve` turns a local dotted name into the imported path), ModelNew, the function bodies reachable from
+    its forward and the kernels they launch, and the uses of banned names (`uses[rule_id]`)."""
 
-    def add(rule_id: str, line: int | None, detail: str = "") -> None:
-        if policies.get(rule_id, "reject") != "off":
-            findings.append(Finding(rule_id, policies[rule_id], RULES_BY_ID[rule_id].message, line, detail))
+    source: str
+    tree: ast.Module
+    module: _Module
+    model: ast.ClassDef | None
+    bodies: list[ast.AST]
+    launched: set[str]
+    uses: dict[str, list[tuple[int | None, str]]]
 
-    model = mod.classes.get("ModelNew")
-    bodies, launched = _reachable(mod)
-    if model is not None:
-        for base in model.bases:
-            if (_dotted(base) or "").split(".")[-1] == "Model":
-                add("reference-model", model.lineno, "class ModelNew(Model)")
-        if not launched:
-            add("no-custom-kernel", model.lineno)
-        used = set(launched)  # kernels launched from forward, and the @jit device functions they call
-        frontier = [mod.kernels[n] for n in launched if n in mod.kernels]
-        while frontier:
-            for node in ast.walk(frontier.pop()):
-                # called, or passed as a combine function (tl.reduce(x, 0, _mul))
-                if isinstance(node, ast.Name) and node.id in mod.kernels and node.id not in used:
-                    used.add(node.id)
-                    frontier.append(mod.kernels[node.id])
-        for name, kernel in mod.kernels.items():
-            if name not in used:
-                add("unreachable-kernel", kernel.lineno, f"{name} is never launched from forward")
-        for line, what in _torch_compute(bodies, mod):
-            add("torch-compute", line, what)
-        for body in bodies:
-            for try_node in _in_try(body):
-                if any(_contains_launch(stmt, mod) for stmt in try_node.body):
-                    add("fallback", try_node.lineno, "try/except around a kernel launch")
-    for node in ast.walk(tree):
+    @classmethod
+    def of(cls, source: str) -> RuleContext:
+        tree = parse_python(source)
+        mod = _Module(tree)
+        bodies, launched = _reachable(mod)
+        ctx = cls(source, tree, mod, mod.classes.get("ModelNew"), bodies, launched, {})
+        for rule_id, line, detail in _banned_uses(ctx):
+            ctx.uses.setdefault(rule_id, []).append((line, detail))
+        return ctx
+
+    def resolve(self, dotted: str) -> str:
+        return self.module.resolve(dotted)
+
+
+def _banned_uses(ctx: RuleContext) -> Iterator[tuple[str, int | None, str]]:
+    """(rule id, line, detail) for every use of a name, module, call or attribute the tables above ban."""
+    mod, model = ctx.module, ctx.model
+    for node in ast.walk(ctx.tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -399,15 +368,15 @@ def analyze_rules(source: str, policy: dict[str, str] | None = None) -> list[Fin
                 parts = name.split(".")
                 rule = next((BANNED_MODULES[p] for p in parts if p in BANNED_MODULES), None) or _qualified_rule(name)
                 if rule:
-                    add(rule, node.lineno, f"import {name}")
+                    yield rule, node.lineno, f"import {name}"
         elif isinstance(node, ast.Name) and node.id == "Model" and isinstance(node.ctx, ast.Load):
             if model is not None and any(node is sub for sub in ast.walk(model)):
-                add("reference-model", node.lineno, "uses Model")
+                yield "reference-model", node.lineno, "uses Model"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BANNED_CALLS:
-            add(BANNED_CALLS[node.func.id], node.lineno, f"{node.func.id}(...)")
+            yield BANNED_CALLS[node.func.id], node.lineno, f"{node.func.id}(...)"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
                 node.args and mod.resolve(_dotted(node.args[0]) or "").split(".")[0] in PATCHABLE_MODULES:
-            add("dynamic-code", node.lineno, f"getattr({_dotted(node.args[0])}, ...)")
+            yield "dynamic-code", node.lineno, f"getattr({_dotted(node.args[0])}, ...)"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute) and \
                 (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "open":
             is_builtin = isinstance(node.func, ast.Name)
@@ -415,17 +384,17 @@ def analyze_rules(source: str, policy: dict[str, str] | None = None) -> list[Fin
             mode = node.args[index] if len(node.args) > index else next(
                 (k.value for k in node.keywords if k.arg == "mode"), None)
             if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
-                add("file-write", node.lineno, f"open(..., {mode.value!r})")
+                yield "file-write", node.lineno, f"open(..., {mode.value!r})"
             elif mode is not None and not isinstance(mode, ast.Constant):
-                add("file-write", node.lineno, "open() with a computed mode")
+                yield "file-write", node.lineno, "open() with a computed mode"
         elif isinstance(node, ast.Attribute):
             rule = BANNED_ATTRIBUTES.get(node.attr) or _qualified_rule(mod.resolve(_dotted(node) or ""))
             if rule:
-                add(rule, node.lineno, f".{node.attr}")
+                yield rule, node.lineno, f".{node.attr}"
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in mod.aliases:
             rule = _qualified_rule(mod.aliases[node.id])  # `from os import environ` ... environ[...]
             if rule:
-                add(rule, node.lineno, f"{node.id} ({mod.aliases[node.id]})")
+                yield rule, node.lineno, f"{node.id} ({mod.aliases[node.id]})"
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -433,16 +402,166 @@ def analyze_rules(source: str, policy: dict[str, str] | None = None) -> list[Fin
                     if isinstance(sub, ast.Attribute):
                         root = (_dotted(sub) or "").split(".")[0]
                         if root in PATCHABLE_MODULES or mod.resolve(root).split(".")[0] in PATCHABLE_MODULES:
-                            add("monkey-patch", node.lineno, f"assigns {_dotted(sub)}")
+                            yield "monkey-patch", node.lineno, f"assigns {_dotted(sub)}"
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/proc/"):
-            add("introspection", node.lineno, f"reads {node.value[:40]}")
-    if mod.extensions or "cpp_extension" in mod.aliases.values() or "load_inline" in source:
-        # CUDA C++ sources, also when assembled from short pieces: search all the module's string literals
-        text = "\n".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
-        joined = "".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
-        for pattern, what in CUDA_SOURCE_PATTERNS:
-            if pattern.search(text) or pattern.search(joined):
-                add("cuda-source", None, what)
+            yield "introspection", node.lineno, f"reads {node.value[:40]}"
+
+
+# -- one check per rule --------------------------------------------------------------------------------------------
+def _check_no_custom_kernel(ctx: RuleContext) -> Finds:
+    if ctx.model is not None and not ctx.launched:
+        yield ctx.model.lineno, ""
+
+
+def _check_unreachable_kernel(ctx: RuleContext) -> Finds:
+    if ctx.model is None:
+        return
+    kernels = ctx.module.kernels
+    used = set(ctx.launched)  # kernels launched from forward, and the @jit device functions they call
+    frontier = [kernels[n] for n in ctx.launched if n in kernels]
+    while frontier:
+        for node in ast.walk(frontier.pop()):
+            # called, or passed as a combine function (tl.reduce(x, 0, _mul))
+            if isinstance(node, ast.Name) and node.id in kernels and node.id not in used:
+                used.add(node.id)
+                frontier.append(kernels[node.id])
+    for name, kernel in kernels.items():
+        if name not in used:
+            yield kernel.lineno, f"{name} is never launched from forward"
+
+
+def _check_torch_compute(ctx: RuleContext) -> Finds:
+    return _torch_compute(ctx.bodies, ctx.module) if ctx.model is not None else []
+
+
+def _check_fallback(ctx: RuleContext) -> Finds:
+    for body in ctx.bodies if ctx.model is not None else []:
+        for try_node in _in_try(body):
+            if any(_contains_launch(stmt, ctx.module) for stmt in try_node.body):
+                yield try_node.lineno, "try/except around a kernel launch"
+    yield from ctx.uses.get("fallback", [])  # contextlib.suppress
+
+
+def _check_reference_model(ctx: RuleContext) -> Finds:
+    if ctx.model is not None:
+        for base in ctx.model.bases:
+            if (_dotted(base) or "").split(".")[-1] == "Model":
+                yield ctx.model.lineno, "class ModelNew(Model)"
+    yield from ctx.uses.get("reference-model", [])
+
+
+def _check_cuda_source(ctx: RuleContext) -> Finds:
+    mod = ctx.module
+    if not (mod.extensions or "cpp_extension" in mod.aliases.values() or "load_inline" in ctx.source):
+        return
+    # CUDA C++ sources, also when assembled from short pieces: search all the module's string literals
+    strings = [n.value for n in ast.walk(ctx.tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    text, joined = "\n".join(strings), "".join(strings)
+    for pattern, what in CUDA_SOURCE_PATTERNS:
+        if pattern.search(text) or pattern.search(joined):
+            yield None, what
+
+
+def _check_banned_uses(rule_id: str) -> Callable[[RuleContext], Finds]:
+    """The check of a rule defined by the tables of banned modules, calls, attributes and names."""
+    def check(ctx: RuleContext) -> Finds:
+        return ctx.uses.get(rule_id, [])
+
+    check.__name__ = f"_check_{rule_id.replace('-', '_')}"
+    return check
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("no-custom-kernel", "reject",
+         "ModelNew.forward never launches a custom kernel: launch a @triton.jit kernel with kernel[grid](...) "
+         "(or call a load_inline function) from forward.",
+         check=_check_no_custom_kernel),
+    Rule("unreachable-kernel", "warn",
+         "a kernel is defined but never launched from forward (a decoy does not count as work).",
+         check=_check_unreachable_kernel),
+    Rule("torch-compute", "reject",
+         "PyTorch computes part of the result in forward; the custom kernels must do the computation "
+         "(allocation, views, reshapes and dtype/shape queries are fine).",
+         check=_check_torch_compute),
+    Rule("fallback", "reject",
+         "try/except around kernel code: a fallback to PyTorch or a silently skipped kernel is not allowed.",
+         check=_check_fallback),
+    Rule("reference-model", "reject", "ModelNew must not subclass or call the reference Model.",
+         check=_check_reference_model),
+    Rule("concurrency", "reject", "threads, processes and async code are not allowed in a candidate.",
+         check=_check_banned_uses("concurrency")),
+    Rule("streams-events", "reject",
+         "CUDA streams and events are not allowed: work on a side stream escapes the timer.",
+         check=_check_banned_uses("streams-events")),
+    Rule("monkey-patch", "reject",
+         "do not assign attributes of modules (torch, triton, time, builtins, sys, ...): patching the "
+         "framework or the timer is tampering.",
+         check=_check_banned_uses("monkey-patch")),
+    Rule("dynamic-code", "reject", "exec, eval, compile, __import__ and importlib are not allowed.",
+         check=_check_banned_uses("dynamic-code")),
+    Rule("ffi", "reject", "ctypes and cffi are not allowed.",
+         check=_check_banned_uses("ffi")),
+    Rule("introspection", "reject",
+         "gc, inspect, frame and traceback walking, __globals__/__subclasses__ are not allowed.",
+         check=_check_banned_uses("introspection")),
+    Rule("network-subprocess", "reject", "sockets, HTTP clients, subprocesses and os.system are not allowed.",
+         check=_check_banned_uses("network-subprocess")),
+    Rule("file-write", "reject", "writing, removing or renaming files is not allowed.",
+         check=_check_banned_uses("file-write")),
+    Rule("environment", "reject", "reading environment variables is not allowed (they may hold secrets).",
+         check=_check_banned_uses("environment")),
+    Rule("cuda-source", "reject",
+         "CUDA C++ source must not create streams, synchronize the device, call cuBLAS/cuDNN or other vendor "
+         "libraries, or paste tokens (##).",
+         check=_check_cuda_source),
+)
+RULES_BY_ID = {rule.id: rule for rule in RULES}
+assert set(BANNED_MODULES.values()) | set(BANNED_CALLS.values()) | set(BANNED_ATTRIBUTES.values()) | set(
+    BANNED_QUALIFIED.values()) <= set(RULES_BY_ID), "a banned-name table names an unknown rule"
+
+
+def resolve_rules(specs: Sequence[Rule | str]) -> list[Rule]:
+    """Rules from `Rule` objects or `package.module:NAME` specs, where NAME is a Rule or a sequence of Rules
+    (how a user adds rules without editing kernelrl: `EvalConfig(extra_rules=("mypkg.rules:RULES",))`)."""
+    rules: list[Rule] = []
+    for spec in specs:
+        if isinstance(spec, Rule):
+            rules.append(spec)
+            continue
+        module_name, sep, attr = str(spec).partition(":")
+        if not sep or not attr:
+            raise ValueError(f"a rule spec looks like package.module:NAME, not {spec!r}")
+        try:
+            value = getattr(importlib.import_module(module_name), attr)
+        except ImportError as exc:
+            raise ValueError(f"rule spec {spec!r}: cannot import module {module_name!r} ({exc})") from None
+        except AttributeError:
+            raise ValueError(f"rule spec {spec!r}: module {module_name!r} has no {attr!r}") from None
+        found = [value] if isinstance(value, Rule) else list(value) if isinstance(value, list | tuple) else []
+        if not found or not all(isinstance(r, Rule) for r in found):
+            raise ValueError(f"rule spec {spec!r} names neither a Rule nor a sequence of Rules")
+        rules.extend(found)
+    for rule in rules:
+        if rule.id in RULES_BY_ID:
+            raise ValueError(f"rule id {rule.id!r} is a built-in rule's; give your rule its own id")
+        if rule.policy not in ("reject", "warn", "off"):
+            raise ValueError(f"rule {rule.id!r}: policy must be reject, warn or off, not {rule.policy!r}")
+    return rules
+
+
+def analyze_rules(source: str, policy: dict[str, str] | None = None,
+                  extra_rules: Sequence[Rule | str] = ()) -> list[Finding]:
+    """Findings for `source` (which must parse): the built-in rules and `extra_rules` (see `resolve_rules`).
+    `policy` overrides rule policies by id."""
+    rules = [*RULES, *resolve_rules(extra_rules)]
+    ctx = RuleContext.of(source)
+    findings: list[Finding] = []
+    for rule in rules:
+        chosen = (policy or {}).get(rule.id, rule.policy)
+        if chosen == "off":
+            continue
+        for line, detail in rule.check(ctx):
+            findings.append(Finding(rule.id, chosen, rule.message, line, detail))
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.rule, f.line, f.detail), f)

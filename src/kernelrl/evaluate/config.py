@@ -45,6 +45,8 @@ class EvalConfig:
     log_limit_bytes: int = 32 * 1024
     static_checks: bool = True  # AST rules against reward hacking (kernelrl rules); off: sandbox layers only
     rule_policy: dict[str, str] | None = None  # rule id -> 'reject' | 'warn' | 'off' (overrides defaults)
+    # more static rules from your own modules: 'package.module:NAME' (a Rule or a sequence of Rules)
+    extra_rules: tuple[str, ...] = ()
     runtime_policy: dict[str, str] | None = None  # runtime check id -> 'reject' | 'warn' | 'off' (default reject)
     timing_variants: int = 4  # different inputs the timed calls rotate through (>= 3 defeats parity caches)
     # 'events' (each call timed with CUDA events) or 'cuda-graph' (the call captured once, replays timed: no
@@ -90,6 +92,10 @@ class EvalConfig:
                 raise ValueError(f"unknown runtime check {check!r}; see `kernelrl rules`")
             if policy not in ("reject", "warn", "off"):
                 raise ValueError(f"runtime check policy must be reject, warn or off, not {policy!r}")
+        if self.extra_rules:
+            from kernelrl.candidates.rules import resolve_rules
+
+            resolve_rules(self.extra_rules)  # a spec that does not import is a setting error, raised now
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ValueError(f"device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
 

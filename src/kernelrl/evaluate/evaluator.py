@@ -247,7 +247,8 @@ class Evaluator:
         cfg = self.config
         early = before_running(code, base, mode=env.mode,
                                audit=(lambda: self.audit(problem)) if cfg.refuse_flagged_problems else None,
-                               static_checks=cfg.static_checks, rule_policy=cfg.rule_policy)
+                               static_checks=cfg.static_checks, rule_policy=cfg.rule_policy,
+                               extra_rules=cfg.extra_rules)
         if early is not None:
             return early
         started = time.monotonic()

@@ -46,7 +46,8 @@ def ran_out_of_memory(result: EvalResult) -> bool:
 
 
 def before_running(code: str, base: dict, *, mode: str, audit: Callable[[], ProblemAudit] | None,
-                   static_checks: bool, rule_policy: dict[str, str] | None) -> EvalResult | None:
+                   static_checks: bool, rule_policy: dict[str, str] | None,
+                   extra_rules: tuple[str, ...] = ()) -> EvalResult | None:
     """Verdicts reached without running anything: parse, problem audit (`audit`, None when flagged problems are
     not refused), static rules, backend support. Sets `base["findings"]` to the static findings."""
     static = analyze(code)
@@ -67,7 +68,7 @@ def before_running(code: str, base: dict, *, mode: str, audit: Callable[[], Prob
                                        "flag in its METADATA audit_waivers, or pass refuse_flagged_problems=False.",
                               **base)
     if static_checks:
-        base["findings"] = analyze_rules(code, rule_policy)
+        base["findings"] = analyze_rules(code, rule_policy, extra_rules)
         rejected = [f for f in base["findings"] if f.policy == "reject"]
         if rejected:
             feedback = "\n".join(f"line {f.line}: [{f.rule}] {f.message}" + (f" ({f.detail})" if f.detail else "")

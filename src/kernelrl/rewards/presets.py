@@ -10,10 +10,13 @@ minimum (`reward_minimum`).
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from types import MappingProxyType
 
 from kernelrl.results import EvalResult, Status
 
@@ -113,26 +116,86 @@ def discounted_returns(rewards: Sequence[float], gamma: float = 0.4) -> list[flo
 
 
 @dataclass(frozen=True)
-class _Preset:
+class RewardPreset:
+    """A reward function and the lowest value it gives for given parameters (what `hack_detected` maps to)."""
+
     fn: Callable[..., float]
     minimum: Callable[..., float]
 
+    def parameter_names(self) -> tuple[str, ...]:
+        params = list(inspect.signature(self.fn).parameters.values())[1:]  # the first is the EvalResult
+        return tuple(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
-PRESETS: dict[str, _Preset] = {
-    "makora": _Preset(makora, lambda **_: 0.0),
-    "composite": _Preset(composite, lambda alpha=0.1, beta=1.0, gamma=1.0, r_max=10.0, **_: _composite_min(
+
+class RewardRegistry:
+    """Reward presets by name. `REWARDS` (the default registry) holds the built-ins; `register_reward` adds a
+    user's. A name with a colon is a `module:function` spec instead, imported on use (see `resolve`)."""
+
+    def __init__(self, presets: dict[str, RewardPreset] | None = None) -> None:
+        self._presets = dict(presets or {})
+
+    def register(self, name: str, fn: Callable[..., float], *, minimum: float | Callable[..., float]) -> None:
+        """Add (or replace) a preset. `minimum`: a number, or a function of the preset's parameters."""
+        if not name or ":" in name or "=" in name or "," in name:
+            raise ValueError(f"a reward name cannot be empty or contain ':', '=' or ',': {name!r}")
+        if not callable(fn):
+            raise TypeError(f"reward {name!r} must be callable, not {type(fn).__name__}")
+        self._presets[name] = RewardPreset(fn, _as_minimum(minimum))
+
+    def names(self) -> list[str]:
+        return sorted(self._presets)
+
+    def resolve(self, name: str) -> RewardPreset:
+        """A registered preset, or `package.module:function` imported now. The function's minimum comes from
+        its `reward_minimum` attribute (a number or a function of the parameters): a hack must map to the
+        reward's lowest value, which kernelrl cannot guess."""
+        if name in self._presets:
+            return self._presets[name]
+        if ":" not in name:
+            raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(self.names())}, register one "
+                             "with kernelrl.rewards.register_reward, or name a function as module:function")
+        module_name, _, attr = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"reward {name!r}: cannot import module {module_name!r} ({exc})") from None
+        fn = getattr(module, attr, None)
+        if not callable(fn):
+            raise ValueError(f"reward {name!r}: module {module_name!r} has no function {attr!r}")
+        minimum = getattr(fn, "reward_minimum", None)
+        if minimum is None:
+            raise ValueError(f"reward {name!r} declares no minimum (what hack_detected maps to): set "
+                             f"{attr}.reward_minimum = <lowest value> in {module_name}, or register it with "
+                             "register_reward(name, fn, minimum=...)")
+        return RewardPreset(fn, _as_minimum(minimum))
+
+
+def _as_minimum(minimum: float | Callable[..., float]) -> Callable[..., float]:
+    if callable(minimum):
+        return minimum
+    value = float(minimum)
+    return lambda **_: value
+
+
+REWARDS = RewardRegistry({
+    "makora": RewardPreset(makora, lambda **_: 0.0),
+    "composite": RewardPreset(composite, lambda alpha=0.1, beta=1.0, gamma=1.0, r_max=10.0, **_: _composite_min(
         alpha, beta, gamma, r_max)),
-    "two_stage": _Preset(two_stage, lambda failure=-10.0, **_: failure),
-    "kevin": _Preset(kevin, lambda **_: 0.0),
-    "tiered": _Preset(tiered, lambda **_: -1.0),
-}
+    "two_stage": RewardPreset(two_stage, lambda failure=-10.0, **_: failure),
+    "kevin": RewardPreset(kevin, lambda **_: 0.0),
+    "tiered": RewardPreset(tiered, lambda **_: -1.0),
+})
+PRESETS = MappingProxyType({name: REWARDS.resolve(name) for name in REWARDS.names()})  # the built-ins, read-only
 
 
-def _check(name: str, params: dict) -> _Preset:
-    if name not in PRESETS:
-        raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(sorted(PRESETS))}")
-    preset = PRESETS[name]
-    names = preset.fn.__code__.co_varnames[1:preset.fn.__code__.co_argcount]
+def register_reward(name: str, fn: Callable[..., float], *, minimum: float | Callable[..., float]) -> None:
+    """Make `fn(result, **params) -> float` available by name (agent, CLI `--reward`, trainers)."""
+    REWARDS.register(name, fn, minimum=minimum)
+
+
+def _check(name: str, params: dict) -> RewardPreset:
+    preset = REWARDS.resolve(name)
+    names = preset.parameter_names()
     unknown = sorted(set(params) - set(names))
     if unknown:
         raise ValueError(f"reward {name!r} has no parameter {', '.join(unknown)} (it takes {', '.join(names)})")
@@ -140,19 +203,26 @@ def _check(name: str, params: dict) -> _Preset:
 
 
 def get_reward(name: str, **params: float | str) -> RewardFn:
-    """The named preset with its parameters bound, e.g. `get_reward("makora", delta=1.8)(result)`."""
+    """The named preset (or `module:function`) with its parameters bound, e.g.
+    `get_reward("makora", delta=1.8)(result)`."""
     preset = _check(name, params)
     return partial(preset.fn, **params)
 
 
 def reward_minimum(name: str, **params: float | str) -> float:
     """The lowest value the preset gives (what `hack_detected` maps to)."""
-    return _check(name, params).minimum(**params)
+    return float(_check(name, params).minimum(**params))
 
 
 def parse_reward_spec(spec: str) -> tuple[str, dict[str, float | str]]:
-    """'makora' or 'makora:delta=1.5' or 'composite:alpha=0.2,gamma=0.5' -> (name, params)."""
-    name, _, rest = spec.partition(":")
+    """'makora', 'makora:delta=1.5', 'composite:alpha=0.2,gamma=0.5', or a user function 'pkg.mod:fn' /
+    'pkg.mod:fn:scale=2' -> (name, params). Unless the part before the first colon is a registered name, an
+    identifier after it is the function of a module."""
+    head, _, rest = spec.partition(":")
+    name = head.strip()
+    function, sep, after = rest.partition(":")
+    if name not in REWARDS.names() and function.strip().isidentifier():  # module:function[:params]
+        name, rest = f"{name}:{function.strip()}", after if sep else ""
     params: dict[str, float | str] = {}
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = item.partition("=")
@@ -162,5 +232,5 @@ def parse_reward_spec(spec: str) -> tuple[str, dict[str, float | str]]:
             params[key.strip()] = float(value)
         except ValueError:
             params[key.strip()] = value.strip()
-    _check(name.strip(), params)
-    return name.strip(), params
+    _check(name, params)
+    return name, params
