@@ -1,0 +1,556 @@
+"""The typed wire between the verdict process, the judge and the sandbox child. Stdlib only (no torch): the
+verdict process imports it, and so does the child before it confines itself.
+
+Three conversations, JSON on each:
+
+- the child's request file: `SandboxRequest`, or for a standby (started before its candidate exists)
+  `StandbyRequest`, whose candidate part comes later on the control pipe as a `StandbyAssignment`;
+- the child's events, one JSON line each on the protocol pipe, `{"event": kind, **fields}` (`parse_event`);
+  the runner makes `timing_granted` itself;
+- the judge's operations, one JSON line each way: `{"op": op, **fields}` (`parse_judge_request`), answered by
+  `{"ok": true, **fields}` or `{"ok": false, "error": ..., "traceback": ...}` (`parse_judge_reply`).
+
+Each message is a frozen dataclass whose `to_dict()` is exactly the dict the other side has always read and
+whose `from_dict()` validates: a missing or unknown key, a value of the wrong type (a bool is not an int), an
+unknown event kind or op raises `ProtocolError`. Events come from the process where candidate code runs, so
+parsing only looks at JSON values (it never imports, calls or evaluates anything) and cuts strings to the
+lengths the verdict uses. Semantic checks (a known dtype, the expected device, a trial index in range) stay
+with the verdict, which turns them into verdicts (wrong_output, ...) rather than protocol errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from kernelrl.sandbox.wire import (
+    _STR,
+    MAX_LINE_BYTES,
+    Message,
+    ProtocolError,
+    _bool,
+    _dict,
+    _error,
+    _field,
+    _int,
+    _json,
+    _list,
+    _loads,
+    _map,
+    _message,
+    _message_type,
+    _number,
+    _optional,
+    _str,
+    _type,
+)
+
+# -- the child's request ----------------------------------------------------------------------------------------
+
+
+@_message_type
+class Draw(Message):
+    """How the sandbox redraws a trial's inputs itself: the seed, where the factories create (a device type),
+    and the judge's probe of its own draw (compared as JSON)."""
+
+    seed: int = _field(_int)
+    on: str = _field(_STR)
+    probe: list = _field(_list(_json))
+
+
+@_message_type
+class IpcOffer(Message):
+    """A judge-owned device buffer for one large correctness output (CUDA IPC handle as hex)."""
+
+    handle: str = _field(_STR)
+    dtype: str = _field(_STR)
+    shape: list[int] = _field(_list(_int))
+
+
+def _arg(value: Any, where: str) -> dict:
+    """One argument of forward: {"tensor": k} (the trial's k-th tensor) or {"value": a plain JSON scalar}."""
+    arg = _dict(value, where)
+    if set(arg) == {"tensor"}:
+        _int(arg["tensor"], f"{where}.tensor")
+    elif set(arg) != {"value"} or not (arg["value"] is None or type(arg["value"]) in (bool, int, float, str)):
+        raise _error(where, "expected {'tensor': int} or {'value': a plain value}")
+    return arg
+
+
+@_message_type
+class TrialPlan(Message):
+    """One trial as the judge planned it (`prepare`): its input set, its inputs' headers (files in `in_dir` unless
+    `draw` says how to redraw them), forward's arguments, and for correctness outputs the shared buffers."""
+
+    index: int = _field(_int)
+    set: str = _field(_STR)
+    inputs: list[dict] = _field(_list(_dict))
+    args: list[dict] = _field(_list(_arg))
+    timed_only: bool = _field(_bool)  # feeds the timed calls only (no correctness run)
+    draw: Draw | None = _field(_optional(_message(Draw)), default=None, omit_none=True)
+    ipc: list[IpcOffer | None] | None = _field(_optional(_list(_optional(_message(IpcOffer)))), default=None,
+                                               omit_none=True)
+
+
+@_message_type
+class SandboxSettings(Message):
+    """The request's part known before the candidate (`SandboxLauncher.sandbox_settings`)."""
+
+    mode: str = _field(_STR)  # "gpu" or "cpu-interpreter"
+    isolate_network: bool = _field(_bool)
+    max_file_bytes: int = _field(_int)
+
+    @property
+    def gpu(self) -> bool:
+        return self.mode == "gpu"
+
+    def settings(self) -> SandboxSettings:
+        return SandboxSettings(mode=self.mode, isolate_network=self.isolate_network,
+                               max_file_bytes=self.max_file_bytes)
+
+
+@_message_type
+class StandbyRequest(SandboxSettings):
+    """A standby's request file: the settings and `"standby": true`."""
+
+    _envelope = ("standby", True)
+
+
+@_message_type
+class SandboxRequest(SandboxSettings):
+    """Everything the child reads from its request file (or a standby from its assignment)."""
+
+    problem_path: str = _field(_STR)
+    candidate_path: str = _field(_STR)
+    in_dir: str = _field(_STR)
+    out_dir: str = _field(_STR)
+    trials: list[TrialPlan] = _field(_list(_message(TrialPlan)))
+    timing_set: str = _field(_STR)
+    timing: bool = _field(_bool)
+    timer: dict = _field(_dict)  # TimerSettings' fields
+    timing_mode: str = _field(_STR)
+    paired_baseline: bool = _field(_bool)
+    kernel_share: bool = _field(_bool)  # measure the candidate's share of the GPU time before timing
+    memory_limit_bytes: int = _field(_int)
+    readonly_fs: bool = _field(_bool)
+    writable_paths: list[str] = _field(_list(_STR))
+
+    @classmethod
+    def create(cls, settings: SandboxSettings, **fields) -> SandboxRequest:
+        """The settings' part from `settings`, the rest from `fields`."""
+        return cls(mode=settings.mode, isolate_network=settings.isolate_network,
+                   max_file_bytes=settings.max_file_bytes, **fields)
+
+
+@_message_type
+class StandbyAssignment(Message):
+    """What a standby reads from its control pipe once its candidate exists: the whole request and the
+    environment variables its compile caches need."""
+
+    request: SandboxRequest = _field(_message(SandboxRequest))
+    env: dict[str, str] = _field(_map(_STR))
+
+
+def parse_request(data: Any) -> SandboxRequest | StandbyRequest:
+    """A request file's contents (a dict, or its JSON text)."""
+    if isinstance(data, str | bytes):
+        data = _loads(data)
+    if type(data) is dict and data.get("standby") is True:
+        return StandbyRequest.from_dict(data)
+    return SandboxRequest.from_dict(data)
+
+
+# -- the child's events -------------------------------------------------------------------------------------------
+
+EVENTS: dict[str, type[Event]] = {}  # kind -> its dataclass
+
+
+@_message_type
+class Event(Message):
+    kind: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._envelope = ("event", cls.kind)
+        EVENTS[cls.kind] = cls
+
+    @classmethod
+    def _label(cls) -> str:
+        return f"{cls.kind} event"
+
+
+@_message_type
+class OutputMeta(Message):
+    """One output tensor as the child reports it: its header, and the facts the runtime checks read."""
+
+    dtype: str = _field(_str(40))
+    shape: list[int] = _field(_list(_int))
+    device: str = _field(_str(16))
+    subclass: bool | None = _field(_optional(_bool), default=None, omit_none=True)
+    instance_attrs: list[str] | None = _field(_optional(_list(_str(100), limit=8)), default=None, omit_none=True)
+    aliases_input: bool | None = _field(_optional(_bool), default=None, omit_none=True)
+    reuses_buffer: bool | None = _field(_optional(_bool), default=None, omit_none=True)
+    changed_after_sync: bool | None = _field(_optional(_bool), default=None, omit_none=True)
+    ipc: bool | None = _field(_optional(_bool), default=None, omit_none=True)  # in the judge's shared buffer
+    sampled: int | None = _field(_optional(_int), default=None, omit_none=True)  # a timed call's sample: its size
+    sample_seed: int | None = _field(_optional(_int), default=None, omit_none=True)
+
+
+@_message_type
+class TimedCheck(Message):
+    """A timed call whose outputs went to the judge: its rep, the trial whose inputs it had, its outputs."""
+
+    rep: int = _field(_int)
+    trial: int = _field(_int)
+    outputs: list[OutputMeta] = _field(_list(_message(OutputMeta)))
+
+
+_MARKS = _map(_number)  # diagnostics: seconds from a start to each milestone
+_THREADS = _list(_str(200))
+
+
+@_message_type
+class StandbyEvent(Event):
+    """A standby is set up and waits for its assignment (the runner does not pass it on)."""
+
+    kind = "standby"
+
+
+@_message_type
+class ReadyEvent(Event):
+    kind = "ready"
+    isolation: list[str] = _field(_list(_str(32)))  # the confinement steps applied
+    marks: dict[str, float] = _field(_MARKS)
+
+
+@_message_type
+class ImportedEvent(Event):
+    kind = "imported"
+    marks: dict[str, float] = _field(_MARKS)
+
+
+@_message_type
+class InitializedEvent(Event):
+    kind = "initialized"
+
+
+@_message_type
+class InputsUnavailableEvent(Event):
+    """The inputs could not be drawn or differ from the judge's (before any candidate code ran)."""
+
+    kind = "inputs_unavailable"
+    detail: str = _field(_str(500))
+
+
+@_message_type
+class TrialEvent(Event):
+    kind = "trial"
+    index: int = _field(_int)
+    outputs: list[OutputMeta] = _field(_list(_message(OutputMeta)))
+    launches: int = _field(_int)  # candidate kernel launches during the call
+    threads: list[str] = _field(_THREADS)  # threads the candidate left running
+    changed_inputs: list[int] = _field(_list(_int, limit=64))  # inputs forward wrote to (the files say how)
+
+
+@_message_type
+class CensusEvent(Event):
+    """The candidate's share of one forward's GPU time; `details` holds the rest of the measurement."""
+
+    _rest = "details"
+    kind = "census"
+    fraction: float | None = _field(_optional(_number))
+    details: dict = _field(_dict, factory=dict)
+    method: str | None = _field(_optional(_str(32)))  # "events" or "profiler"
+
+
+@_message_type
+class TimingTokenEvent(Event):
+    """The child asks for the device's timing token (after its last trial)."""
+
+    kind = "timing_token"
+
+
+@_message_type
+class TimingGrantedEvent(Event):
+    """Made by the runner, never by the child: timing may start."""
+
+    kind = "timing_granted"
+
+
+@_message_type
+class TimingEvent(Event):
+    """The raw times: `timer` is the timer's raw dict (times_ms, wall_ms, method, ...), flat on the wire."""
+
+    _rest = "timer"
+    kind = "timing"
+    timer: dict = _field(_dict, factory=dict)
+    paired_reference: dict | None = _field(_optional(_dict), default=None, omit_none=True)
+    checked: list[TimedCheck] = _field(_list(_message(TimedCheck), limit=16))
+    calls: int = _field(_int)  # Python calls of the timed callable
+    launches: int = _field(_int)
+    threads: list[str] = _field(_THREADS)
+    marks: dict[str, float] = _field(_MARKS)
+
+    def raw(self) -> dict:
+        """The flat dict the timing summary reads (the wire form)."""
+        return self.to_dict()
+
+
+@_message_type
+class ErrorEvent(Event):
+    kind = "error"
+    stage: str = _field(_str(32))  # import, init, correctness or timing
+    exc_type: str = _field(_str(200))
+    message: str = _field(_str(2000))
+    traceback: str = _field(_str(6000, tail=True))
+
+
+@_message_type
+class ExitEvent(Event):
+    """The candidate called sys.exit."""
+
+    kind = "exit"
+    stage: str = _field(_str(32))
+    code: str = _field(_str(200))
+
+
+@_message_type
+class DoneEvent(Event):
+    kind = "done"
+
+
+@_message_type
+class TerminatedEvent(Event):
+    """From the PID namespace's init: how the stub ended (one of the two)."""
+
+    kind = "terminated"
+    signal: int | None = _field(_optional(_int), default=None, omit_none=True)
+    exit_code: int | None = _field(_optional(_int), default=None, omit_none=True)
+
+    def __post_init__(self) -> None:
+        if (self.signal is None) == (self.exit_code is None):
+            raise ValueError("expected exactly one of signal and exit_code")
+
+
+def parse_event(message: str | bytes | dict) -> Event:
+    """A child's event (a JSON line or its dict) as its dataclass; ProtocolError when it is not one."""
+    if isinstance(message, str | bytes):
+        if len(message) > MAX_LINE_BYTES:
+            raise ProtocolError(f"event longer than {MAX_LINE_BYTES} bytes")
+        message = _loads(message)
+    if type(message) is not dict:
+        raise ProtocolError(f"an event is an object, got {_type(message)}")
+    kind = message.get("event")
+    if type(kind) is not str:
+        raise ProtocolError("an event needs an 'event' string")
+    cls = EVENTS.get(kind) if kind else None
+    if cls is None:
+        raise ProtocolError(f"unknown event kind {kind[:40]!r}")
+    return cls.from_dict(message)
+
+
+# -- the judge's replies ------------------------------------------------------------------------------------------
+
+
+@_message_type
+class JudgeReply(Message):
+    _envelope = ("ok", True)
+
+
+@_message_type
+class JudgeFailure(Message):
+    """The judge's answer to a request that failed (or, on start-up, to no request at all)."""
+
+    _envelope = ("ok", False)
+    error: str = _field(_STR)
+    traceback: str | None = _field(_optional(_STR), default=None, omit_none=True)
+
+
+@_message_type
+class JudgeHello(JudgeReply):
+    """The judge's first line: what it runs on."""
+
+    mode: str = _field(_STR)  # "gpu" or "cpu-interpreter"
+    device_name: str = _field(_STR)
+    torch_version: str = _field(_STR)
+    triton_version: str | None = _field(_optional(_STR))
+    python_version: str = _field(_STR)
+
+
+@_message_type
+class PrepareReply(JudgeReply):
+    timing_flops: int | None = _field(_optional(_int))  # the timed call's matmul/conv FLOPs
+    trials: list[TrialPlan] = _field(_list(_message(TrialPlan)))
+    sets: list[str] = _field(_list(_STR))  # the correctness input sets
+    timing_set: str = _field(_STR)
+    seeds_sha256: str = _field(_STR)
+    output_dtypes: list[str] = _field(_list(_STR))
+    input_dtypes: list[str] = _field(_list(_STR))
+    outputs: list[dict] = _field(_list(_dict))  # headers of the first trial's reference outputs
+
+
+@_message_type
+class CompareReply(JudgeReply):
+    mismatch: dict | None = _field(_optional(_dict))  # kernelrl.results.Mismatch's fields but trial, input_set
+
+
+@_message_type
+class ReleaseReply(JudgeReply):
+    pass
+
+
+@_message_type
+class BandwidthReply(JudgeReply):
+    bytes_per_s: float | None = _field(_optional(_number))  # None on a CPU
+
+
+@_message_type
+class PeakFlopsReply(JudgeReply):
+    flops_per_s: float | None = _field(_optional(_number))
+
+
+@_message_type
+class BaselinesReply(JudgeReply):
+    """Raw timer dicts of the reference (eager, torch.compile), or why there are none."""
+
+    eager: dict | None = _field(_optional(_dict), default=None, omit_none=True)
+    inductor: dict | None = _field(_optional(_dict), default=None, omit_none=True)
+    inductor_compile_s: float | None = _field(_optional(_number), default=None, omit_none=True)
+    inductor_error: str | None = _field(_optional(_STR), default=None, omit_none=True)
+    unavailable: str | None = _field(_optional(_STR), default=None, omit_none=True)
+
+
+@_message_type
+class AuditFlag(Message):
+    flag: str = _field(_STR)
+    input_set: str | None = _field(_optional(_STR))
+    detail: str = _field(_STR)
+
+
+@_message_type
+class AuditReply(JudgeReply):
+    flags: list[AuditFlag] = _field(_list(_message(AuditFlag)))
+    eager_ms: dict[str, float] | None = _field(_optional(_map(_number)), default=None, omit_none=True)
+
+
+# -- the judge's requests -----------------------------------------------------------------------------------------
+
+JUDGE_OPS: dict[str, type[JudgeRequest]] = {}  # op -> its request dataclass
+
+
+@_message_type
+class JudgeRequest(Message):
+    op: ClassVar[str] = ""
+    reply: ClassVar[type[JudgeReply]] = JudgeReply
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._envelope = ("op", cls.op)
+        JUDGE_OPS[cls.op] = cls
+
+    @classmethod
+    def _label(cls) -> str:
+        return f"judge op {cls.op}"
+
+
+@_message_type
+class PrepareRequest(JudgeRequest):
+    """Draw every trial's inputs from the secret seed, keep the reference outputs, plan the trials."""
+
+    op = "prepare"
+    reply = PrepareReply
+    eval_id: str = _field(_STR)
+    problem_path: str = _field(_STR)
+    problem_sha256: str = _field(_STR)
+    master_seed: int = _field(_int)
+    min_trials: int = _field(_int)
+    input_sets: list[str] = _field(_list(_STR), factory=list)  # empty: the problem's default sets
+    in_dir: str = _field(_STR)
+    timing_variants: int = _field(_int, default=0)
+
+
+@_message_type
+class CompareRequest(JudgeRequest):
+    """Compare one trial's (or one timed call's, `prefix` "timed{n}") output files with the references."""
+
+    op = "compare"
+    reply = CompareReply
+    eval_id: str = _field(_STR)
+    trial: int = _field(_int)
+    out_dir: str = _field(_STR)
+    outputs: list[dict] = _field(_list(_dict))  # validated headers (+ ipc, sampled, sample_seed)
+    atol: float = _field(_number)
+    rtol: float = _field(_number)
+    prefix: str | None = _field(_optional(_STR), default=None)
+    changed_inputs: list[int] = _field(_list(_int), factory=list)
+
+
+@_message_type
+class ReleaseRequest(JudgeRequest):
+    op = "release"
+    reply = ReleaseReply
+    eval_id: str = _field(_STR)
+
+
+@_message_type
+class BaselinesRequest(JudgeRequest):
+    op = "baselines"
+    reply = BaselinesReply
+    problem_path: str = _field(_STR)
+    problem_sha256: str = _field(_STR)
+    seed: int = _field(_int)
+    timer: dict = _field(_dict)  # TimerSettings' fields
+    mode: str = _field(_STR, default="events")
+    inductor: bool = _field(_bool)
+    fresh: bool = _field(_bool, default=False)
+
+
+@_message_type
+class BandwidthRequest(JudgeRequest):
+    op = "bandwidth"
+    reply = BandwidthReply
+
+
+@_message_type
+class PeakFlopsRequest(JudgeRequest):
+    op = "peak_flops"
+    reply = PeakFlopsReply
+
+
+@_message_type
+class AuditRequest(JudgeRequest):
+    op = "audit"
+    reply = AuditReply
+    problem_path: str = _field(_STR)
+    problem_sha256: str = _field(_STR)
+    timing: bool = _field(_bool, default=False)
+    tolerances: dict = _field(_dict, factory=dict)  # dtype -> [atol, rtol] overrides
+    input_sets: list[str] = _field(_list(_STR), factory=list)
+
+
+def parse_judge_request(message: str | bytes | dict) -> JudgeRequest:
+    """A judge request (a JSON line or its dict) as its dataclass; ProtocolError for an unknown op."""
+    if isinstance(message, str | bytes):
+        message = _loads(message)
+    if type(message) is not dict:
+        raise ProtocolError(f"a judge request is an object, got {_type(message)}")
+    op = message.get("op")
+    if type(op) is not str:
+        raise ProtocolError("a judge request needs an 'op' string")
+    cls = JUDGE_OPS.get(op) if op else None
+    if cls is None:
+        raise ProtocolError(f"unknown judge op {op[:40]!r}")
+    return cls.from_dict(message)
+
+
+def parse_judge_reply(op: str, message: str | bytes | dict) -> JudgeReply | JudgeFailure:
+    """The judge's answer to `op`: its reply dataclass, or a JudgeFailure when it says ok: false."""
+    if op not in JUDGE_OPS:
+        raise ProtocolError(f"unknown judge op {str(op)[:40]!r}")
+    if isinstance(message, str | bytes):
+        message = _loads(message)
+    ok = _dict(message, f"reply to {op}").get("ok")
+    if ok is False:
+        return JudgeFailure.from_dict(message, f"reply to {op}")
+    if ok is not True:
+        raise ProtocolError(f"reply to {op}: 'ok' must be true or false")
+    return JUDGE_OPS[op].reply.from_dict(message, f"reply to {op}")
