@@ -3,14 +3,14 @@
 Order matters: confine the process while it is single-threaded, import torch, initialize the device,
 capture the timer's functions, and only then import the candidate. Everything after that import runs next
 to untrusted code, so this process only *reports* (outputs as raw tensor files, raw times, errors); the
-verdict is decided elsewhere. Messages go out as JSON lines on the protocol fd.
+verdict is decided elsewhere. Messages go out as JSON lines on the protocol fd, each built from its dataclass in
+kernelrl.sandbox.protocol (which also reads the request).
 
 Usage: python -m kernelrl.sandbox.child REQUEST.json
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
@@ -18,6 +18,30 @@ import time
 import traceback
 
 from kernelrl.sandbox import isolation
+from kernelrl.sandbox.protocol import (
+    CensusEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    ExitEvent,
+    ImportedEvent,
+    InitializedEvent,
+    InputsUnavailableEvent,
+    IpcOffer,
+    OutputMeta,
+    ReadyEvent,
+    SandboxRequest,
+    StandbyAssignment,
+    StandbyEvent,
+    StandbyRequest,
+    TerminatedEvent,
+    TimedCheck,
+    TimingEvent,
+    TimingTokenEvent,
+    TrialEvent,
+    TrialPlan,
+    parse_request,
+)
 
 _clock = time.perf_counter  # captured before any candidate code exists
 _TIMED_CHECKS = 4  # timed calls whose outputs go to the judge (one more per batch an adaptive timer adds)
@@ -31,24 +55,20 @@ class _Channel:
     def __init__(self, fd: int) -> None:
         self._fd = fd
 
-    def send(self, event: str, **fields) -> None:
-        data = (json.dumps({"event": event, **fields}) + "\n").encode()
+    def send(self, event: Event) -> None:
+        data = (event.to_json() + "\n").encode()
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
 
 
-def _error_fields(exc: BaseException, stage: str) -> dict:
+def _error_event(exc: BaseException, stage: str) -> ErrorEvent:
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
     # drop the stub's own frames: the model only needs its code's part of the story
     text = "".join(line for line in lines if "kernelrl/sandbox/child.py" not in line)
     cls = type(exc)
-    return {
-        "stage": stage,
-        "exc_type": f"{cls.__module__}.{cls.__qualname__}",
-        "message": str(exc)[:2000],
-        "traceback": text[-6000:],
-    }
+    return ErrorEvent(stage=stage, exc_type=f"{cls.__module__}.{cls.__qualname__}", message=str(exc)[:2000],
+                      traceback=text[-6000:])
 
 
 def _flatten_outputs(out) -> list:
@@ -63,33 +83,33 @@ def _flatten_outputs(out) -> list:
     )
 
 
-def read_request(path: str) -> dict:
+def read_request(path: str) -> SandboxRequest | StandbyRequest:
     """The evaluator's request, deleted once read: it holds the seeds the inputs are drawn from, and the
     candidate may read files."""
-    with open(path) as f:
-        request = json.load(f)
+    with open(path, "rb") as f:
+        data = f.read()
     os.unlink(path)
-    return request
+    return parse_request(data)
 
 
-def _trial_inputs(request: dict, trial: dict, problem, sets: dict, device, torch, host_stage) -> list:
+def _trial_inputs(request: SandboxRequest, trial: TrialPlan, problem, sets: dict, device, torch, host_stage) -> list:
     """One trial's input tensors, before any candidate code runs: drawn here from the trial's seed when the
     judge found the draw reproducible (checked against the judge's probe), else read from the judge's files,
     which are then deleted (a candidate could read them and precompute answers)."""
     from kernelrl.problems.input_sets import draw_inputs, input_probe
     from kernelrl.sandbox.tensorio import read_tensor
 
-    draw = trial.get("draw")
+    draw = trial.draw
     if draw is None:
         tensors = []
-        for k, meta in enumerate(trial["inputs"]):
-            path = os.path.join(request["in_dir"], f"trial{trial['index']}_in{k}.bin")
+        for k, meta in enumerate(trial.inputs):
+            path = os.path.join(request.in_dir, f"trial{trial.index}_in{k}.bin")
             tensors.append(read_tensor(path, meta, device, host_stage))
             os.unlink(path)
         return tensors
-    values = draw_inputs(torch, problem.get_inputs, sets[trial["set"]], draw["seed"], draw["on"], device)
-    if input_probe(torch, values) != draw["probe"]:
-        raise _InputsMismatch(f"trial {trial['index']} (input set {trial['set']})")
+    values = draw_inputs(torch, problem.get_inputs, sets[trial.set], draw.seed, draw.on, device)
+    if input_probe(torch, values) != draw.probe:
+        raise _InputsMismatch(f"trial {trial.index} (input set {trial.set})")
     return [v for v in values if isinstance(v, torch.Tensor)]
 
 
@@ -97,9 +117,9 @@ class _InputsMismatch(Exception):
     pass
 
 
-def _args_for(trial: dict, tensors: list) -> list:
+def _args_for(trial: TrialPlan, tensors: list) -> list:
     """Forward's arguments for a trial: its tensors where it has tensors, its plain values elsewhere."""
-    return [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in trial["args"]]
+    return [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in trial.args]
 
 
 def _early_copy(t):
@@ -131,13 +151,14 @@ def _output_facts(torch, t, inputs: list, previous: list) -> dict:
     return facts
 
 
-def _copy_to_judge(torch, ipc, offer: dict, meta: dict, values) -> bool:
+def _copy_to_judge(torch, ipc, offer: IpcOffer | dict, meta: dict, values) -> bool:
     """Copy an output into the judge's shared buffer (same dtype and shape as the reference); False: it goes
     through a file instead (no IPC here, another shape, a failed mapping)."""
-    if ipc is None or meta["dtype"] != offer.get("dtype") or meta["shape"] != offer.get("shape"):
+    offer = IpcOffer.coerce(offer)
+    if ipc is None or meta["dtype"] != offer.dtype or meta["shape"] != offer.shape:
         return False
     try:
-        ptr = ipc.open(offer["handle"])
+        ptr = ipc.open(offer.handle)
     except Exception:  # noqa: BLE001 - the file path below works everywhere
         return False
     from kernelrl.sandbox.cuda_ipc import device_bytes
@@ -226,9 +247,9 @@ def _init_process(channel: _Channel) -> None:
         pid, status = os.waitpid(-1, 0)  # also reaps orphans the candidate leaves behind
         if pid == child:
             if os.WIFSIGNALED(status):
-                channel.send("terminated", signal=os.WTERMSIG(status))
+                channel.send(TerminatedEvent(signal=os.WTERMSIG(status)))
             else:
-                channel.send("terminated", exit_code=os.WEXITSTATUS(status))
+                channel.send(TerminatedEvent(exit_code=os.WEXITSTATUS(status)))
             os._exit(0)
 
 
@@ -248,7 +269,7 @@ def _shared_buffers():
         return None
 
 
-def _read_assignment(control_fd: int | None) -> dict:
+def _read_assignment(control_fd: int | None) -> StandbyAssignment:
     """A standby's assignment: one JSON line on the control pipe ({"request": {...}, "env": {...}})."""
     if control_fd is None:
         raise RuntimeError("a standby sandbox needs a control pipe")
@@ -258,7 +279,7 @@ def _read_assignment(control_fd: int | None) -> dict:
         if not chunk:  # the verdict process discarded this standby
             os._exit(0)
         data += chunk
-    return json.loads(data)
+    return StandbyAssignment.from_json(bytes(data))
 
 
 def _wait_for_timing_token(channel: _Channel, control_fd: int | None) -> None:
@@ -266,32 +287,34 @@ def _wait_for_timing_token(channel: _Channel, control_fd: int | None) -> None:
     candidate times on a GPU at a time. Without a control fd (old callers) timing starts at once."""
     if control_fd is None:
         return
-    channel.send("timing_token")
+    channel.send(TimingTokenEvent())
     while True:
         data = os.read(control_fd, 64)
         if not data or b"go" in data:  # EOF: the verdict process is gone or stopped us; the group is killed anyway
             return
 
 
-def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
+def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_fd: int | None = None) -> None:
     """The stub's work, from the first confinement step to `done`. Entered by `main` (fresh process) or by
     the zygote's forked child (`kernelrl.sandbox.zygote`), always as PID 1 of a new PID namespace when one
     exists. Never returns (os._exit)."""
     channel = _Channel(proto_fd)
     marks = {"stub": _clock()}
+    if isinstance(request, dict):
+        request = parse_request(request)
     isolation.die_with_parent()
     in_pid_namespace = os.getpid() == 1
     if in_pid_namespace:
         _init_process(channel)
         isolation.die_with_parent()
     applied = ["process-group", "private-tmpdir", "env-allowlist"]
-    network = isolation.isolate_network() if request["isolate_network"] else None
+    network = isolation.isolate_network() if request.isolate_network else None
     if network:
         applied.append(network)
     import resource
 
     isolation.set_limit(resource.RLIMIT_CORE, 0)
-    if isolation.set_limit(resource.RLIMIT_FSIZE, request["max_file_bytes"]):
+    if isolation.set_limit(resource.RLIMIT_FSIZE, request.max_file_bytes):
         applied.append("rlimit-fsize")
     if isolation.no_new_privs():
         applied.append("no-new-privs")
@@ -307,7 +330,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     from kernelrl.timing.cuda_timer import TimerOps, TimerSettings, time_cuda, time_paired
     from kernelrl.verify.compare import sample_positions
 
-    gpu = request["mode"] == "gpu"
+    gpu = request.gpu
     marks["imports"] = _clock()
     if gpu:
         torch.cuda.init()
@@ -317,7 +340,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     # the same numerics as the judge's reference (no TF32 for fp32 matmuls and convolutions)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    if request.get("standby"):
+    if isinstance(request, StandbyRequest):
         # started before its candidate existed: everything above is the same for every candidate; the rest of
         # the request (the candidate's paths and cache directories, the trials) comes on the control pipe
         if gpu:
@@ -328,19 +351,19 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             except Exception as exc:  # noqa: BLE001 - the candidate then pays Triton's start-up, nothing worse
                 print(f"kernelrl standby: Triton warm-up failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
         marks["standby"] = _clock()  # torch.utils.cpp_extension, which the census wraps, came with the zygote
-        channel.send("standby")
+        channel.send(StandbyEvent())
         assignment = _read_assignment(control_fd)
         marks["assigned"] = _clock()
-        request.update(assignment["request"])
-        os.environ.update(assignment["env"])  # read when used: Triton's and the extension builder's caches
+        request = assignment.request
+        os.environ.update(assignment.env)  # read when used: Triton's and the extension builder's caches
     sync, event_cls = (torch.cuda.synchronize, torch.cuda.Event) if gpu else (None, None)
-    if not gpu and request["memory_limit_bytes"]:
+    if not gpu and request.memory_limit_bytes:
         # address-space caps break CUDA start-up (see DESIGN.md); on GPU the parent's RSS watchdog caps memory
-        if isolation.set_limit(resource.RLIMIT_AS, request["memory_limit_bytes"]):
+        if isolation.set_limit(resource.RLIMIT_AS, request.memory_limit_bytes):
             applied.append("rlimit-as")
-    if in_pid_namespace and request["readonly_fs"]:
+    if in_pid_namespace and request.readonly_fs:
         # after CUDA start-up; the Triton, Inductor and CUDA-extension caches live in the writable paths
-        if isolation.readonly_filesystem(request["writable_paths"]):
+        if isolation.readonly_filesystem(request.writable_paths):
             applied.append("readonly-fs")
     marks["readonly_fs"] = _clock()
     if isolation.drop_capabilities():  # after CUDA start-up, which may need them
@@ -360,7 +383,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     ipc = _shared_buffers() if gpu else None  # large correctness outputs into the judge's buffers
     marks["ready"] = _clock()
     # where start-up time went (diagnostics): seconds from the stub's start to each mark
-    channel.send("ready", isolation=applied, marks={k: round(v - marks["stub"], 4) for k, v in marks.items()})
+    channel.send(ReadyEvent(isolation=applied, marks={k: round(v - marks["stub"], 4) for k, v in marks.items()}))
 
     def load(path: str, name: str):
         spec = importlib.util.spec_from_file_location(name, path)
@@ -372,26 +395,26 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
     stage = "import"
     try:
         import_marks = {"start": _clock()}
-        problem = load(request["problem_path"], "kernelrl_problem")
+        problem = load(request.problem_path, "kernelrl_problem")
         sets = input_sets(problem)
         import_marks["problem"] = _clock()
         try:  # every trial's inputs exist before the candidate does; forward gets copies
-            pristine = {t["index"]: _trial_inputs(request, t, problem, sets, device, torch, host_stage)
-                        for t in request["trials"]}
+            pristine = {t.index: _trial_inputs(request, t, problem, sets, device, torch, host_stage)
+                        for t in request.trials}
         except Exception as exc:  # noqa: BLE001 - no candidate code has run: a problem or harness failure
             what = "differ from the judge's" if isinstance(exc, _InputsMismatch) else "could not be drawn"
-            channel.send("inputs_unavailable", detail=f"the inputs {what}: {type(exc).__name__}: {str(exc)[:300]}")
+            channel.send(InputsUnavailableEvent(detail=f"the inputs {what}: {type(exc).__name__}: {str(exc)[:300]}"))
             os._exit(0)
         if gpu:
             sync()
         import_marks["inputs"] = _clock()
         threads_before = set(current_frames())
-        candidate = load(request["candidate_path"], "kernelrl_candidate")
+        candidate = load(request.candidate_path, "kernelrl_candidate")
         model_cls = getattr(candidate, "ModelNew", None)
         if not isinstance(model_cls, type):
             raise TypeError("the candidate module defines no class ModelNew")
         # diagnostics only (the candidate's code runs in this process): seconds from the import stage's start
-        channel.send("imported", marks={k: round(v - import_marks["start"], 4) for k, v in import_marks.items()})
+        channel.send(ImportedEvent(marks={k: round(v - import_marks["start"], 4) for k, v in import_marks.items()}))
 
         stage = "init"
         models: dict[str, object] = {}
@@ -410,18 +433,18 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
         def stray_threads() -> list[str]:
             return sorted(str(t) for t in set(current_frames()) - threads_before)[:8]
 
-        model_for(request["trials"][0]["set"])
-        channel.send("initialized")
+        model_for(request.trials[0].set)
+        channel.send(InitializedEvent())
 
         stage = "correctness"
-        out_dir = request["out_dir"]
-        timed_trials = [t for t in request["trials"] if t["set"] == request["timing_set"]]
+        out_dir = request.out_dir
+        timed_trials = [t for t in request.trials if t.set == request.timing_set]
         previous: list = []  # earlier calls' outputs, still held as a caller would hold them
-        for trial in request["trials"]:
-            if trial.get("timed_only"):  # inputs for the timed calls only (their outputs are checked there)
+        for trial in request.trials:
+            if trial.timed_only:  # inputs for the timed calls only (their outputs are checked there)
                 continue
-            index = trial["index"]
-            model = model_for(trial["set"])
+            index = trial.index
+            model = model_for(trial.set)
             inputs = [t.clone() for t in pristine[index]]
             args = _args_for(trial, inputs)
             if gpu:
@@ -436,7 +459,7 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             if gpu:
                 sync()
             metas = []
-            offers = trial.get("ipc") or []
+            offers = trial.ipc or []
             for k, t in enumerate(outputs):
                 meta = tensor_meta(t)
                 meta.update(_output_facts(torch, t, inputs, previous))
@@ -454,28 +477,30 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             for k in changed:  # the judge says how: it compares them with its originals
                 write_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), inputs[k], host_stage)
             del inputs, args
-            if all(t["index"] != index for t in timed_trials):
+            if all(t.index != index for t in timed_trials):
                 del pristine[index]
             previous += outputs
-            channel.send("trial", index=index, outputs=metas, launches=launched, threads=stray_threads(),
-                         changed_inputs=changed)
+            channel.send(TrialEvent(index=index, outputs=[OutputMeta(**m) for m in metas], launches=launched,
+                                    threads=stray_threads(), changed_inputs=changed))
 
-        if gpu and request["timing"] and timed_trials:
+        if gpu and request.timing and timed_trials:
             stage = "timing"
-            model = model_for(timed_trials[0]["set"])
+            model = model_for(timed_trials[0].set)
             # the timed calls rotate through the timing set's trials (their pristine inputs), refilled into the
             # same buffers before each call, never the same inputs twice in a row; a secret subset of calls is
             # checked, large outputs at secret positions
-            variants = [pristine[t["index"]] for t in timed_trials]
+            variants = [pristine[t.index] for t in timed_trials]
             buffers = [t.clone() for t in variants[0]]
             args = _args_for(timed_trials[0], buffers)
             # measured before the token: other sandboxes time meanwhile (a timed run pauses this one)
-            if request["kernel_share"]:
-                channel.send("census", **_candidate_gpu_fraction(torch, share, census, model, args))
+            if request.kernel_share:
+                measured = _candidate_gpu_fraction(torch, share, census, model, args)
+                channel.send(CensusEvent(fraction=measured.pop("fraction"), method=measured.pop("method"),
+                                         details=measured))
             _wait_for_timing_token(channel, control_fd)
             granted = _clock()
             state: dict = {"variant": 0, "checks": set(), "check_s": 0.0, "threads": set()}
-            checked: list[dict] = []
+            checked: list[TimedCheck] = []
 
             def refill() -> None:
                 if len(variants) > 1:
@@ -511,7 +536,8 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                         else:
                             write_tensor(path, t, host_stage)
                     metas.append(meta)
-                checked.append({"rep": i, "trial": timed_trials[state["variant"]]["index"], "outputs": metas})
+                checked.append(TimedCheck(rep=i, trial=timed_trials[state["variant"]].index,
+                                          outputs=[OutputMeta(**m) for m in metas]))
                 state["check_s"] += _clock() - began
 
             def call():  # counted: a CUDA graph's replays run no Python, so its calls are the captures
@@ -522,12 +548,12 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
             state["calls"] = 0
             launches = census.launches
             timer = dict(torch=torch, synchronize=sync, event_cls=event_cls, clock=_clock,
-                         settings=TimerSettings(**request["timer"]), prepare=refill, inspect=check,
-                         mode=request["timing_mode"], ops=timer_ops)
-            extra = {}
-            if request["paired_baseline"]:  # the problem's own Model, built as the judge builds it
+                         settings=TimerSettings(**request.timer), prepare=refill, inspect=check,
+                         mode=request.timing_mode, ops=timer_ops)
+            paired_reference = None
+            if request.paired_baseline:  # the problem's own Model, built as the judge builds it
                 torch.manual_seed(42)
-                init_inputs = call_with(problem.get_init_inputs, sets[timed_trials[0]["set"]])
+                init_inputs = call_with(problem.get_init_inputs, sets[timed_trials[0].set])
                 torch.manual_seed(42)
                 torch.cuda.manual_seed(42)
                 reference = problem.Model(*init_inputs).to(device)
@@ -537,22 +563,22 @@ def run(request: dict, proto_fd: int, control_fd: int | None = None) -> None:
                         return reference(*args)
 
                 paired = time_paired(call, reference_call, rng=secret, **timer)
-                raw, extra = paired["a"], {"paired_reference": paired["b"]}
+                raw, paired_reference = paired["a"], paired["b"]
             else:
                 raw = time_cuda(call, **timer)
             timing_marks = {"timed": round(_clock() - granted, 4), "checks": round(state["check_s"], 4)}
-            channel.send("timing", **raw, **extra, checked=checked, calls=state["calls"],
-                         launches=census.launches - launches,
-                         threads=sorted(state["threads"].union(stray_threads()))[:8], marks=timing_marks)
+            channel.send(TimingEvent(timer=raw, paired_reference=paired_reference, checked=checked,
+                                     calls=state["calls"], launches=census.launches - launches,
+                                     threads=sorted(state["threads"].union(stray_threads()))[:8], marks=timing_marks))
     except SystemExit as exc:
-        channel.send("exit", stage=stage, code=str(exc.code)[:200])
+        channel.send(ExitEvent(stage=stage, code=str(exc.code)[:200]))
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - everything the candidate raises is reported, nothing escapes
-        channel.send("error", **_error_fields(exc, stage))
+        channel.send(_error_event(exc, stage))
         os._exit(0)
     sys.stdout.flush()  # before "done": the verdict process stops reading once it has that
     sys.stderr.flush()
-    channel.send("done")
+    channel.send(DoneEvent())
     os._exit(0)  # skip atexit hooks and finalizers the candidate may have registered
 
 

@@ -5,7 +5,8 @@ sandbox, keeps the originals and the reference outputs in its own memory (undump
 candidate cannot read them through /proc), compares the raw output files a candidate wrote, and times the
 eager and Inductor baselines with the same timer the sandbox uses.
 
-Protocol: one JSON request per line on stdin, one JSON response per line on the original stdout.
+Protocol (kernelrl.sandbox.protocol): one JSON request per line on stdin, one JSON response per line on the
+original stdout. The request methods take a request dataclass or its dict and return the reply's fields.
 Usage: python -m kernelrl.sandbox.judge DEVICE   (auto | cpu | cuda)
 """
 
@@ -29,6 +30,27 @@ from kernelrl.problems.input_sets import (
     timing_set,
 )
 from kernelrl.sandbox import isolation
+from kernelrl.sandbox.protocol import (
+    AuditFlag,
+    AuditReply,
+    AuditRequest,
+    BandwidthReply,
+    BaselinesReply,
+    BaselinesRequest,
+    CompareReply,
+    CompareRequest,
+    Draw,
+    IpcOffer,
+    JudgeFailure,
+    JudgeHello,
+    PeakFlopsReply,
+    PrepareReply,
+    PrepareRequest,
+    ReleaseReply,
+    ReleaseRequest,
+    TrialPlan,
+    parse_judge_request,
+)
 
 _clock = time.perf_counter
 
@@ -59,7 +81,7 @@ class Judge:
         self.modules: dict[str, tuple] = {}  # problem sha -> (module, input sets)
         self.models: dict[tuple, object] = {}  # (problem sha, constructor args) -> reference model
         self.evals: dict[str, dict] = {}
-        self._baseline_cache: dict[str, dict] = {}
+        self._baseline_cache: dict[str, BaselinesReply] = {}
         self._bandwidth: float | None = None
         self._peak_flops: float | None = None
         self._flop_counts: dict[tuple, int | None] = {}
@@ -145,13 +167,13 @@ class Judge:
                 self._flop_counts[key] = None
         return self._flop_counts[key]
 
-    def peak_flops(self, req: dict) -> dict:
+    def peak_flops(self, req: object = None) -> dict:
         """The fastest dense matmul rate this device reaches (FLOP/s), fp16 and fp32-with-TF32, best of a few
         8192^3 products: the FLOP floor divides a problem's FLOPs by it, so no honest kernel (whatever tensor
         cores it uses) can be faster."""
         torch = self.torch
         if not self.gpu:
-            return {"flops_per_s": None}
+            return PeakFlopsReply(flops_per_s=None).fields()
         if self._peak_flops is None:
             n, best = 8192, 0.0
             allow = torch.backends.cuda.matmul.allow_tf32
@@ -173,11 +195,11 @@ class Judge:
                 torch.backends.cuda.matmul.allow_tf32 = allow
             torch.cuda.empty_cache()
             self._peak_flops = best
-        return {"flops_per_s": self._peak_flops}
+        return PeakFlopsReply(flops_per_s=self._peak_flops).fields()
 
     def _ipc_offers(self, outputs: list) -> tuple[list, list]:
         """For each large reference output, a NaN-filled device buffer of its size shared through CUDA IPC:
-        (ptr, nbytes) kept here, {"handle", "dtype", "shape"} for the sandbox; None where the output is small
+        (ptr, nbytes) kept here, an IpcOffer for the sandbox; None where the output is small
         or sharing failed (it then comes as a file)."""
         from kernelrl.sandbox.cuda_ipc import MIN_BYTES, CudaIpc, CudaIpcError, device_bytes
         from kernelrl.sandbox.tensorio import dtype_name
@@ -197,8 +219,8 @@ class Judge:
                     try:
                         device_bytes(self.torch, ptr, nbytes).fill_(0xFF)  # NaN (or -1) until the copy lands
                         self._sync()
-                        offer = {"handle": self._ipc.export(ptr), "dtype": dtype_name(ref.dtype),
-                                 "shape": list(ref.shape)}
+                        offer = IpcOffer(handle=self._ipc.export(ptr), dtype=dtype_name(ref.dtype),
+                                         shape=list(ref.shape))
                     except Exception:
                         self._ipc.free(ptr)
                         raise
@@ -234,7 +256,7 @@ class Judge:
             self.torch.cuda.synchronize()
 
     # -- requests --------------------------------------------------------------------------------------
-    def hello(self, req: dict) -> dict:
+    def hello(self, req: object = None) -> dict:
         torch = self.torch
         try:
             import triton
@@ -243,67 +265,67 @@ class Judge:
         except ImportError:
             triton_version = None
         props = torch.cuda.get_device_properties(self.device) if self.gpu else None
-        return {
-            "mode": "gpu" if self.gpu else "cpu-interpreter",
-            "device_name": props.name if props else (platform.processor() or platform.machine() or "cpu"),
-            "torch_version": torch.__version__,
-            "triton_version": triton_version,
-            "python_version": platform.python_version(),
-        }
+        return JudgeHello(
+            mode="gpu" if self.gpu else "cpu-interpreter",
+            device_name=props.name if props else (platform.processor() or platform.machine() or "cpu"),
+            torch_version=torch.__version__,
+            triton_version=triton_version,
+            python_version=platform.python_version(),
+        ).fields()
 
-    def prepare(self, req: dict) -> dict:
+    def prepare(self, req: PrepareRequest | dict) -> dict:
         """Draw every trial's inputs from the secret seed, write copies for the sandbox, keep the originals
         and the reference outputs here."""
         from kernelrl.sandbox.tensorio import dtype_name, tensor_meta
 
-        module, sets = self._module(req["problem_path"], req["problem_sha256"])
-        names = correctness_sets(list(sets), self.gpu, req.get("input_sets"))
-        count = max(req["min_trials"], len(names))
+        req = PrepareRequest.coerce(req)
+        module, sets = self._module(req.problem_path, req.problem_sha256)
+        names = correctness_sets(list(sets), self.gpu, req.input_sets)
+        count = max(req.min_trials, len(names))
         plan = [names[i % len(names)] for i in range(count)]
         timed = timing_set(list(sets))
         checked = len(plan)  # trials run for correctness; the rest only feed the timed calls
         if timed in names:  # the timed calls rotate through this many different inputs of the timing set
-            plan += [timed] * max(0, req.get("timing_variants", 0) - plan.count(timed))
-        seeds = [int(hashlib.sha256(f"{req['master_seed']}:{i}".encode()).hexdigest()[:15], 16)
+            plan += [timed] * max(0, req.timing_variants - plan.count(timed))
+        seeds = [int(hashlib.sha256(f"{req.master_seed}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]
         trials, refs, originals, offers = [], [], [], {}
-        self.evals[req["eval_id"]] = {"refs": refs, "originals": originals, "ipc": offers}
+        self.evals[req.eval_id] = {"refs": refs, "originals": originals, "ipc": offers}
         try:
             self._prepare_trials(req, module, sets, plan, seeds, checked, trials, refs, originals, offers)
         except BaseException:
-            self.release(req)  # the shared buffers made so far
+            self.release(ReleaseRequest(eval_id=req.eval_id))  # the shared buffers made so far
             raise
         timed_trial = next((i for i, name in enumerate(plan) if name == timed), None)
-        return {
-            "timing_flops": None if timed_trial is None else self._flops(
-                req["problem_sha256"], module, sets[timed], trials[timed_trial]["args"],
-                originals[timed_trial]),
-            "trials": trials,
-            "sets": names,
-            "timing_set": timing_set(list(sets)),
-            "seeds_sha256": hashlib.sha256(json.dumps(seeds).encode()).hexdigest(),
-            "output_dtypes": sorted({dtype_name(t.dtype) for ref in refs for t in ref}),
-            "input_dtypes": sorted({m["dtype"] for trial in trials for m in trial["inputs"]}),
-            "outputs": [tensor_meta(t) for t in refs[0]],
-        }
+        return PrepareReply(
+            timing_flops=None if timed_trial is None else self._flops(
+                req.problem_sha256, module, sets[timed], trials[timed_trial].args, originals[timed_trial]),
+            trials=trials,
+            sets=names,
+            timing_set=timing_set(list(sets)),
+            seeds_sha256=hashlib.sha256(json.dumps(seeds).encode()).hexdigest(),
+            output_dtypes=sorted({dtype_name(t.dtype) for ref in refs for t in ref}),
+            input_dtypes=sorted({m["dtype"] for trial in trials for m in trial.inputs}),
+            outputs=[tensor_meta(t) for t in refs[0]],
+        ).fields()
 
-    def _prepare_trials(self, req: dict, module, sets: dict, plan: list[str], seeds: list[int], checked: int,
+    def _prepare_trials(self, req: PrepareRequest, module, sets: dict, plan: list[str], seeds: list[int], checked: int,
                         trials: list, refs: list, originals: list, offers: dict) -> None:
         from kernelrl.sandbox.tensorio import tensor_meta, write_tensor
 
         torch = self.torch
         for index, (seed, set_name) in enumerate(zip(seeds, plan, strict=True)):
-            model = self._model(req["problem_sha256"], module, sets[set_name])
+            model = self._model(req.problem_sha256, module, sets[set_name])
             values = self._inputs(module, sets[set_name], seed)
             # the sandbox draws these itself from the seed when that reproduces them; else it reads files
-            redraw = self._is_reproducible(req["problem_sha256"], module, set_name, sets[set_name], values, seed)
+            redraw = self._is_reproducible(req.problem_sha256, module, set_name, sets[set_name], values, seed)
             metas, args, tensors = [], [], []
             for value in values:
                 if isinstance(value, torch.Tensor):
                     if redraw:
                         metas.append(tensor_meta(value))
                     else:
-                        path = os.path.join(req["in_dir"], f"trial{index}_in{len(tensors)}.bin")
+                        path = os.path.join(req.in_dir, f"trial{index}_in{len(tensors)}.bin")
                         metas.append(write_tensor(path, value, self._stage))
                     args.append({"tensor": len(tensors)})
                     tensors.append(value)
@@ -316,26 +338,27 @@ class Judge:
             with torch.no_grad():
                 outputs = [t.detach().clone() for t in _flatten(model(*call_args), torch)]
             self._sync()
-            trial = {"index": index, "set": set_name, "inputs": metas, "args": args, "timed_only": index >= checked}
-            if redraw:
-                trial["draw"] = {"seed": seed, "on": self._draw_on.get(module.__name__, self.device.type),
-                                 "probe": input_probe(torch, values)}
+            draw = Draw(seed=seed, on=self._draw_on.get(module.__name__, self.device.type),
+                        probe=input_probe(torch, values)) if redraw else None
+            ipc = None
             if self.gpu and index < checked:  # correctness outputs: large ones come back in shared buffers
-                offers[index], trial["ipc"] = self._ipc_offers(outputs)
-            trials.append(trial)
+                offers[index], ipc = self._ipc_offers(outputs)
+            trials.append(TrialPlan(index=index, set=set_name, inputs=metas, args=args, timed_only=index >= checked,
+                                    draw=draw, ipc=ipc))
             refs.append(outputs)
             originals.append(tensors)
 
-    def compare(self, req: dict) -> dict:
+    def compare(self, req: CompareRequest | dict) -> dict:
         from kernelrl.sandbox.tensorio import read_tensor
         from kernelrl.verify.compare import compare_outputs, compare_sampled, inputs_mutated
 
-        state = self.evals[req["eval_id"]]
-        index = req["trial"]
-        out_dir = req["out_dir"]
-        prefix = req.get("prefix") or f"trial{index}"  # timed calls' outputs come as timed{n}_out{k}.bin
+        req = CompareRequest.coerce(req)
+        state = self.evals[req.eval_id]
+        index = req.trial
+        out_dir = req.out_dir
+        prefix = req.prefix or f"trial{index}"  # timed calls' outputs come as timed{n}_out{k}.bin
         expected, originals = state["refs"][index], state["originals"][index]
-        metas = req["outputs"]
+        metas = req.outputs
         if any(m.get("sampled") for m in metas):  # a timed call's large outputs, sampled at secret positions
             mismatch = None
             if len(metas) != len(expected):
@@ -349,21 +372,21 @@ class Judge:
                 if n:
                     values = read_tensor(path, {"dtype": meta["dtype"], "shape": [n]}, ref.device, self._stage)
                     found = compare_sampled(ref, meta["shape"], meta["dtype"], meta.get("sample_seed"), values,
-                                            req["atol"], req["rtol"])
+                                            req.atol, req.rtol)
                 else:
-                    found = compare_outputs([ref], [read_tensor(path, meta, ref.device, self._stage)], req["atol"],
-                                            req["rtol"])
+                    found = compare_outputs([ref], [read_tensor(path, meta, ref.device, self._stage)], req.atol,
+                                            req.rtol)
                 if found is not None:
                     mismatch = {**found, "output_index": k}
-            return {"mismatch": mismatch}
-        if req.get("prefix") and any(m.get("ipc") for m in metas):  # buffers hold correctness outputs only
+            return CompareReply(mismatch=mismatch).fields()
+        if req.prefix and any(m.get("ipc") for m in metas):  # buffers hold correctness outputs only
             raise ValueError("a timed call's output claims a shared buffer")
         actual = [self._shared_output(state, index, k, meta, expected[k]) if meta.get("ipc") and k < len(expected)
                   else read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta, self.device, self._stage)
                   for k, meta in enumerate(metas)]
-        mismatch = compare_outputs(expected, actual, req["atol"], req["rtol"])
+        mismatch = compare_outputs(expected, actual, req.atol, req.rtol)
         # inputs the sandbox saw change (it compares each with a pristine copy) come back as files
-        changed = [k for k in req.get("changed_inputs") or [] if isinstance(k, int) and 0 <= k < len(originals)]
+        changed = [k for k in req.changed_inputs if 0 <= k < len(originals)]
         if mismatch is None and changed:
             after = [
                 read_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), {
@@ -372,23 +395,24 @@ class Judge:
                 for k in changed
             ]
             mismatch = inputs_mutated([originals[k] for k in changed], after, changed)
-        return {"mismatch": mismatch}
+        return CompareReply(mismatch=mismatch).fields()
 
-    def audit(self, req: dict) -> dict:
+    def audit(self, req: AuditRequest | dict) -> dict:
         """Flag a degenerate or unusable problem (see kernelrl.verify.degeneracy and kernelrl.problems.audit)."""
+        req = AuditRequest.coerce(req)
         try:
-            module, sets = self._module(req["problem_path"], req["problem_sha256"])
-            names = correctness_sets(list(sets), self.gpu, req.get("input_sets") or None)
+            module, sets = self._module(req.problem_path, req.problem_sha256)
+            names = correctness_sets(list(sets), self.gpu, req.input_sets or None)
         except Exception as exc:  # noqa: BLE001 - an unloadable problem is the finding
             detail = f"{type(exc).__name__}: {exc}"[:500]
-            return {"flags": [{"flag": "reference_raises", "input_set": None, "detail": detail}]}
+            return AuditReply(flags=[AuditFlag(flag="reference_raises", input_set=None, detail=detail)]).fields()
         flags, eager_ms = [], {}
         for name in names:
             found, median = self._audit_set(req, module, sets, name)
-            flags.extend({"flag": flag, "input_set": name, "detail": detail} for flag, detail in found)
+            flags.extend(AuditFlag(flag=flag, input_set=name, detail=detail) for flag, detail in found)
             if median is not None:
                 eager_ms[name] = median
-        return {"flags": flags, "eager_ms": eager_ms}
+        return AuditReply(flags=flags, eager_ms=eager_ms).fields()
 
     def _runner(self, model):
         torch = self.torch
@@ -400,7 +424,7 @@ class Judge:
 
         return run
 
-    def _audit_set(self, req: dict, module, sets: dict, name: str) -> tuple[list[tuple[str, str]], float | None]:
+    def _audit_set(self, req: AuditRequest, module, sets: dict, name: str) -> tuple[list[tuple[str, str]], float | None]:
         """Flags for one input set, and the eager median (ms) when it was timed."""
         from kernelrl.sandbox.tensorio import dtype_name
         from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
@@ -419,10 +443,10 @@ class Judge:
 
         median = None
         try:
-            model = self._model(req["problem_sha256"], module, params)
+            model = self._model(req.problem_sha256, module, params)
             run = self._runner(model)
             probe = run(fresh(1001))
-            overrides = {k: tuple(v) for k, v in (req.get("tolerances") or {}).items()}
+            overrides = {k: tuple(v) for k, v in req.tolerances.items()}
             tol = tolerance_for(sorted({dtype_name(t.dtype) for t in probe}), overrides)
             reinit_run = None
             if any(True for _ in model.parameters()) or any(True for _ in model.buffers()):
@@ -431,7 +455,7 @@ class Judge:
                 torch.manual_seed(43)
                 reinit_run = self._runner(module.Model(*init_inputs).to(self.device))
             found = output_flags(run, fresh, tol.atol, tol.rtol, reinit_run)
-            if self.gpu and req.get("timing") and name == timing_set(list(sets)):
+            if self.gpu and req.timing and name == timing_set(list(sets)):
                 inputs = fresh(1001)
                 size = sum(v.numel() * v.element_size() for v in inputs if isinstance(v, torch.Tensor))
                 if size > 2 << 30:
@@ -452,12 +476,12 @@ class Judge:
         except Exception as exc:  # noqa: BLE001 - the reference failing is the finding
             return [("reference_raises", f"{type(exc).__name__}: {exc}"[:500])], median
 
-    def bandwidth(self, req: dict) -> dict:
+    def bandwidth(self, req: object = None) -> dict:
         """Device memory bandwidth (bytes/s) of a large device-to-device copy, the best of a few: the
         speed-of-light floor divides bytes by it."""
         torch = self.torch
         if not self.gpu:
-            return {"bytes_per_s": None}
+            return BandwidthReply(bytes_per_s=None).fields()
         if self._bandwidth is None:
             src = torch.empty(1 << 30, dtype=torch.uint8, device=self.device)
             dst = torch.empty_like(src)
@@ -472,32 +496,33 @@ class Judge:
             del src, dst
             torch.cuda.empty_cache()
             self._bandwidth = 2 * (1 << 30) / best  # read + write
-        return {"bytes_per_s": self._bandwidth}
+        return BandwidthReply(bytes_per_s=self._bandwidth).fields()
 
-    def release(self, req: dict) -> dict:
-        state = self.evals.pop(req["eval_id"], None)
+    def release(self, req: ReleaseRequest | dict) -> dict:
+        state = self.evals.pop(ReleaseRequest.coerce(req).eval_id, None)
         if state is not None and state.get("ipc"):
             self._free_offers(state["ipc"])  # the sandbox is gone, and its mappings with it
         if self.gpu:
             self.torch.cuda.empty_cache()
-        return {}
+        return ReleaseReply().fields()
 
-    def baselines(self, req: dict) -> dict:
+    def baselines(self, req: BaselinesRequest | dict) -> dict:
         """Eager and torch.compile (default mode) times of the reference, same timer and mode as candidates."""
         from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
 
         torch = self.torch
+        req = BaselinesRequest.coerce(req)
         if not self.gpu:
-            return {"unavailable": "baselines are timed on a GPU only"}
-        mode = req.get("mode", "events")
-        key = json.dumps([req["problem_sha256"], req["timer"], req["inductor"], mode])
-        if key in self._baseline_cache and not req.get("fresh"):
-            return self._baseline_cache[key]
-        module, sets = self._module(req["problem_path"], req["problem_sha256"])
+            return BaselinesReply(unavailable="baselines are timed on a GPU only").fields()
+        mode = req.mode
+        key = json.dumps([req.problem_sha256, req.timer, req.inductor, mode])
+        if key in self._baseline_cache and not req.fresh:
+            return self._baseline_cache[key].fields()
+        module, sets = self._module(req.problem_path, req.problem_sha256)
         params = sets[timing_set(list(sets))]
-        model = self._model(req["problem_sha256"], module, params)
-        args = self._inputs(module, params, req["seed"])
-        settings = TimerSettings(**req["timer"])
+        model = self._model(req.problem_sha256, module, params)
+        args = self._inputs(module, params, req.seed)
+        settings = TimerSettings(**req.timer)
 
         def timer(fn):
             return time_cuda(fn, torch=torch, synchronize=torch.cuda.synchronize, event_cls=torch.cuda.Event,
@@ -508,7 +533,7 @@ class Judge:
                 model(*args)
 
         result: dict = {"eager": timer(eager)}
-        if req["inductor"]:
+        if req.inductor:
             try:
                 compiled = torch.compile(model)
                 start = _clock()
@@ -525,8 +550,8 @@ class Judge:
                 result["inductor_compile_s"] = compile_s
             except Exception as exc:  # noqa: BLE001 - a compiler failure leaves eager numbers usable
                 result["inductor_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
-        self._baseline_cache[key] = result
-        return result
+        self._baseline_cache[key] = BaselinesReply(**result)
+        return self._baseline_cache[key].fields()
 
 
 def main(argv: list[str]) -> None:
@@ -537,9 +562,9 @@ def main(argv: list[str]) -> None:
     try:
         judge = Judge(argv[1] if len(argv) > 1 else "auto")
     except Exception as exc:  # noqa: BLE001
-        protocol.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        protocol.write(JudgeFailure(error=f"{type(exc).__name__}: {exc}").to_json() + "\n")
         return
-    protocol.write(json.dumps({"ok": True, **judge.hello({})}) + "\n")
+    protocol.write(JudgeHello(**judge.hello()).to_json() + "\n")
     handlers = {
         "prepare": judge.prepare,
         "compare": judge.compare,
@@ -550,13 +575,13 @@ def main(argv: list[str]) -> None:
         "audit": judge.audit,
     }
     for line in sys.stdin:
-        req = json.loads(line)
-        try:
-            response = {"ok": True, **handlers[req["op"]](req)}
+        try:  # an unknown op or a malformed request: ProtocolError, answered like any failure
+            req = parse_judge_request(line)
+            response = json.dumps({"ok": True, **handlers[req.op](req)})
         except Exception as exc:  # noqa: BLE001 - reported to the parent, the judge keeps serving
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            response = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000], "traceback": text[-4000:]}
-        protocol.write(json.dumps(response) + "\n")
+            response = JudgeFailure(error=f"{type(exc).__name__}: {exc}"[:2000], traceback=text[-4000:]).to_json()
+        protocol.write(response + "\n")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,7 @@
-"""The verdict process's handle on the judge worker (stdlib only; the judge imports torch, we do not)."""
+"""The verdict process's handle on the judge worker (stdlib only; the judge imports torch, we do not).
+
+`call(PrepareRequest(...))` sends a typed request and returns its typed reply (kernelrl.sandbox.protocol);
+`request("prepare", **fields)` sends the same message built from keywords and returns the reply's dict."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from kernelrl.sandbox.protocol import JudgeHello, JudgeReply, JudgeRequest, ProtocolError, parse_judge_request
 
 
 class JudgeError(RuntimeError):
@@ -31,6 +36,7 @@ class JudgeClient:
         self.timeout_s = timeout_s
         self.proc: subprocess.Popen | None = None
         self.info: dict = {}
+        self.hello: JudgeHello | None = None
         self._stderr = None
         # one request at a time: concurrent evaluations (Evaluator.evaluate_many) share this judge
         self._lock = threading.RLock()
@@ -46,6 +52,11 @@ class JudgeClient:
         if not hello.get("ok"):
             self.close()
             raise JudgeError(f"the judge process could not start: {hello.get('error')}")
+        try:
+            self.hello = JudgeHello.from_dict(hello)
+        except ProtocolError as exc:
+            self.close()
+            raise JudgeError(f"the judge process could not start: {exc}") from None
         self.info = {k: v for k, v in hello.items() if k != "ok"}
 
     def running(self) -> bool:
@@ -82,14 +93,28 @@ class JudgeClient:
         return json.loads(line)
 
     def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+        """Send op with `fields` (checked against the op's request type first); the reply's dict."""
+        try:
+            message = parse_judge_request({"op": op, **fields})
+        except ProtocolError as exc:
+            raise JudgeError(f"malformed judge request: {exc}") from None
         with self._lock:
-            return self._request(op, timeout_s, **fields)
+            return self._request(message, timeout_s)
 
-    def _request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+    def call(self, message: JudgeRequest, timeout_s: float | None = None) -> JudgeReply:
+        """Send a typed request; its typed reply (JudgeError when the judge failed it or answered nonsense)."""
+        with self._lock:
+            response = self._request(message, timeout_s)
+        try:
+            return message.reply.from_dict(response, f"reply to {message.op}")
+        except ProtocolError as exc:
+            raise JudgeError(f"malformed reply from the judge: {exc}") from None
+
+    def _request(self, message: JudgeRequest, timeout_s: float | None = None) -> dict:
         self.ensure_started()
         assert self.proc is not None and self.proc.stdin is not None
         try:
-            self.proc.stdin.write((json.dumps({"op": op, **fields}) + "\n").encode())
+            self.proc.stdin.write((message.to_json() + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             tail = self._stderr_tail()
