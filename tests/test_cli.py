@@ -293,3 +293,14 @@ def test_result_tables_keep_long_ids_at_80_columns():
             assert first_column.startswith(fits + (too_long if n == 2 else "")), text
             if n == 1:
                 assert any(fits in line for line in lines), text
+
+
+def test_rules_json_lists_every_static_rule_and_runtime_check():
+    from kernelrl.candidates.rules import RULES
+    from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
+
+    run = cli("rules", "--json")
+    assert run.returncode == 0, run.stderr
+    listed = json.loads(run.stdout)
+    assert [r["id"] for r in listed if r["kind"] == "static"] == [r.id for r in RULES]
+    assert {r["id"] for r in listed if r["kind"] == "runtime"} == set(RUNTIME_CHECKS)

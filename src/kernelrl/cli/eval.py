@@ -196,7 +196,7 @@ def rules_cmd(json_output: JsonOpt = False) -> None:
     runtime = [{"id": c.id, "policy": "reject", "message": c.message, "kind": "runtime",
                 "gpu_only": c.gpu_only} for c in RUNTIME_CHECKS.values()]
     if json_output:
-        static = [{**dataclasses.asdict(rule), "kind": "static"} for rule in RULES]
+        static = [{"id": r.id, "policy": r.policy, "message": r.message, "kind": "static"} for r in RULES]
         typer.echo(json.dumps(static + runtime, indent=2))
         return
     console = stdout()

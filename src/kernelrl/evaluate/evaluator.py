@@ -42,6 +42,7 @@ from kernelrl.results import CorrectnessReport, Environment, EvalResult, Stage, 
 from kernelrl.sandbox.gate import DeviceGate, RunSlots
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
 from kernelrl.sandbox.launcher import LaunchSettings, SandboxLauncher, Standby, new_workdir
+from kernelrl.sandbox.protocol import SandboxRequest, TrialPlan
 from kernelrl.verify.tolerance import tolerance_for
 
 
@@ -300,20 +301,20 @@ class Evaluator:
         candidate_path = workdir / "candidate.py"
         candidate_path.write_text(code)
         caches = self.launcher.candidate_caches(code)
-        request = {
-            **self.launcher.sandbox_settings(env.mode),
-            "problem_path": str(problem.path), "candidate_path": str(candidate_path),
-            "in_dir": str(in_dir), "out_dir": str(out_dir), "trials": prepared["trials"],
-            "timing_set": prepared["timing_set"],
-            "timing": cfg.timing, "timer": dataclasses.asdict(cfg.timer), "timing_mode": cfg.timing_mode,
-            "paired_baseline": cfg.paired_baseline,
+        request = SandboxRequest.create(
+            self.launcher.sandbox_settings(env.mode),
+            problem_path=str(problem.path), candidate_path=str(candidate_path),
+            in_dir=str(in_dir), out_dir=str(out_dir), trials=[TrialPlan.from_dict(t) for t in prepared["trials"]],
+            timing_set=prepared["timing_set"],
+            timing=cfg.timing, timer=dataclasses.asdict(cfg.timer), timing_mode=cfg.timing_mode,
+            paired_baseline=cfg.paired_baseline,
             # the measured forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
-            "kernel_share": cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
+            kernel_share=cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
                 "rt-kernel-gpu-fraction", "reject") != "off",
-            "memory_limit_bytes": int(cfg.memory_limit_gb * GiB), "readonly_fs": cfg.readonly_filesystem,
+            memory_limit_bytes=int(cfg.memory_limit_gb * GiB), readonly_fs=cfg.readonly_filesystem,
             # its own compile caches are the only writable places outside workdir
-            "writable_paths": [str(workdir), *caches.values()],
-        }
+            writable_paths=[str(workdir), *caches.values()],
+        )
         prepare_s = time.monotonic() - started
         trials = Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
                          int(cfg.max_output_gb * GiB), dict(cfg.runtime_policy or {}))

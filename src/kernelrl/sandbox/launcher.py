@@ -8,7 +8,6 @@ never reads an evaluator's state. Stdlib only, like the rest of the verdict proc
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import sys
@@ -21,6 +20,13 @@ from pathlib import Path
 from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.judge_client import python_env
+from kernelrl.sandbox.protocol import (
+    SandboxRequest,
+    SandboxSettings,
+    StandbyAssignment,
+    StandbyRequest,
+    parse_event,
+)
 from kernelrl.sandbox.runner import ChildOutcome, SpawnedChild, run_child, spawn_child, watch_child
 from kernelrl.sandbox.zygote_client import ZygoteClient, ZygoteError
 
@@ -96,10 +102,10 @@ class SandboxLauncher:
         self._standby_lock = threading.Lock()
 
     # -- the request's part known before the candidate --------------------------------------------------------
-    def sandbox_settings(self, mode: str) -> dict:
+    def sandbox_settings(self, mode: str) -> SandboxSettings:
         """The request's part a sandbox needs before its candidate is known (a standby's whole request)."""
-        return {"mode": mode, "isolate_network": self.settings.isolate_network,
-                "max_file_bytes": self.settings.max_file_bytes}
+        return SandboxSettings(mode=mode, isolate_network=self.settings.isolate_network,
+                               max_file_bytes=self.settings.max_file_bytes)
 
     def candidate_caches(self, code: str) -> dict[str, str]:
         """This candidate's own compile caches. Triton's for this exact source: a re-evaluated identical candidate
@@ -150,7 +156,7 @@ class SandboxLauncher:
             self.pool_failures += 1  # evaluations fall back to fresh processes
 
     def _standby_key(self, mode: str) -> str:
-        return json.dumps(self.sandbox_settings(mode), sort_keys=True)
+        return self.sandbox_settings(mode).to_json()
 
     def take_standby(self, mode: str) -> Standby | None:
         """A waiting standby for this evaluation (started now if none waits), after starting replacements up to
@@ -189,7 +195,9 @@ class SandboxLauncher:
         env = {**self.child_env(mode, workdir), "TRITON_CACHE_DIR": str(harness),
                "TORCH_EXTENSIONS_DIR": str(workdir / "torch-extensions")}
         request_path = workdir / "request.json"
-        request_path.write_text(json.dumps({**self.sandbox_settings(mode), "standby": True}))
+        settings = self.sandbox_settings(mode)
+        request_path.write_text(StandbyRequest(mode=settings.mode, isolate_network=settings.isolate_network,
+                                               max_file_bytes=settings.max_file_bytes).to_json())
         zygote = self.pool(mode)
         message = {"op": "fork", "env": env, "cwd": str(home), "request_path": str(request_path)}
         try:
@@ -233,7 +241,7 @@ class SandboxLauncher:
             env["TRITON_INTERPRET"] = "1"
         return env
 
-    def run(self, *, workdir: Path, mode: str, request: dict, caches: dict[str, str],
+    def run(self, *, workdir: Path, mode: str, request: SandboxRequest, caches: dict[str, str],
             on_event: Callable[[dict], bool], token_allowed: Callable[[], bool],
             standby: Standby | None = None) -> tuple[ChildOutcome, str]:
         """Run the candidate's sandbox: a standby (started ahead, its assignment sent on its control pipe), else
@@ -247,11 +255,12 @@ class SandboxLauncher:
             timeouts={"start": s.startup_timeout_s, "import": s.compile_timeout_s, "run": s.run_timeout_s},
             memory_limit_bytes=s.memory_limit_bytes, log_limit_bytes=s.log_limit_bytes,
             on_event=on_event, gate=self.gate, token_allowed=token_allowed,
+            validate=lambda event: parse_event(event).to_dict(),  # typed wire: malformed -> protocol violation
         )
         common = dict(env=child_env, cwd=str(home), **watch)
         if standby is not None:
             try:
-                standby.child.send((json.dumps({"request": request, "env": caches}) + "\n").encode())
+                standby.child.send((StandbyAssignment(request=request, env=caches).to_json() + "\n").encode())
             except OSError:  # it died waiting
                 self.gate.unregister(standby.child.pgid)
                 standby.child.close()
@@ -262,7 +271,7 @@ class SandboxLauncher:
                 # it died before it was ready (no candidate code ran): start one the usual way
         request_path = workdir / "request.json"
         if self.pool_enabled():
-            request_path.write_text(json.dumps(request))
+            request_path.write_text(request.to_json())
             zygote = self.pool(mode)
             message = {"op": "fork", "env": child_env, "cwd": str(home), "request_path": str(request_path)}
             try:
@@ -278,6 +287,6 @@ class SandboxLauncher:
         if self._prefix is None:
             self._prefix = pid_namespace_prefix() if s.isolate_processes else []
         prefix = self._prefix if s.isolate_processes else []
-        request_path.write_text(json.dumps(request))
+        request_path.write_text(request.to_json())
         argv = [*prefix, sys.executable, "-m", "kernelrl.sandbox.child", str(request_path)]
         return run_child(argv, **common), "fresh-process"

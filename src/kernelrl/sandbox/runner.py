@@ -195,6 +195,7 @@ def watch_child(
     on_event: Callable[[dict], bool],
     gate: DeviceGate | None = None,
     token_allowed: Callable[[], bool] | None = None,
+    validate: Callable[[dict], dict] | None = None,
 ) -> ChildOutcome:
     """Watch a started child to completion. `on_event` sees each protocol message; returning False stops the
     child. Its process group is killed and its pipes closed on return.
@@ -204,7 +205,9 @@ def watch_child(
     child is finished), then the child is told to go on. Time spent waiting or stopped by another sandbox's
     timed run does not count against the deadlines. `token_allowed` says whether the child may time now (an
     honest stub asks only after its last trial); a request before that is a protocol violation. A standby's
-    `standby` message (it waits for its assignment) is not an event.
+    `standby` message (it waits for its assignment) is not an event. `validate` (the sandbox's: the typed wire,
+    `kernelrl.sandbox.protocol`) returns the event as the verdict may read it, or raises ValueError: a
+    malformed or unknown event is then a protocol violation.
     """
     outcome = ChildOutcome()
     log = LogBuffer(log_limit_bytes)
@@ -265,6 +268,12 @@ def watch_child(
                     except ValueError:
                         outcome.protocol_error = f"malformed protocol message: {line[:200]!r}"
                         break
+                    if validate is not None:
+                        try:
+                            event = validate(event)
+                        except ValueError as exc:  # ProtocolError: the candidate's process wrote it
+                            outcome.protocol_error = f"malformed {str(event['event'])[:40]!r} message: {str(exc)[:300]}"
+                            break
                     if event["event"] == "standby":
                         continue
                     outcome.events.append(event)
