@@ -184,3 +184,28 @@ def test_cli_bench_solutions_then_report(tmp_path):
     assert bad.returncode == 2 and "cannot read replay file" in bad.stderr
     unknown = cli("bench", "--policy", "solutions", "--problem", "level9/nope", "--run-dir", run_dir)
     assert unknown.returncode == 2 and "level9/nope" in unknown.stderr
+
+
+def test_kernels_holds_only_correct_kernels_and_a_report_elsewhere_keeps_its_links(tmp_path):
+    """kernels/ gets solved problems only; an unsolved problem's best attempt goes to attempts/best-incorrect/,
+    headed by its verdict; a report written outside the run directory links to both by relative paths that
+    resolve from where the page is."""
+    import re
+
+    run_dir = tmp_path / "run"
+    store = RunStore(run_dir)
+    for s in (step("level0/1_relu", 0, 1, Status.CORRECT, level=0), step("level1/1_row_softmax", 0, 1,
+              Status.WRONG_OUTPUT), step("level1/1_row_softmax", 1, 1, Status.COMPILE_ERROR)):
+        store.record(s)
+    (tmp_path / "elsewhere").mkdir()
+    page_path = write_report(run_dir, tmp_path / "elsewhere" / "report.html")
+    assert (run_dir / "kernels" / "level0" / "1_relu.py").is_file()
+    assert not (run_dir / "kernels" / "level1").exists()
+    attempt = (run_dir / "attempts" / "best-incorrect" / "level1" / "1_row_softmax.py").read_text()
+    assert "NOT correct" in attempt and "wrong_output" in attempt
+    page = page_path.read_text()
+    hrefs = re.findall(r'href="([^"#]+)"', page)
+    assert any(h.endswith("kernels/level0/1_relu.py") for h in hrefs)
+    assert any(h.endswith("attempts/best-incorrect/level1/1_row_softmax.py") for h in hrefs)
+    assert all((page_path.parent / h).resolve().is_file() for h in hrefs), hrefs
+    assert "best attempt (incorrect)" in page

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -93,7 +94,7 @@ def _problem_rows(summaries: Sequence[ProblemSummary], links: dict[str, str]) ->
                  str(p.correct_samples), f'<span class="{"ok" if p.solved else "bad"}">{html.escape(p.best_status)}</span>',
                  _fmt(p.best_reward), "" if p.best_turn is None else str(p.best_turn),
                  _fmt(p.speedup_vs_eager, "x"), _fmt(p.speedup_vs_inductor, "x"), _fmt(p.tokens, "int"),
-                 f'<a href="{html.escape(link)}">{"best kernel" if p.solved else "last kernel"}</a>' if link else "–"]
+                 f'<a href="{html.escape(link)}">{"best kernel" if p.solved else "best attempt (incorrect)"}</a>' if link else "–"]
         rows.append("<tr>" + "".join(f"<td{' class=l' if i in (0, 5, 11) else ''}>{c}</td>"
                                      for i, c in enumerate(cells)) + "</tr>")
     header = "".join(f"<th{' class=l' if i in (0, 5, 11) else ''}>{h}</th>" for i, h in enumerate(head))
@@ -101,8 +102,10 @@ def _problem_rows(summaries: Sequence[ProblemSummary], links: dict[str, str]) ->
 
 
 def write_best_kernels(run_dir: Path, steps: Sequence[Step]) -> dict[str, str]:
-    """Write each problem's best kernel (best correct by reward, else its furthest-reaching attempt with code)
-    to RUN_DIR/kernels/<problem id>.py; returns problem id -> path relative to the run directory."""
+    """Write each solved problem's best correct kernel to RUN_DIR/kernels/<problem id>.py, and each unsolved
+    problem's best attempt with code (furthest-reaching, then latest) to RUN_DIR/attempts/best-incorrect/<problem
+    id>.py, headed by its verdict: kernels/ holds only correct kernels. Returns problem id -> path relative to the
+    run directory."""
     links: dict[str, str] = {}
     for summary in problem_summaries(steps):
         chosen = next((s for s in steps if s.problem_id == summary.problem_id and s.sample == summary.best_sample
@@ -112,23 +115,31 @@ def write_best_kernels(run_dir: Path, steps: Sequence[Step]) -> dict[str, str]:
             chosen = with_code[-1] if with_code else None
         if chosen is None:
             continue
-        rel = Path("kernels") / f"{summary.problem_id}.py"
+        solved = chosen.result.correct
+        rel = (Path("kernels") if solved else Path("attempts") / "best-incorrect") / f"{summary.problem_id}.py"
         path = run_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        header = (f"# kernelrl best kernel for {summary.problem_id}: sample {chosen.sample}, turn {chosen.turn}, "
+        what = "best kernel" if solved else "best attempt (NOT correct)"
+        header = (f"# kernelrl {what} for {summary.problem_id}: sample {chosen.sample}, turn {chosen.turn}, "
                   f"{chosen.result.status.value}, reward {chosen.reward:.4g}\n")
+        if not solved:
+            header += f"# verdict: {chosen.result.message[:200]}\n"
         path.write_text(header + chosen.code)
         links[summary.problem_id] = rel.as_posix()
     return links
 
 
-def render_html(run_dir: str | Path) -> str:
+def render_html(run_dir: str | Path, out_dir: str | Path | None = None) -> str:
+    """The report page; its links are relative to `out_dir`, where the page will be written (default the run
+    directory), so a report written elsewhere still opens the kernels."""
     run_dir = Path(run_dir)
     store = RunStore(run_dir)
     steps = store.steps()
     config = store.read_config()
     by_level = metrics_by_level(steps)
     links = write_best_kernels(run_dir, steps)
+    if out_dir is not None:
+        links = {pid: Path(os.path.relpath(run_dir / rel, Path(out_dir))).as_posix() for pid, rel in links.items()}
     summaries = problem_summaries(steps)
     overall = by_level["all"]
     status_labels = list(overall.status_counts)
@@ -162,5 +173,5 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Write RUN_DIR/report.html (or `out`) and the best kernels it links to."""
     run_dir = Path(run_dir)
     path = Path(out) if out is not None else run_dir / "report.html"
-    path.write_text(render_html(run_dir))
+    path.write_text(render_html(run_dir, out_dir=path.resolve().parent if out is not None else None))
     return path
