@@ -209,3 +209,28 @@ def test_kernels_holds_only_correct_kernels_and_a_report_elsewhere_keeps_its_lin
     assert any(h.endswith("attempts/best-incorrect/level1/1_row_softmax.py") for h in hrefs)
     assert all((page_path.parent / h).resolve().is_file() for h in hrefs), hrefs
     assert "best attempt (incorrect)" in page
+
+
+def test_report_page_colours_verdicts_folds_settings_and_plots_turns_on_cpu(tmp_path):
+    """A CPU run (no timings): verdicts coloured by status, the settings folded, the tables wrapped, and per-turn
+    reward and correct-attempt charts with one bar per turn; run-provided text is escaped."""
+    import re
+
+    run_dir = tmp_path / "run"
+    store = RunStore(run_dir)
+    hostile = step("level0/1_relu", 0, 1, Status.WRONG_OUTPUT, level=0)
+    hostile.result.message = "<script>alert(1)</script>"
+    for s in (hostile, step("level0/1_relu", 0, 2, Status.CORRECT, level=0),
+              step("level1/1_row_softmax", 0, 1, Status.COMPILE_ERROR), step("level1/1_row_softmax", 0, 2,
+                                                                              Status.COMPILE_ERROR),
+              step("level1/1_row_softmax", 0, 3, Status.WRONG_OUTPUT)):
+        store.record(s)
+    page = write_report(run_dir).read_text()
+    assert '<span class="st-correct">correct</span>' in page
+    assert '<span class="st-wrong_output">wrong_output</span>' in page
+    assert "<details><summary>settings</summary>" in page and "<div class=wrap><table>" in page
+    per_turn = re.search(r'aria-label="mean reward per turn">(.*?)</svg>', page).group(1)
+    assert per_turn.count("<rect") == 3 and "turn 3" in per_turn
+    correct = re.search(r'aria-label="correct attempts per turn">(.*?)</svg>', page).group(1)
+    assert re.findall(r">(\d+)</text>", correct) == ["0", "1", "0"]
+    assert "<script>" not in page

@@ -21,6 +21,10 @@ th,td{border:1px solid #dde;padding:.25rem .5rem;text-align:right;white-space:no
 th{background:#f3f5f9} td.l,th.l{text-align:left}
 .meta{color:#5b6472;font-size:.85rem} .ok{color:#137333;font-weight:600} .bad{color:#b3261e}
 .note{color:#5b6472;font-style:italic} .plots{display:flex;flex-wrap:wrap;gap:2rem}
+.wrap{overflow-x:auto;max-width:100%} details{margin:.3rem 0} summary{cursor:pointer;color:#5b6472;font-size:.85rem}
+.st-correct{color:#137333;font-weight:600} .st-wrong_output,.st-runtime_error{color:#b3261e}
+.st-hack_detected{color:#7b1fa2;font-weight:600} .st-timeout,.st-crashed{color:#c76b00}
+.st-format_error,.st-compile_error,.st-unsupported{color:#6b7280}
 svg text{font-size:11px;fill:#1d2430}
 """
 
@@ -54,21 +58,25 @@ def _metrics_table(by_level: dict[str, Metrics]) -> str:
         rows.append("<tr>" + "".join(f"<td{' class=l' if i == 0 else ''}>{html.escape(c)}</td>"
                                      for i, c in enumerate(cells)) + "</tr>")
     header = "<tr>" + "".join(f"<th{' class=l' if i == 0 else ''}>{html.escape(h)}</th>" for i, h in enumerate(head))
-    return f"<table>{header}</tr>{''.join(rows)}</table>"
+    return f"<div class=wrap><table>{header}</tr>{''.join(rows)}</table></div>"
 
 
-def _bar_chart(title: str, labels: Sequence[str], values: Sequence[int], color: str = "#4a6fd1") -> str:
+def _count_or_value(value: float) -> str:
+    return str(value) if isinstance(value, int) else f"{value:.3g}"
+
+
+def _bar_chart(title: str, labels: Sequence[str], values: Sequence[float], color: str = "#4a6fd1") -> str:
     width, bar_h, label_w = 460, 18, 150
-    top = max(values) if values else 0
+    top = max([0, *values])
     height = 24 + bar_h * len(labels) + 8
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
              f'aria-label="{html.escape(title)}"><text x="0" y="14" font-weight="bold">{html.escape(title)}</text>']
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         y = 24 + i * bar_h
-        w = 0 if not top else (width - label_w - 50) * value / top
+        w = 0 if not top else (width - label_w - 50) * max(0, value) / top  # a negative value: a label only
         parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{html.escape(label)}</text>'
                      f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{bar_h - 5}" fill="{color}"/>'
-                     f'<text x="{label_w + w + 4:.1f}" y="{y + 13}">{value}</text>')
+                     f'<text x="{label_w + w + 4:.1f}" y="{y + 13}">{_count_or_value(value)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -91,14 +99,27 @@ def _problem_rows(summaries: Sequence[ProblemSummary], links: dict[str, str]) ->
     for p in summaries:
         link = links.get(p.problem_id)
         cells = [html.escape(p.problem_id), "" if p.level is None else str(p.level), str(p.samples), str(p.attempts),
-                 str(p.correct_samples), f'<span class="{"ok" if p.solved else "bad"}">{html.escape(p.best_status)}</span>',
+                 str(p.correct_samples), f'<span class="st-{html.escape(p.best_status)}">{html.escape(p.best_status)}</span>',
                  _fmt(p.best_reward), "" if p.best_turn is None else str(p.best_turn),
                  _fmt(p.speedup_vs_eager, "x"), _fmt(p.speedup_vs_inductor, "x"), _fmt(p.tokens, "int"),
                  f'<a href="{html.escape(link)}">{"best kernel" if p.solved else "best attempt (incorrect)"}</a>' if link else "–"]
         rows.append("<tr>" + "".join(f"<td{' class=l' if i in (0, 5, 11) else ''}>{c}</td>"
                                      for i, c in enumerate(cells)) + "</tr>")
     header = "".join(f"<th{' class=l' if i in (0, 5, 11) else ''}>{h}</th>" for i, h in enumerate(head))
-    return f"<table><tr>{header}</tr>{''.join(rows)}</table>"
+    return f"<div class=wrap><table><tr>{header}</tr>{''.join(rows)}</table></div>"
+
+
+def _per_turn_charts(steps: Sequence[Step]) -> list[str]:
+    """Mean reward and correct attempts per turn: what a CPU run (no timings) shows of learning or refining."""
+    turns = sorted({s.turn for s in steps})
+    if not turns:
+        return []
+    by_turn = {t: [s for s in steps if s.turn == t] for t in turns}
+    labels = [f"turn {t}" for t in turns]
+    return [_bar_chart("mean reward per turn", labels, [sum(s.reward for s in by_turn[t]) / len(by_turn[t])
+                                                        for t in turns], "#4a6fd1"),
+            _bar_chart("correct attempts per turn", labels,
+                       [sum(s.result.correct for s in by_turn[t]) for t in turns], "#2e8b57")]
 
 
 def write_best_kernels(run_dir: Path, steps: Sequence[Step]) -> dict[str, str]:
@@ -154,7 +175,8 @@ def render_html(run_dir: str | Path, out_dir: str | Path | None = None) -> str:
     body = [
         f"<h1>kernelrl run report</h1><p class=meta>{html.escape(str(run_dir.resolve()))} · generated "
         f"{time.strftime('%Y-%m-%d %H:%M:%S')} · {len(steps)} attempts, {len(correct)} correct · "
-        f"{html.escape('; '.join(envs) or 'no environment recorded')}</p><p class=meta>{meta}</p>",
+        f"{html.escape('; '.join(envs) or 'no environment recorded')}</p>"
+        f"<details><summary>settings</summary><p class=meta>{meta}</p></details>",
         "<h2>Metrics per level</h2>", _metrics_table(by_level),
         "<p class=note>Rates are over attempts; pass@k, fast_p and geomean over problems (fast_p and geomean use "
         "each problem's best correct kernel; – means not measured).</p>",
@@ -162,6 +184,7 @@ def render_html(run_dir: str | Path, out_dir: str | Path | None = None) -> str:
         _bar_chart("verdicts (attempts)", status_labels, [overall.status_counts[k] for k in status_labels], "#6b7a99"),
         _speedup_histogram("best speedup vs eager per solved problem", best_eager, "#2e8b57"),
         _speedup_histogram("best speedup vs Inductor per solved problem", best_inductor, "#c77c02"),
+        *_per_turn_charts(steps),
         "</div>",
         "<h2>Problems</h2>", _problem_rows(summaries, links),
     ]
