@@ -1,5 +1,6 @@
 """The benchmark driver: the agent over a list of problems into a resumable run directory, then metrics
-(`metrics.json`), the KernelBench-compatible `eval_results.json` and the best kernels."""
+(`metrics.json`), the KernelBench-compatible `eval_results.json`, the best kernels (`kernels/`, correct only) and
+each unsolved problem's best attempt (`attempts/best-incorrect/`)."""
 
 from __future__ import annotations
 
@@ -92,7 +93,8 @@ def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, 
 
 
 def finish_run(run_dir: Path, outcomes: list[ProblemOutcome], problem_ids: set[str] | None = None) -> BenchResult:
-    """Compute and write the run's metrics, KernelBench export and best kernels (from what the store holds)."""
+    """Compute and write the run's metrics, KernelBench export, best kernels (kernels/<id>.py, correct only) and
+    unsolved problems' best attempts (attempts/best-incorrect/<id>.py), from what the store holds."""
     steps = RunStore(run_dir).steps()
     if problem_ids is not None:
         steps = [s for s in steps if s.problem_id in problem_ids]
