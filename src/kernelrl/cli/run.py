@@ -136,13 +136,13 @@ def agent_cmd(
                        if best else f"{problem.id}: not solved in {len(outcome.steps)} attempts")
                 console.print(Text(msg, style="green" if best else "red"))
     solved = [o for o in outcomes if o.best is not None]
-    if solved:
-        from kernelrl.report import write_best_kernels
+    from kernelrl.report import write_best_kernels
 
-        write_best_kernels(store.run_dir, store.steps())
-        if not json_output:
-            console.print(Text(f"best kernels in {store.run_dir / 'kernels'}; trajectories in {store.jsonl_path}",
-                               style="dim"))
+    write_best_kernels(store.run_dir, store.steps())  # unsolved problems' best attempts too (attempts/)
+    if not json_output:
+        console.print(Text(f"correct kernels in {store.run_dir / 'kernels'}, best incorrect attempts in "
+                           f"{store.run_dir / 'attempts' / 'best-incorrect'}; trajectories in {store.jsonl_path}",
+                           style="dim"))
     raise typer.Exit(EXIT_OK if len(solved) == len(outcomes) else EXIT_NOT_CORRECT)
 
 
@@ -256,8 +256,8 @@ def bench_cmd(
 @app.command("report", epilog=EPILOG)
 def report_cmd(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory of kernelrl bench or agent.")],
-    out: Annotated[Path | None, typer.Option("--out", help="HTML file (default RUN_DIR/report.html); kernel links are "
-                                                           "relative to RUN_DIR.", show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="HTML file (default RUN_DIR/report.html); its links are "
+                                                           "relative to the page.", show_default=False)] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON instead of a table.")] = False,
 ) -> None:
     """Write a self-contained HTML report of a run (metrics per level, speedup distributions, per-problem rows
