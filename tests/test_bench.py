@@ -66,8 +66,8 @@ def test_metrics_on_hand_built_steps():
     assert (m.problems, m.attempts, m.solved) == (3, 8, 2)
     assert m.format_rate == pytest.approx(6 / 8) and m.correct_rate == pytest.approx(3 / 8)
     assert m.compile_rate == pytest.approx(5 / 8)  # 3 correct + 2 wrong_output
-    # pass@1: A c=1/n=2 -> 0.5, B 2/2 -> 1, C 0 -> mean 0.5; no pass@5 with 2 samples
-    assert m.pass_at_k == {"pass@1": pytest.approx(0.5)}
+    # pass@1: A c=1/n=2 -> 0.5, B 2/2 -> 1, C 0 -> mean 0.5; pass@2 (the samples taken): 1, 1, 0; no pass@5
+    assert m.pass_at_k == {"pass@1": pytest.approx(0.5), "pass@2": pytest.approx(2 / 3)}
     # best per problem: A 2.0x/1.2x, B 1.6x/1.1x, C none
     assert m.fast_p_eager == {"fast_1": pytest.approx(2 / 3), "fast_1.5": pytest.approx(2 / 3),
                               "fast_2": pytest.approx(0.0)}

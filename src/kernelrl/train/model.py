@@ -1,0 +1,122 @@
+"""The policy model for training: any Hugging Face causal LM (hub id, local directory, .gguf, or the offline
+SmolLM2 GGUF), with a LoRA adapter (new, or loaded from an earlier run to keep training it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelrl.train.config import CommonConfig
+
+TRAIN_EXTRA = ("trl", "peft", "datasets", "transformers", "accelerate")
+
+
+class TrainSetupError(RuntimeError):
+    """Training cannot start: a missing extra, a model that does not load, no such adapter."""
+
+
+def require_train_extra() -> None:
+    missing = [name for name in TRAIN_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        raise TrainSetupError(f"training needs {', '.join(missing)}: pip install 'kernelrl[train]'")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where and how the policy trains."""
+
+    device: str  # 'cuda' or 'cpu'
+    bf16: bool
+    gradient_checkpointing: bool
+
+
+def placement(config: CommonConfig) -> Placement:
+    import torch
+
+    gpu = torch.cuda.is_available()
+    bf16 = config.bf16 if config.bf16 is not None else bool(gpu and torch.cuda.is_bf16_supported())
+    if bf16 and not gpu:
+        raise TrainSetupError("bf16 training needs a CUDA GPU here (on a CPU it is ~40x slower): drop --bf16")
+    checkpointing = config.gradient_checkpointing if config.gradient_checkpointing is not None else gpu
+    return Placement("cuda" if gpu else "cpu", bf16, checkpointing)
+
+
+def load_tokenizer(model: str) -> Any:
+    from transformers import AutoTokenizer
+
+    from kernelrl.policies.hf import model_source
+
+    source, kwargs = model_source(model)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as exc:
+        raise TrainSetupError(f"cannot load the tokenizer of {model!r}: {str(exc)[:400]}") from None
+    if tokenizer.pad_token is None:  # batched generation and padding need one
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_base_model(model: str, place: Placement) -> Any:
+    """The base model, trainable (a GGUF file is dequantized: a model still marked quantized cannot train)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from kernelrl.policies.hf import PolicyError, model_source
+
+    try:
+        source, kwargs = model_source(model)
+    except PolicyError as exc:
+        raise TrainSetupError(str(exc)) from None
+    if "gguf_file" in kwargs:
+        from transformers import GgufConfig
+
+        kwargs["quantization_config"] = GgufConfig(dequantize=True)
+    kwargs["dtype"] = torch.bfloat16 if place.bf16 else torch.float32
+    try:
+        loaded = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as exc:
+        raise TrainSetupError(f"cannot load model {model!r}: {str(exc)[:400]}") from None
+    return loaded.to(place.device)
+
+
+def lora_config(config: CommonConfig) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                      target_modules=list(config.lora_targets), task_type="CAUSAL_LM")
+
+
+def merge_adapter(model: Any, adapter: str) -> Any:
+    """The model with a trained LoRA adapter merged into its weights."""
+    from peft import PeftModel
+
+    try:
+        return PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    except (OSError, ValueError) as exc:
+        raise TrainSetupError(f"cannot load adapter {adapter}: {str(exc)[:400]}") from None
+
+
+def adapter_chain(adapter: str | None) -> list[str]:
+    """The adapters to merge, oldest first, for a model trained from `adapter`: an adapter saved by a kernelrl
+    run (RUN_DIR/adapter) names the one its run started from in RUN_DIR/train_config.json."""
+    chain: list[str] = []
+    while adapter is not None:
+        if adapter in chain:
+            raise TrainSetupError(f"adapter {adapter} starts from itself (train_config.json loop)")
+        chain.insert(0, adapter)
+        config = Path(adapter).parent / "train_config.json"
+        adapter = json.loads(config.read_text()).get("adapter") if config.is_file() else None
+    return chain
+
+
+def load_policy(config: CommonConfig, place: Placement) -> tuple[Any, Any]:
+    """(model, LoRA config): the base model with `config.adapter` (and the adapters it was trained from) merged
+    in, and a new LoRA adapter with this stage's own settings for the trainer to apply (seed 003: SFT at r=8,
+    then GRPO at r=32 on top)."""
+    model = load_base_model(config.model, place)
+    for adapter in adapter_chain(config.adapter):
+        model = merge_adapter(model, adapter)
+    return model, lora_config(config)

@@ -1,0 +1,98 @@
+"""What every training command sets up the same way: the problems and prompts, where the policy trains, its
+tokenizer and model, the evaluator (made only when needed, closed at the end), the held-out evaluation, and
+a train call whose out-of-memory failure says what to lower."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelrl.evaluate import Scorer
+from kernelrl.problems import Problem, Suite, load_suite
+from kernelrl.prompts import TEMPLATE_DIR, Prompts
+from kernelrl.train.config import CommonConfig
+from kernelrl.train.data import select_problems
+from kernelrl.train.model import (
+    Placement,
+    TrainSetupError,
+    load_policy,
+    load_tokenizer,
+    placement,
+    require_train_extra,
+)
+
+
+@dataclass
+class Session:
+    config: CommonConfig
+    suite: Suite
+    prompts: Prompts
+    problems: list[Problem]
+    placement: Placement
+    tokenizer: Any
+    _owned_scorer: Any = field(default=None, repr=False)
+
+    @classmethod
+    def open(cls, config: CommonConfig) -> Session:
+        """Validate the inputs (extra installed, suite, problems) before anything is created."""
+        if not config.run_dir:
+            raise TrainSetupError("a run directory is required (--run-dir)")
+        require_train_extra()
+        suite = load_suite(config.suite)
+        problems = select_problems(suite, config.problems)
+        if not problems:
+            raise TrainSetupError(f"suite {suite.name} has no train-split problems")
+        templates = TEMPLATE_DIR / "compact" if config.prompt_style == "compact" else None
+        return cls(config, suite, Prompts(templates, backend=config.backend), problems, placement(config),
+                   load_tokenizer(config.model))
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.config.run_dir)
+
+    def load_model(self) -> tuple[Any, Any]:
+        return load_policy(self.config, self.placement)
+
+    def scorer(self, given: Scorer | None) -> Scorer:
+        if given is not None:
+            return given
+        if self._owned_scorer is None:
+            from kernelrl.evaluate import EvalConfig, Evaluator
+
+            self._owned_scorer = Evaluator(EvalConfig(device=self.config.eval_device,
+                                                      max_concurrency=self.config.eval_concurrency))
+        return self._owned_scorer
+
+    def heldout_fn(self, scorer: Scorer | None, label: str) -> Callable[[Any, int], None] | None:
+        """The held-out evaluation the trainer callbacks run (None when switched off)."""
+        config = self.config
+        if config.heldout_every < 0:
+            return None
+        problems = list(self.suite.split("test"))[: config.heldout_problems]
+
+        def run(model: Any, step: int) -> None:
+            from kernelrl.train.heldout import heldout_records
+
+            heldout_records(model, self.tokenizer, problems, self.scorer(scorer), self.prompts, self.run_dir, step,
+                            "initial" if step == 0 else label, config.heldout_samples, config.heldout_max_tokens)
+
+        return run
+
+    def train(self, trainer: Any, resume: str | None) -> Any:
+        import torch
+
+        try:
+            return trainer.train(resume_from_checkpoint=resume)
+        except torch.OutOfMemoryError:
+            raise TrainSetupError(
+                f"out of GPU memory at step {trainer.state.global_step}: lower batch_size / prompts_per_step, "
+                "num_generations, max_length / max_completion_length, or turn gradient_checkpointing on") from None
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._owned_scorer is not None:
+            self._owned_scorer.close()
+            self._owned_scorer = None

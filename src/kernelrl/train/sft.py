@@ -1,0 +1,76 @@
+"""`kernelrl train sft`: supervised fine-tuning with TRL's SFTTrainer and a LoRA adapter, loss on the completion.
+
+Data: the suite's reference solutions for its train split, teacher rollouts (agent/bench run directories,
+correct attempts only), training rollouts, or exported .jsonl files — deduplicated by canonical AST, the test
+split refused. The test split's solutions give an eval loss (never trained on).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelrl.evaluate import Scorer
+from kernelrl.train.config import SFTConfig, to_dict
+from kernelrl.train.rundir import ADAPTER, CHECKPOINTS, last_checkpoint, make_callbacks, prepare_run_dir
+from kernelrl.train.session import Session
+
+
+@dataclass
+class SFTOutcome:
+    run_dir: Path
+    adapter: Path
+    steps: int
+    train_loss: float | None
+    rows: int
+    resumed_from: str | None
+
+
+def run_sft(config: SFTConfig, scorer: Scorer | None = None) -> SFTOutcome:
+    """Train (or resume) an SFT run; returns where the adapter went. `scorer` evaluates held-out attempts
+    (default: an Evaluator on `config.eval_device`)."""
+    session = Session.open(config)
+    from kernelrl.train.data import heldout_sft_rows, sft_rows
+
+    rows = sft_rows(config.data, session.suite, session.prompts, session.problems)
+    eval_rows = heldout_sft_rows(session.suite, session.prompts) if config.eval_loss else []
+    run_dir = prepare_run_dir(config.run_dir, "sft", {**to_dict(config), "rows": len(rows),
+                                                      "sources": sorted({r["source"] for r in rows})})
+    from datasets import Dataset
+    from trl import SFTConfig as TRLSFTConfig
+    from trl import SFTTrainer
+
+    place = session.placement
+    model, peft_config = session.load_model()
+    epoch_steps = math.ceil(len(rows) / (config.batch_size * config.gradient_accumulation))
+    args = TRLSFTConfig(
+        output_dir=str(run_dir / CHECKPOINTS), learning_rate=config.learning_rate, num_train_epochs=config.epochs,
+        max_steps=config.max_steps, per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation, max_length=config.max_length,
+        completion_only_loss=True, logging_steps=config.logging_steps, save_steps=config.save_steps,
+        save_total_limit=2, seed=config.seed, bf16=place.bf16, gradient_checkpointing=place.gradient_checkpointing,
+        eval_strategy="steps" if eval_rows else "no", eval_steps=max(1, min(config.save_steps, epoch_steps)),
+        per_device_eval_batch_size=config.batch_size, report_to=[], use_cpu=place.device == "cpu",
+        dataloader_pin_memory=place.device != "cpu", lr_scheduler_type="cosine", warmup_steps=0)
+    columns = ("prompt", "completion")
+    trainer = SFTTrainer(
+        model=model, args=args, processing_class=session.tokenizer, peft_config=peft_config,
+        train_dataset=Dataset.from_list([{k: r[k] for k in columns} for r in rows]),
+        eval_dataset=Dataset.from_list([{k: r[k] for k in columns} for r in eval_rows]) if eval_rows else None,
+        callbacks=make_callbacks(run_dir, "sft", None, session.heldout_fn(scorer, "sft"), config.heldout_every))
+    resume = last_checkpoint(run_dir)
+    output = session.train(trainer, resume)
+    adapter = run_dir / ADAPTER
+    trainer.save_model(str(adapter))
+    if config.merge:
+        merged = trainer.model.merge_and_unload()
+        merged.save_pretrained(str(run_dir / "merged"))
+        session.tokenizer.save_pretrained(str(run_dir / "merged"))
+    return SFTOutcome(run_dir, adapter, trainer.state.global_step, _loss(output), len(rows), resume)
+
+
+def _loss(output: Any) -> float | None:
+    value = getattr(output, "training_loss", None)
+    return float(value) if value is not None else None
