@@ -79,19 +79,9 @@ class HFPolicy:
             loaded = AutoModelForCausalLM.from_pretrained(source, **model_kwargs).to(device)
         except (OSError, ValueError) as exc:
             raise PolicyError(f"cannot load model {model!r}: {str(exc)[:400]}") from None
-        self._init_loaded(loaded, tokenizer, f"hf:{model}", device)
-
-    @classmethod
-    def from_loaded(cls, model: Any, tokenizer: Any, name: str, device: str) -> HFPolicy:
-        """A policy over a model already in memory (a trainer's model, e.g. for held-out evaluation)."""
-        policy = cls.__new__(cls)
-        policy._init_loaded(model, tokenizer, name, device)
-        return policy
-
-    def _init_loaded(self, model: Any, tokenizer: Any, name: str, device: str) -> None:
-        self.name = name
+        self.name = f"hf:{model}"
         self.device = device
-        self._model = model
+        self._model = loaded
         self._tokenizer = tokenizer
         self._model.eval()
         self._lock = threading.Lock()

@@ -5,7 +5,7 @@ Needs the `train` extra (`pip install 'kernelrl[train]'`): TRL, peft, datasets, 
 Importing this package does not import them; the run functions do.
 """
 
-from kernelrl.train.config import GRPOConfig, SFTConfig, TrainConfigError, TwoStageConfig
+from kernelrl.train.config import GRPOConfig, SFTConfig, TrainConfigError
 from kernelrl.train.model import TrainSetupError
 
-__all__ = ["GRPOConfig", "SFTConfig", "TrainConfigError", "TrainSetupError", "TwoStageConfig"]
+__all__ = ["GRPOConfig", "SFTConfig", "TrainConfigError", "TrainSetupError"]

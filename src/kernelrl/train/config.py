@@ -58,8 +58,12 @@ class CommonConfig:
         "help": "The evaluator's device: auto, cpu (Triton interpreter) or cuda:N (keep it off the training GPU "
                 "where you can)."})
     eval_concurrency: int = field(default=4, metadata={"help": "Sandboxes the evaluator runs at once."})
+    eval_timing: bool = field(default=True, metadata={
+        "help": "Time correct kernels (GPU): off for correctness-only rewards, which then need no timing slot."})
     heldout_every: int = field(default=0, metadata={
         "help": "Held-out evaluation on the test split every N steps (0: only at the start and end; -1: never)."})
+    heldout_at_start: bool = field(default=True, metadata={
+        "help": "Also evaluate the starting model (off when it was just evaluated, e.g. at the end of SFT)."})
     heldout_samples: int = field(default=8, metadata={
         "help": "Sampled completions per held-out problem for pass@k (0: greedy only)."})
     heldout_problems: int | None = field(default=None, metadata={
@@ -112,9 +116,9 @@ class SFTConfig(CommonConfig):
 class GRPOConfig(CommonConfig):
     """`kernelrl train grpo`: GRPO with LoRA, the sandboxed evaluator as the reward."""
 
-    lora_r: int = 32
-    lora_alpha: int = 64
-    learning_rate: float = 1e-5
+    lora_r: int = field(default=32, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha."})
+    learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate."})
     preset: str | None = field(default=None, metadata={
         "help": "seed004: LoRA r=16, alpha 32, 4 generations, beta 0.1 (fields you set yourself win)."})
     reward: str = field(default="composite", metadata={
@@ -180,17 +184,6 @@ class GRPOConfig(CommonConfig):
 
 
 SEED004 = {"lora_r": 16, "lora_alpha": 32, "num_generations": 4, "beta": 0.1}
-
-
-@dataclass(frozen=True)
-class TwoStageConfig:
-    """`kernelrl train two-stage`: stage 1 GRPO for correctness (-10/+1), stage 2 GRPO for speed (1 + speedup)
-    on prompts carrying a known-correct kernel. Each stage has its own settings; run dirs are RUN_DIR/frontend
-    and RUN_DIR/midend."""
-
-    frontend: GRPOConfig
-    midend: GRPOConfig
-    run_dir: str = ""
 
 
 def apply_preset(values: dict[str, Any]) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def check_no_test_leak(rows: Iterable[dict[str, Any]], suite: Suite) -> None:
                                  f"{known[pid].family!r} is held out)")
 
 
-def _row(problem: Problem, prompt: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
+def problem_row(problem: Problem, prompt: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
     return {"prompt": prompt, "problem_id": problem.id, "level": problem.level if problem.level is not None else -1,
             "difficulty": problem.difficulty if problem.difficulty is not None else -1, "family": problem.family,
             **extra}
@@ -64,7 +64,7 @@ def _row(problem: Problem, prompt: list[dict[str, str]], **extra: Any) -> dict[s
 
 def prompt_rows(problems: Sequence[Problem], prompts: Prompts, suite: Suite) -> list[dict[str, Any]]:
     """One GRPO prompt row per problem (the first-turn prompt)."""
-    rows = [_row(p, prompts.initial(p)) for p in problems]
+    rows = [problem_row(p, prompts.initial(p)) for p in problems]
     check_no_test_leak(rows, suite)
     return rows
 
@@ -87,7 +87,7 @@ def speedup_prompt(prompts: Prompts, problem: Problem, code: str, result: EvalRe
 
 
 def _sft_row(problem: Problem, prompt: list[dict[str, str]], completion: str, source: str) -> dict[str, Any]:
-    return _row(problem, prompt, completion=[{"role": "assistant", "content": completion}], source=source)
+    return problem_row(problem, prompt, completion=[{"role": "assistant", "content": completion}], source=source)
 
 
 def _records(path: Path) -> Iterable[dict[str, Any]]:

@@ -119,7 +119,8 @@ def run_grpo(config: GRPOConfig, scorer: Scorer | None = None, rows: Sequence[di
     row_ids = [r["problem_id"] for r in rows]
     trainer_class = _trainer_class(curriculum, row_ids)
     label = config.stage or "grpo"
-    callbacks = make_callbacks(run_dir, "grpo", config.stage, session.heldout_fn(scorer, label), config.heldout_every)
+    callbacks = make_callbacks(run_dir, "grpo", config.stage, session.heldout_fn(scorer, label), config.heldout_every,
+                                     config.heldout_at_start)
     trainer = trainer_class(model=model, reward_funcs=[reward], args=args, train_dataset=Dataset.from_list(rows),
                             processing_class=session.tokenizer, peft_config=peft_config, callbacks=callbacks)
     resume = last_checkpoint(run_dir)

@@ -1,9 +1,12 @@
-"""Held-out evaluation of the model being trained: the test split through the bench (single attempt, greedy;
-and `samples` sampled attempts for pass@k), with the same metrics as `kernelrl bench` (compile / correct / fast_p
-vs eager and Inductor). Each evaluation is a bench run directory under RUN_DIR/heldout/, resumable like any."""
+"""Held-out evaluation of the model being trained: the test split through the bench code (single attempt,
+greedy; and `samples` sampled attempts for pass@k), with `kernelrl bench`'s metrics (compile / correct / pass@k /
+fast_p vs eager and Inductor). Completions are generated in large batches (one `generate` call serves many
+problems; the agent would ask one problem at a time), written as a replay file, and the bench replays them into
+a run directory under RUN_DIR/heldout/ — so the verdicts, metrics and report are exactly the bench's."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,37 +14,82 @@ from typing import Any
 from kernelrl.agent.bench import run_bench
 from kernelrl.agent.loop import AgentConfig
 from kernelrl.evaluate import Scorer
+from kernelrl.policies import ReplayPolicy, write_replay
 from kernelrl.problems import Problem
 from kernelrl.prompts import Prompts
 from kernelrl.train.rundir import append_metrics
 
 SAMPLING_TEMPERATURE = 0.8  # pass@k samples; greedy decoding gives the single-attempt numbers
+GENERATION_BATCH = 64  # sequences per generate call
+
+
+def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, str]]], n: int,
+                     temperature: float, max_tokens: int) -> list[list[dict[str, Any]]]:
+    """n completions for each conversation: [{"text", "tokens_in", "tokens_out", "finish_reason"}] per one."""
+    import torch
+
+    device = next(model.parameters()).device
+    texts = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in conversations]
+    per_call = max(1, GENERATION_BATCH // n)
+    eos = tokenizer.eos_token_id
+    out: list[list[dict[str, Any]]] = []
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"  # generation continues from the right end of every row
+    try:
+        for start in range(0, len(texts), per_call):
+            chunk = texts[start:start + per_call]
+            encoded = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+            with torch.no_grad():
+                generated = model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n,
+                                           pad_token_id=tokenizer.pad_token_id, **sampling)
+            width = encoded["input_ids"].shape[1]
+            lengths = encoded["attention_mask"].sum(dim=1).tolist()
+            for i in range(len(chunk)):
+                group = []
+                for j in range(n):
+                    row = generated[i * n + j, width:].tolist()
+                    ended = eos in row
+                    row = row[: row.index(eos) + 1] if ended else row
+                    group.append({"text": tokenizer.decode(row, skip_special_tokens=True), "tokens_in": lengths[i],
+                                  "tokens_out": len(row), "finish_reason": "stop" if ended else "length"})
+                out.append(group)
+    finally:
+        tokenizer.padding_side = side
+    return out
 
 
 def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], scorer: Scorer, prompts: Prompts,
-                    run_dir: Path, step: int, model_label: str, samples: int, max_tokens: int) -> list[dict]:
+                    run_dir: Path, step: int, model_label: str, samples: int, max_tokens: int,
+                    concurrency: int = 4) -> list[dict]:
     """Evaluate `model` on `problems`; returns the metrics records (also appended to metrics.jsonl)."""
-    from kernelrl.policies.hf import HFPolicy
-
     was_training = model.training
-    device = str(next(model.parameters()).device)
-    policy = HFPolicy.from_loaded(model, tokenizer, name=f"train:{model_label}@{step}", device=device)
-    runs = [("greedy", AgentConfig(turns=1, samples=1, temperature=0.0, max_tokens=max_tokens))]
-    if samples > 0:
-        runs.append(("sampled", AgentConfig(turns=1, samples=samples, temperature=SAMPLING_TEMPERATURE,
-                                            max_tokens=max_tokens)))
+    model.eval()
+    runs = [("greedy", 1, 0.0)] + ([("sampled", samples, SAMPLING_TEMPERATURE)] if samples > 0 else [])
     records = []
     try:
-        for label, agent_config in runs:
-            bench = run_bench(policy, problems, run_dir / "heldout" / f"{model_label}-{label}-step{step}", scorer,
-                              agent_config, prompts=prompts, kernel_db=None,
+        for label, n, temperature in runs:
+            bench_dir = run_dir / "heldout" / f"{model_label}-{label}-step{step}"
+            bench_dir.mkdir(parents=True, exist_ok=True)
+            started = time.monotonic()
+            groups = generate_batched(model, tokenizer, [prompts.initial(p) for p in problems], n, temperature,
+                                      max_tokens)
+            generation_s = time.monotonic() - started
+            name = f"train:{model_label}@{step}"
+            replay = write_replay(bench_dir / "completions.jsonl", [
+                {"problem_id": p.id, "turn": 1, "sample": j, "model": name, **c}
+                for p, group in zip(problems, groups, strict=True) for j, c in enumerate(group)])
+            bench = run_bench(ReplayPolicy(replay), problems, bench_dir, scorer,
+                              AgentConfig(turns=1, samples=n, temperature=temperature, max_tokens=max_tokens),
+                              prompts=prompts, kernel_db=None, problem_concurrency=concurrency,
                               info={"heldout": True, "step": step, "model_label": model_label})
             m = bench.metrics["all"]
             record = {"phase": "heldout", "step": step, "label": label, "model_label": model_label, "split": "test",
                       "problems": m.problems, "attempts": m.attempts, "format_rate": m.format_rate,
                       "compile_rate": m.compile_rate, "correct_rate": m.correct_rate, "solved_rate": m.solved_rate,
                       **m.pass_at_k, "fast_1": m.fast_p_eager.get("fast_1"),
-                      "fast_1_inductor": m.fast_p_inductor.get("fast_1"), "status_counts": m.status_counts}
+                      "fast_1_inductor": m.fast_p_inductor.get("fast_1"), "status_counts": m.status_counts,
+                      "generation_s": round(generation_s, 2), "eval_s": round(time.monotonic() - started - generation_s, 2)}
             append_metrics(run_dir, record)
             records.append(record)
     finally:

@@ -78,9 +78,10 @@ def last_checkpoint(run_dir: Path) -> str | None:
 
 
 def make_callbacks(run_dir: Path, phase: str, stage: str | None,
-                   heldout: Callable[[Any, int], None] | None, heldout_every: int) -> list[Any]:
+                   heldout: Callable[[Any, int], None] | None, heldout_every: int,
+                   heldout_at_start: bool = True) -> list[Any]:
     """Trainer callbacks: every log event to metrics.jsonl, and the held-out evaluation at the start (a fresh
-    run), every `heldout_every` steps, and at the end."""
+    run, when `heldout_at_start`), every `heldout_every` steps, and at the end."""
     from transformers import TrainerCallback
 
     class MetricsLog(TrainerCallback):
@@ -99,7 +100,7 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
                 heldout(model, step)
 
         def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
-            if state.global_step == 0:
+            if state.global_step == 0 and heldout_at_start:
                 self._run(model, 0)
 
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:

@@ -32,7 +32,7 @@ class Session:
     problems: list[Problem]
     placement: Placement
     tokenizer: Any
-    _owned_scorer: Any = field(default=None, repr=False)
+    _owned: dict[bool, Any] = field(default_factory=dict, repr=False)  # timing on/off -> Evaluator we made
 
     @classmethod
     def open(cls, config: CommonConfig) -> Session:
@@ -55,15 +55,18 @@ class Session:
     def load_model(self) -> tuple[Any, Any]:
         return load_policy(self.config, self.placement)
 
-    def scorer(self, given: Scorer | None) -> Scorer:
+    def scorer(self, given: Scorer | None, timing: bool | None = None) -> Scorer:
+        """`given`, else an Evaluator on the configured device; `timing` None: the rewards' setting
+        (`eval_timing`). Held-out evaluations always time, for fast_p."""
         if given is not None:
             return given
-        if self._owned_scorer is None:
+        timing = self.config.eval_timing if timing is None else timing
+        if timing not in self._owned:
             from kernelrl.evaluate import EvalConfig, Evaluator
 
-            self._owned_scorer = Evaluator(EvalConfig(device=self.config.eval_device,
-                                                      max_concurrency=self.config.eval_concurrency))
-        return self._owned_scorer
+            self._owned[timing] = Evaluator(EvalConfig(device=self.config.eval_device, timing=timing,
+                                                       max_concurrency=self.config.eval_concurrency))
+        return self._owned[timing]
 
     def heldout_fn(self, scorer: Scorer | None, label: str) -> Callable[[Any, int], None] | None:
         """The held-out evaluation the trainer callbacks run (None when switched off)."""
@@ -75,8 +78,10 @@ class Session:
         def run(model: Any, step: int) -> None:
             from kernelrl.train.heldout import heldout_records
 
-            heldout_records(model, self.tokenizer, problems, self.scorer(scorer), self.prompts, self.run_dir, step,
-                            "initial" if step == 0 else label, config.heldout_samples, config.heldout_max_tokens)
+            heldout_records(model, self.tokenizer, problems, self.scorer(scorer, timing=True), self.prompts,
+                            self.run_dir, step,
+                            "initial" if step == 0 else label, config.heldout_samples, config.heldout_max_tokens,
+                            concurrency=config.eval_concurrency)
 
         return run
 
@@ -93,6 +98,6 @@ class Session:
             self.close()
 
     def close(self) -> None:
-        if self._owned_scorer is not None:
-            self._owned_scorer.close()
-            self._owned_scorer = None
+        for evaluator in self._owned.values():
+            evaluator.close()
+        self._owned.clear()

@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelrl.evaluate import Scorer
 from kernelrl.train.config import SFTConfig, to_dict
+from kernelrl.train.data import TrainDataError, heldout_sft_rows, sft_rows
 from kernelrl.train.rundir import ADAPTER, CHECKPOINTS, last_checkpoint, make_callbacks, prepare_run_dir
 from kernelrl.train.session import Session
 
@@ -32,9 +33,9 @@ def run_sft(config: SFTConfig, scorer: Scorer | None = None) -> SFTOutcome:
     """Train (or resume) an SFT run; returns where the adapter went. `scorer` evaluates held-out attempts
     (default: an Evaluator on `config.eval_device`)."""
     session = Session.open(config)
-    from kernelrl.train.data import heldout_sft_rows, sft_rows
 
     rows = sft_rows(config.data, session.suite, session.prompts, session.problems)
+    _check_lengths(rows, session.tokenizer, config.max_length)
     eval_rows = heldout_sft_rows(session.suite, session.prompts) if config.eval_loss else []
     run_dir = prepare_run_dir(config.run_dir, "sft", {**to_dict(config), "rows": len(rows),
                                                       "sources": sorted({r["source"] for r in rows})})
@@ -59,7 +60,8 @@ def run_sft(config: SFTConfig, scorer: Scorer | None = None) -> SFTOutcome:
         model=model, args=args, processing_class=session.tokenizer, peft_config=peft_config,
         train_dataset=Dataset.from_list([{k: r[k] for k in columns} for r in rows]),
         eval_dataset=Dataset.from_list([{k: r[k] for k in columns} for r in eval_rows]) if eval_rows else None,
-        callbacks=make_callbacks(run_dir, "sft", None, session.heldout_fn(scorer, "sft"), config.heldout_every))
+        callbacks=make_callbacks(run_dir, "sft", None, session.heldout_fn(scorer, "sft"), config.heldout_every,
+                                     config.heldout_at_start))
     resume = last_checkpoint(run_dir)
     output = session.train(trainer, resume)
     adapter = run_dir / ADAPTER
@@ -69,6 +71,21 @@ def run_sft(config: SFTConfig, scorer: Scorer | None = None) -> SFTOutcome:
         merged.save_pretrained(str(run_dir / "merged"))
         session.tokenizer.save_pretrained(str(run_dir / "merged"))
     return SFTOutcome(run_dir, adapter, trainer.state.global_step, _loss(output), len(rows), resume)
+
+
+def _check_lengths(rows: list[dict[str, Any]], tokenizer: Any, max_length: int) -> None:
+    """TRL cuts examples at max_length and drops those left without completion tokens: say so up front."""
+    prompt_tokens = [len(tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=True,
+                                                       return_dict=True)["input_ids"]) for r in rows]
+    dropped = [r["problem_id"] for r, n in zip(rows, prompt_tokens, strict=True) if n >= max_length]
+    if len(dropped) == len(rows):
+        raise TrainDataError(f"every SFT prompt is at least max_length={max_length} tokens long (shortest "
+                             f"{min(prompt_tokens)}): raise --max-length or use --prompt-style compact")
+    if dropped:
+        import warnings
+
+        warnings.warn(f"{len(dropped)} of {len(rows)} SFT prompts reach max_length={max_length} and are dropped: "
+                      f"{', '.join(dropped[:5])}", stacklevel=2)
 
 
 def _loss(output: Any) -> float | None:
