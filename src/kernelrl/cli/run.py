@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -255,16 +256,20 @@ def bench_cmd(
 # -- report --------------------------------------------------------------------------------------------------------
 @app.command("report", epilog=EPILOG)
 def report_cmd(
-    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory of kernelrl bench or agent.")],
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory of kernelrl bench or agent, "
+                                                                    "or of kernelrl train.")],
     out: Annotated[Path | None, typer.Option("--out", help="HTML file (default RUN_DIR/report.html); its links are "
                                                            "relative to the page.", show_default=False)] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON instead of a table.")] = False,
 ) -> None:
     """Write a self-contained HTML report of a run (metrics per level, speedup distributions, per-problem rows
-    linking to the best kernels) and print a summary."""
-    from kernelrl.report import metrics_by_level, problem_summaries, write_report
+    linking to the best kernels) and print a summary. A training run (metrics.jsonl and train_config.json, no
+    run.sqlite) gets its training curves instead: loss, reward, reward components, curriculum, held-out results."""
+    from kernelrl.report import is_training_run, metrics_by_level, problem_summaries, write_report
     from kernelrl.runs import open_run
 
+    if is_training_run(run_dir):
+        _training_report(run_dir, out, json_output)
     with bad_input():
         store = open_run(run_dir)
         steps = store.steps()
@@ -279,3 +284,42 @@ def report_cmd(
     console.print(Text(f"report: {path}", style="dim"))
     raise typer.Exit(EXIT_OK)
 
+
+
+def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None:
+    from kernelrl.report import load_training_run, training_summary, write_training_report
+
+    with bad_input():
+        run = load_training_run(run_dir)
+        path = write_training_report(run_dir, out, run=run)
+    summary = training_summary(run)
+    if json_output:
+        typer.echo(json.dumps(summary, indent=2, default=str))
+        raise typer.Exit(EXIT_OK)
+    console = stdout()
+    phases = ", ".join(f"{phase}: {n}" for phase, n in summary["records"].items()) or "no records"
+    console.print(Text(f"training run {run_dir} ({summary['command']}, {summary['model']}): {phases}"
+                       + (f", up to step {summary['last_step']}" if summary["last_step"] is not None else "")))
+    if run.skipped:
+        console.print(Text(f"{run.skipped} malformed metrics line(s) skipped", style="yellow"))
+    heldout = summary["heldout"]
+    if heldout:
+        ks = sorted({k for r in heldout for k in r if k.startswith("pass@") and k[5:].isdigit()},
+                    key=lambda k: int(k[5:]))
+        stages = any(r.get("stage") for r in heldout)
+        cols = [render.Col("step", right=True), *([render.Col("stage", drop=3)] if stages else []), render.Col("model"),
+                render.Col("label"), render.Col("compile", drop=2, right=True),
+                render.Col("correct", right=True), *[render.Col(k, drop=1, right=True) for k in ks],
+                render.Col("fast_1", drop=2, right=True)]
+
+        def pct(value: object) -> str:
+            number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            return render.pct(float(value) if number else None)
+
+        rows = [[str(r["step"]), *([str(r.get("stage") or "")] if stages else []), str(r.get("model_label", "")),
+                 str(r.get("label", "")),
+                 pct(r.get("compile_rate")), pct(r.get("correct_rate")), *[pct(r.get(k)) for k in ks],
+                 pct(r.get("fast_1"))] for r in heldout]
+        console.print(render.fit_table(console, "held-out evaluations", cols, rows))
+    console.print(Text(f"report: {path}", style="dim"))
+    raise typer.Exit(EXIT_OK)

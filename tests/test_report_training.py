@@ -1,0 +1,203 @@
+"""The report of a training run directory: a fake run (train_config.json, metrics.jsonl with SFT, GRPO and held-out
+records and a malformed line, rollouts.jsonl, a held-out bench directory), through the public function and the CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kernelrl.cli import app
+from kernelrl.report import is_training_run, load_training_run, render_training_html, write_training_report
+
+SFT = [{"phase": "sft", "step": s, "time": 1000.0 + s, "loss": 2.0 - 0.1 * s, "learning_rate": 1e-4, "epoch": s / 10,
+        "grad_norm": 1.5, "mean_token_accuracy": 0.5 + 0.01 * s} for s in (1, 2, 3, 4)]
+SFT_EVAL = {"phase": "sft", "step": 4, "time": 1005.0, "eval_loss": 1.7, "epoch": 0.4}
+GRPO = [{"phase": "grpo", "step": s, "time": 2000.0 + s, "loss": 0.01 * s, "reward": -1.0 + 0.5 * s,
+         "reward_std": 0.4, "frac_reward_zero_std": 0.25, "kl": 0.001 * s, "entropy": 0.9,
+         "completions/mean_length": 300 + s, "kernelrl/format_error_rate": 0.5 / s, "kernelrl/compiled_rate": 0.4,
+         "kernelrl/correct_rate": 0.1 * s, "kernelrl/hack_rate": 0.0,
+         "kernelrl/mean_speedup_vs_eager": None if s == 1 else 1.1, "kernelrl/eval_seconds": 12.5,
+         "curriculum/tier": 1 if s < 3 else 2, "curriculum/solve_rate": 0.3, "curriculum/eligible": 20,
+         "something_new": "ignored"} for s in (1, 2, 3)]
+HELDOUT = [
+    {"phase": "heldout", "step": 0, "time": 1999.0, "label": "greedy", "split": "test", "problems": 10,
+     "compile_rate": 0.5, "correct_rate": 0.2, "pass@1": 0.2, "fast_1": None, "model_label": "initial"},
+    {"phase": "heldout", "step": 0, "time": 1999.5, "label": "sampled", "split": "test", "problems": 10,
+     "compile_rate": 0.45, "correct_rate": 0.15, "pass@1": 0.15, "pass@8": 0.6, "fast_1": 0.1, "model_label": "initial"},
+    {"phase": "heldout", "step": 3, "time": 2004.0, "label": "greedy", "split": "test", "problems": 10,
+     "compile_rate": 0.9, "correct_rate": 0.7, "pass@1": 0.7, "fast_1": 0.3, "model_label": "grpo"},
+]
+CONFIG = {"command": "grpo", "model": "Qwen/Tiny <script>alert(1)</script>", "lr": 1e-5}
+
+
+def write_run(run_dir: Path, records: list[dict], config: dict | None = None, extra_lines: tuple[str, ...] = (),
+              rollouts: list[dict] | None = None) -> Path:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "train_config.json").write_text(json.dumps(config or CONFIG))
+    lines = [json.dumps(r) for r in records]
+    (run_dir / "metrics.jsonl").write_text("\n".join([*lines[:2], *extra_lines, *lines[2:]]) + "\n")
+    if rollouts is not None:
+        (run_dir / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rollouts))
+    return run_dir
+
+
+def full_run(tmp_path: Path) -> Path:
+    rollouts = [{"step": s, "problem_id": f"level1/{i}", "status": status, "reward": reward, "prompt": "p"}
+                for s in (1, 2, 3) for i, (status, reward) in
+                enumerate([("correct", 1.0), ("compile_error", -1.0), ("compile_error", -1.0)][: s])]
+    run_dir = write_run(tmp_path / "train", [*SFT, SFT_EVAL, *GRPO, *HELDOUT],
+                        extra_lines=('{"phase": "grpo", "step": 9, "loss": 0.5', "not json at all",
+                                     '["a list"]', '{"phase": "grpo", "loss": 1.0}'),
+                        rollouts=rollouts)
+    bench = run_dir / "heldout" / "grpo-greedy-step3"
+    bench.mkdir(parents=True)
+    (bench / "report.html").write_text("<html></html>")
+    return run_dir
+
+
+def svg(page: str, title: str) -> str:
+    """The chart titled `title` (its aria-label)."""
+    found = re.findall(r'<svg [^>]*aria-label="' + re.escape(title) + r'".*?</svg>', page, re.S)
+    assert len(found) == 1, f"{len(found)} charts titled {title!r}"
+    return found[0]
+
+
+def polyline(chart: str, series: str) -> list[str]:
+    """The points of one series of a chart."""
+    found = re.findall(r'<polyline class="series" data-series="' + re.escape(series) + r'" points="([^"]*)"', chart)
+    assert len(found) == 1, f"{len(found)} series {series!r}"
+    return found[0].split()
+
+
+def heldout_rows(page: str) -> list[list[str]]:
+    table = re.search(r"<table class=heldout>(.*?)</table>", page, re.S)
+    assert table is not None
+    rows = re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)[1:]
+    return [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)] for row in rows]
+
+
+def test_detects_training_runs_and_not_bench_runs(tmp_path):
+    run_dir = full_run(tmp_path)
+    assert is_training_run(run_dir)
+    (run_dir / "run.sqlite").write_bytes(b"")  # a bench trajectory store: a bench run
+    assert not is_training_run(run_dir)
+    assert not is_training_run(tmp_path / "missing")
+    write_run(tmp_path / "no-config", SFT)
+    (tmp_path / "no-config" / "train_config.json").unlink()
+    assert not is_training_run(tmp_path / "no-config")
+
+
+def test_loss_chart_has_a_point_per_record_and_a_series_per_phase(tmp_path):
+    page = render_training_html(full_run(tmp_path))
+    loss = svg(page, "loss")
+    assert len(polyline(loss, "sft loss")) == len(SFT)
+    assert len(polyline(loss, "grpo loss")) == len(GRPO)
+    assert len(polyline(loss, "sft eval_loss")) == 1
+    # the points go left to right, and lower loss is drawn higher (smaller y)
+    xs, ys = zip(*(map(float, p.split(",")) for p in polyline(loss, "sft loss")), strict=True)
+    assert list(xs) == sorted(xs) and len(set(xs)) == len(SFT) and list(ys) == sorted(ys)
+
+
+def test_reward_chart_with_std_band_and_component_rates(tmp_path):
+    page = render_training_html(full_run(tmp_path))
+    reward = svg(page, "reward (mean ± std)")
+    assert len(polyline(reward, "reward")) == len(GRPO)
+    assert re.search(r'<polygon class="band" data-series="reward" points="([^"]*)"', reward).group(1).count(",") \
+        == 2 * len(GRPO)
+    components = svg(page, "reward components (per step)")
+    for name in ("format_error", "compiled", "correct", "hack"):
+        assert len(polyline(components, name)) == len(GRPO)
+        assert f">{name}</text>" in components  # the legend
+    assert len(polyline(svg(page, "frac_reward_zero_std"), "frac_reward_zero_std")) == len(GRPO)
+    assert len(polyline(svg(page, "curriculum tier"), "tier")) == len(GRPO)
+    # a null value is skipped, not drawn as zero
+    assert len(polyline(svg(page, "mean speedup vs eager (correct kernels)"), "speedup")) == len(GRPO) - 1
+
+
+def test_heldout_chart_and_table(tmp_path):
+    page = render_training_html(full_run(tmp_path))
+    chart = svg(page, "held-out correctness (test split)")
+    assert len(polyline(chart, "greedy correct_rate")) == 2
+    assert len(polyline(chart, "sampled pass@8")) == 1
+    rows = heldout_rows(page)
+    assert len(rows) == len(HELDOUT)
+    greedy_end = next(r for r in rows if r[0] == "3")
+    # step, model, label, problems, compile, correct, pass@1, pass@8, fast_1, bench run
+    assert greedy_end == ["3", "grpo", "greedy", "10", "90.0%", "70.0%", "70.0%", "–", "30.0%", "grpo-greedy-step3"]
+    sampled = next(r for r in rows if r[2] == "sampled")
+    assert sampled[4:9] == ["45.0%", "15.0%", "15.0%", "60.0%", "10.0%"]
+    assert 'href="heldout/grpo-greedy-step3/report.html"' in page
+
+
+def test_malformed_lines_are_counted_and_config_is_escaped(tmp_path):
+    run_dir = full_run(tmp_path)
+    run = load_training_run(run_dir)
+    assert run.skipped == 4 and len(run.records) == len(SFT) + 1 + len(GRPO) + len(HELDOUT)
+    page = render_training_html(run_dir)
+    assert "4 malformed metrics lines skipped" in page
+    assert "<script>" not in page
+    assert "Qwen/Tiny &lt;script&gt;alert(1)&lt;/script&gt;" in page  # in the header and in the config
+    assert re.search(r"<details><summary>config \(train_config.json\)</summary><pre>.*&quot;lr&quot;: 1e-05", page,
+                     re.S)
+
+
+def test_missing_series_are_left_out(tmp_path):
+    """An SFT-only run: no reward, curriculum, held-out or rollouts sections, and no empty charts."""
+    bad = {**SFT[0], "step": 5, "loss": float("nan"), "grad_norm": None}
+    run_dir = write_run(tmp_path / "sft", [*SFT, bad], config={"command": "sft", "model": "m"})
+    page = render_training_html(run_dir)
+    assert len(polyline(svg(page, "loss"), "sft loss")) == len(SFT)  # NaN skipped
+    assert 'data-series="grpo loss"' not in page and 'data-series="sft eval_loss"' not in page
+    for title in ("reward (mean ± std)", "reward components (per step)", "curriculum tier",
+                  "held-out correctness (test split)"):
+        assert f'aria-label="{title}"' not in page
+    for section in ("<h2>Reward</h2>", "<h2>Curriculum</h2>", "Held-out", "Rollouts", "malformed"):
+        assert section not in page
+    assert page.count("<svg ") == page.count("<polyline class=\"series\"") == 4  # loss, lr, grad norm, accuracy
+
+
+def test_rollout_verdicts_by_step(tmp_path):
+    page = render_training_html(full_run(tmp_path))
+    table = re.search(r"<table class=rollouts>(.*?)</table>", page, re.S).group(1)
+    rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", table)[1:]]
+    # steps, completions, correct, compile_error, mean reward
+    assert rows == [["step 1", "1", "1", "0", "1"], ["step 2", "2", "1", "1", "0"], ["step 3", "3", "1", "2", "-0.333"]]
+    assert 'aria-label="rollout verdicts by step range"' in page
+
+
+def test_two_stage_runs_get_a_series_per_stage(tmp_path):
+    run_dir = tmp_path / "two"
+    for stage in ("frontend", "midend"):
+        write_run(run_dir / stage, [{**r, "stage": stage} if stage == "frontend" else r for r in GRPO],
+                  config={"command": f"grpo-{stage}", "model": "m"})
+    assert is_training_run(run_dir)
+    page = render_training_html(run_dir)
+    reward = svg(page, "reward (mean ± std)")
+    assert len(polyline(reward, "reward [frontend]")) == len(polyline(reward, "reward [midend]")) == len(GRPO)
+
+
+def test_cli_report_on_a_training_run(tmp_path):
+    run_dir = full_run(tmp_path)
+    result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    assert "training run" in result.stdout and "4 malformed metrics line(s) skipped" in result.stdout
+    assert "held-out evaluations" in result.stdout and "70.0%" in result.stdout
+    page = (run_dir / "report.html").read_text()
+    assert "kernelrl training report" in page and len(polyline(svg(page, "loss"), "sft loss")) == len(SFT)
+    out = tmp_path / "elsewhere" / "page.html"
+    result = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["kind"] == "training" and summary["skipped_lines"] == 4 and len(summary["heldout"]) == 3
+    assert summary["records"] == {"sft": len(SFT) + 1, "grpo": len(GRPO), "heldout": len(HELDOUT)}
+    assert 'href="../train/heldout/grpo-greedy-step3/report.html"' in out.read_text()
+
+
+def test_write_training_report_default_path(tmp_path):
+    run_dir = full_run(tmp_path)
+    assert write_training_report(run_dir) == run_dir / "report.html"
+    assert (run_dir / "report.html").read_text().startswith("<!DOCTYPE html>")
