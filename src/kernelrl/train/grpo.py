@@ -71,6 +71,14 @@ def run_grpo(config: GRPOConfig, scorer: Scorer | None = None, rows: Sequence[di
     `rows`: prompt rows (default the first-turn prompts of the selected train-split problems; two-stage passes
     its mid-end prompts); `judge`: an LLMJudge for the cold-start term (default: built from `config.judge`)."""
     session = Session.open(config)
+    try:
+        return _train(session, config, scorer, rows, judge)
+    finally:
+        session.close()
+
+
+def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Sequence[dict[str, Any]] | None,
+           judge: Any) -> GRPOOutcome:
     rows = list(rows) if rows is not None else prompt_rows(session.problems, session.prompts, session.suite)
     if not rows:
         raise ValueError("no prompt rows to train on")
@@ -127,4 +135,5 @@ def run_grpo(config: GRPOConfig, scorer: Scorer | None = None, rows: Sequence[di
     session.train(trainer, resume)
     adapter = run_dir / ADAPTER
     trainer.save_model(str(adapter))
+    session.final_heldout(trainer.model, trainer.state.global_step, scorer, label)
     return GRPOOutcome(run_dir, adapter, trainer.state.global_step, resume)

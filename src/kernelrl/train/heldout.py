@@ -17,7 +17,7 @@ from kernelrl.evaluate import Scorer
 from kernelrl.policies import ReplayPolicy, write_replay
 from kernelrl.problems import Problem
 from kernelrl.prompts import Prompts
-from kernelrl.train.rundir import append_metrics
+from kernelrl.train.rundir import append_metrics, read_metrics
 
 SAMPLING_TEMPERATURE = 0.8  # pass@k samples; greedy decoding gives the single-attempt numbers
 GENERATION_BATCH = 64  # sequences per generate call
@@ -62,10 +62,16 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
 def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], scorer: Scorer, prompts: Prompts,
                     run_dir: Path, step: int, model_label: str, samples: int, max_tokens: int,
                     concurrency: int = 4) -> list[dict]:
-    """Evaluate `model` on `problems`; returns the metrics records (also appended to metrics.jsonl)."""
+    """Evaluate `model` on `problems`; returns the metrics records (also appended to metrics.jsonl). A greedy or
+    sampled evaluation already recorded for this model label and step (a resumed run) is not repeated."""
+    done = {(r.get("model_label"), r.get("step"), r.get("label")) for r in read_metrics(run_dir)
+            if r.get("phase") == "heldout"}
+    runs = [("greedy", 1, 0.0)] + ([("sampled", samples, SAMPLING_TEMPERATURE)] if samples > 0 else [])
+    runs = [run for run in runs if (model_label, step, run[0]) not in done]
+    if not runs:
+        return []
     was_training = model.training
     model.eval()
-    runs = [("greedy", 1, 0.0)] + ([("sampled", samples, SAMPLING_TEMPERATURE)] if samples > 0 else [])
     records = []
     try:
         for label, n, temperature in runs:

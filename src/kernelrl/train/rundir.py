@@ -81,7 +81,8 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
                    heldout: Callable[[Any, int], None] | None, heldout_every: int,
                    heldout_at_start: bool = True) -> list[Any]:
     """Trainer callbacks: every log event to metrics.jsonl, and the held-out evaluation at the start (a fresh
-    run, when `heldout_at_start`), every `heldout_every` steps, and at the end."""
+    run, when `heldout_at_start`) and every `heldout_every` steps. The final one runs after the adapter is
+    saved (`Session.final_heldout`), so a run cut short during it loses no training."""
     from transformers import TrainerCallback
 
     class MetricsLog(TrainerCallback):
@@ -106,8 +107,5 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
             if heldout_every > 0 and state.global_step % heldout_every == 0:
                 self._run(model, state.global_step)
-
-        def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
-            self._run(model, state.global_step)
 
     return [MetricsLog(), HeldOut()]

@@ -85,6 +85,12 @@ class Session:
 
         return run
 
+    def final_heldout(self, model: Any, step: int, scorer: Scorer | None, label: str) -> None:
+        """The end-of-run held-out evaluation (after the adapter is saved; skipped when switched off)."""
+        run = self.heldout_fn(scorer, label)
+        if run is not None:
+            run(model, step)
+
     def train(self, trainer: Any, resume: str | None) -> Any:
         import torch
 
@@ -94,8 +100,6 @@ class Session:
             raise TrainSetupError(
                 f"out of GPU memory at step {trainer.state.global_step}: lower batch_size / prompts_per_step, "
                 "num_generations, max_length / max_completion_length, or turn gradient_checkpointing on") from None
-        finally:
-            self.close()
 
     def close(self) -> None:
         for evaluator in self._owned.values():

@@ -33,7 +33,13 @@ def run_sft(config: SFTConfig, scorer: Scorer | None = None) -> SFTOutcome:
     """Train (or resume) an SFT run; returns where the adapter went. `scorer` evaluates held-out attempts
     (default: an Evaluator on `config.eval_device`)."""
     session = Session.open(config)
+    try:
+        return _train(session, config, scorer)
+    finally:
+        session.close()
 
+
+def _train(session: Session, config: SFTConfig, scorer: Scorer | None) -> SFTOutcome:
     rows = sft_rows(config.data, session.suite, session.prompts, session.problems)
     _check_lengths(rows, session.tokenizer, config.max_length)
     eval_rows = heldout_sft_rows(session.suite, session.prompts) if config.eval_loss else []
@@ -66,6 +72,7 @@ def run_sft(config: SFTConfig, scorer: Scorer | None = None) -> SFTOutcome:
     output = session.train(trainer, resume)
     adapter = run_dir / ADAPTER
     trainer.save_model(str(adapter))
+    session.final_heldout(trainer.model, trainer.state.global_step, scorer, "sft")
     if config.merge:
         merged = trainer.model.merge_and_unload()
         merged.save_pretrained(str(run_dir / "merged"))
