@@ -17,10 +17,11 @@ for phase in "${PHASES[@]}"; do
         --max-length 4096 --heldout-samples 8 --heldout-max-tokens 1024 --eval-concurrency 8 --save-steps 20 ;;
     grpo)
       timeout "${GRPO_TIMEOUT:-100000}" $KERNELRL train grpo --run-dir "$RUN/grpo" --model "$MODEL" \
-        --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 12 --heldout-samples 8 \
+        --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 --heldout-samples 8 \
         --heldout-max-tokens 1024 --max-steps "${GRPO_STEPS:-24}" --prompts-per-step 4 --num-generations 8 \
-        --max-completion-length 1024 --temperature 0.9 --learning-rate 5e-5 --reward composite --no-eval-timing \
-        --eval-concurrency 8 --save-steps 2 --curriculum ;;
+        --max-completion-length 512 --temperature 0.7 --learning-rate 1e-4 --lora-r 8 --lora-alpha 16 \
+        --reward composite --format-weight 0.1 --no-eval-timing --no-gradient-checkpointing --eval-concurrency 8 \
+        --save-steps 2 --curriculum ${GRPO_ARGS:-} ;;
     *) echo "unknown phase $phase (sft, grpo)" >&2; exit 2 ;;
   esac
 done

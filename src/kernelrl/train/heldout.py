@@ -41,7 +41,7 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
             encoded = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
             sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             with torch.no_grad():
-                generated = model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n,
+                generated = model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n, use_cache=True,
                                            pad_token_id=tokenizer.pad_token_id, **sampling)
             width = encoded["input_ids"].shape[1]
             lengths = encoded["attention_mask"].sum(dim=1).tolist()
