@@ -135,5 +135,6 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
     session.train(trainer, resume)
     adapter = run_dir / ADAPTER
     trainer.save_model(str(adapter))
-    session.final_heldout(trainer.model, trainer.state.global_step, scorer, label)
+    if trainer.is_world_process_zero():  # under accelerate launch, one process evaluates
+        session.final_heldout(trainer.model, trainer.state.global_step, scorer, label)
     return GRPOOutcome(run_dir, adapter, trainer.state.global_step, resume)

@@ -87,7 +87,7 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
 
     class MetricsLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
-            if logs:
+            if logs and state.is_world_process_zero:  # one line per step, not one per process
                 extra = {"stage": stage} if stage else {}
                 append_metrics(run_dir, {"phase": phase, **extra, "step": state.global_step, **logs})
 
@@ -95,17 +95,17 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
         def __init__(self) -> None:
             self.done: set[int] = set()
 
-        def _run(self, model: Any, step: int) -> None:
-            if heldout is not None and heldout_every >= 0 and step not in self.done:
+        def _run(self, model: Any, step: int, main: bool) -> None:
+            if main and heldout is not None and heldout_every >= 0 and step not in self.done:
                 self.done.add(step)
                 heldout(model, step)
 
         def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
             if state.global_step == 0 and heldout_at_start:
-                self._run(model, 0)
+                self._run(model, 0, state.is_world_process_zero)
 
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
             if heldout_every > 0 and state.global_step % heldout_every == 0:
-                self._run(model, state.global_step)
+                self._run(model, state.global_step, state.is_world_process_zero)
 
     return [MetricsLog(), HeldOut()]

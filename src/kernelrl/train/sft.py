@@ -72,7 +72,8 @@ def _train(session: Session, config: SFTConfig, scorer: Scorer | None) -> SFTOut
     output = session.train(trainer, resume)
     adapter = run_dir / ADAPTER
     trainer.save_model(str(adapter))
-    session.final_heldout(trainer.model, trainer.state.global_step, scorer, "sft")
+    if trainer.is_world_process_zero():  # under accelerate launch, one process evaluates
+        session.final_heldout(trainer.model, trainer.state.global_step, scorer, "sft")
     if config.merge:
         merged = trainer.model.merge_and_unload()
         merged.save_pretrained(str(run_dir / "merged"))
