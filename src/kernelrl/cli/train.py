@@ -22,7 +22,14 @@ from rich.markup import escape
 from rich.text import Text
 
 from kernelrl.cli.app import EPILOG, EXIT_BAD_INPUT, EXIT_EVALUATOR, app, fail, stdout
-from kernelrl.train.config import GRPOConfig, SFTConfig, TrainConfigError, config_from_dict, load_toml
+from kernelrl.train.config import (
+    SEED004,
+    GRPOConfig,
+    SFTConfig,
+    TrainConfigError,
+    config_from_dict,
+    load_toml,
+)
 
 train_app = typer.Typer(name="train", help="Train kernel-writing models: SFT warm start, GRPO, two-stage GRPO "
                         "(needs the train extra: pip install 'kernelrl\\[train]').", no_args_is_help=True)
@@ -41,9 +48,10 @@ def _option_type(kind: Any) -> Any:
     return kind | None
 
 
-def config_options(cls: type, prefix: str = "") -> Callable[[Callable], Callable]:
+def config_options(cls: type, prefix: str = "", defaults_shown: dict[str, Any] | None = None) -> Callable[[Callable], Callable]:
     """Add one option per field of `cls` (except _SKIP) to a typer command; the command receives the given
-    values (a dict of field -> value, only those on the command line) as `given`."""
+    values (a dict of field -> value, only those on the command line) as `given`. `defaults_shown`: defaults the help
+    shows where the command's differ from the dataclass's (a preset)."""
     hints = typing.get_type_hints(cls)
     fields = [f for f in dataclasses.fields(cls) if f.name not in _SKIP]
 
@@ -51,6 +59,7 @@ def config_options(cls: type, prefix: str = "") -> Callable[[Callable], Callable
         params = []
         for f in fields:
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            default = (defaults_shown or {}).get(f.name, default)
             shown = ", ".join(default) if isinstance(default, tuple) else default
             help_text = escape((f.metadata.get("help") or "").rstrip()) + (
                 f" (default: {escape(str(shown))})" if shown not in (None, "") else "")
@@ -152,7 +161,8 @@ def grpo_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
 
 
 @train_app.command("two-stage", epilog=EPILOG)
-@config_options(GRPOConfig)
+@config_options(GRPOConfig, defaults_shown={**SEED004, "preset": "seed004", "reward": "two_stage:stage=frontend (stage 1), "
+                                   "two_stage:stage=midend (stage 2)"})
 def two_stage_cmd(
     config_file: ConfigFile = None,
     kernels: Annotated[list[str] | None, typer.Option(
