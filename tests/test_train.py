@@ -132,6 +132,7 @@ def sft_run(tmp_path_factory) -> dict:
     shutil.move(run_dir / "merged", root / "merged2")
     snap["outcome3"] = run_sft(config)  # the same command again: nothing left to train
     snap["metrics3"] = read_metrics(run_dir)
+    snap["config3"] = json.loads((run_dir / "train_config.json").read_text())
     return snap
 
 
@@ -173,6 +174,7 @@ def test_sft_resume_continues_the_step_count(sft_run):
     assert config2["max_steps"] == 3 and config2["command"] == "sft"
     assert config2["previous"]["max_steps"] == 2 and config2["previous"]["command"] == "sft"
     assert "previous" not in config2["previous"]
+    assert sft_run["config3"]["previous"] == config2["previous"]  # the same settings again keep the history
     # the resumed run restored the step-3 weights: its adapter is the one saved after training step 3
     before, after = (load_file(str(p / "adapter_model.safetensors")) for p in (sft_run["root"] / "adapter2",
                                                                               run_dir / "adapter"))
@@ -265,12 +267,24 @@ def test_grpo_curriculum_state_and_stats(grpo_run, suite):
     assert step["curriculum/promotions"] == 0 and step["curriculum/solve_rate"] == correct / 2
 
 
+def test_grpo_resume_of_a_finished_run_trains_no_more(grpo_run):
+    """With the curriculum on, Trainer does not skip data on resume and would run one step past max_steps."""
+    config, outcome = grpo_run
+    run_dir = Path(config.run_dir)
+    rollouts = jsonl(run_dir / "rollouts.jsonl")
+    before = load_file(str(outcome.adapter / "adapter_model.safetensors"))
+    again = run_grpo(config)
+    assert again.steps == 1 and Path(again.resumed_from).name == "checkpoint-1"
+    assert jsonl(run_dir / "rollouts.jsonl") == rollouts  # no completion generated, none scored
+    assert training_steps(read_metrics(run_dir), "grpo") == [1]
+    after = load_file(str(again.adapter / "adapter_model.safetensors"))
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Two-stage
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="src bug: data.speedup_prompt builds an EvalResult "
-                   "without problem_id when given no result, which midend_rows always does")
 def test_two_stage_trains_stage_2_on_stage_1s_correct_kernels(tmp_path, suite, prompts):
     common = {**GRPO_TINY, "problems": (RELU,), "max_completion_length": 16, "curriculum": False}
     frontend = GRPOConfig(**common, reward="two_stage:stage=frontend")

@@ -79,7 +79,8 @@ def speedup_prompt(prompts: Prompts, problem: Problem, code: str, result: EvalRe
     if result is None:
         from kernelrl.results import Stage, Status
 
-        result = EvalResult(status=Status.CORRECT, stage=Stage.DONE, message="this kernel is correct; make it faster")
+        result = EvalResult(problem_id=problem.id, status=Status.CORRECT, stage=Stage.DONE,
+                            message="this kernel is correct; make it faster")
     messages = prompts.refine(problem, code, result, turn=2)
     messages[-1] = {"role": "user", "content": messages[-1]["content"] + "\n\nThe kernel above is correct. "
                     "Write a faster one that stays correct."}

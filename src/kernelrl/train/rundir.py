@@ -40,6 +40,8 @@ def prepare_run_dir(run_dir: str | Path, command: str, config: dict[str, Any]) -
             old = None
         if old is not None and {k: v for k, v in old.items() if k != "previous"} != document:
             document["previous"] = old
+        elif old is not None and "previous" in old:  # same settings again: keep the history
+            document["previous"] = old["previous"]
     config_path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -94,6 +94,14 @@ class Session:
     def train(self, trainer: Any, resume: str | None) -> Any:
         import torch
 
+        if resume is not None and _finished(trainer, resume):
+            # Trainer would still run one step when it does not skip data (the curriculum's sampler): load the
+            # checkpoint's weights and state instead, so a finished run's adapter and held-out are the same
+            from transformers import TrainerState
+
+            trainer._load_from_checkpoint(resume)
+            trainer.state = TrainerState.load_from_json(str(Path(resume) / "trainer_state.json"))
+            return None
         try:
             return trainer.train(resume_from_checkpoint=resume)
         except torch.OutOfMemoryError:
@@ -105,3 +113,14 @@ class Session:
         for evaluator in self._owned.values():
             evaluator.close()
         self._owned.clear()
+
+
+def _finished(trainer: Any, checkpoint: str) -> bool:
+    """Whether `checkpoint` already reached the run's max_steps (only known up front when max_steps is set)."""
+    import json
+
+    max_steps = trainer.args.max_steps
+    state = Path(checkpoint) / "trainer_state.json"
+    if max_steps <= 0 or not state.is_file():
+        return False
+    return json.loads(state.read_text()).get("global_step", 0) >= max_steps
