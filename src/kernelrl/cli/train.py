@@ -48,10 +48,11 @@ def _option_type(kind: Any) -> Any:
     return kind | None
 
 
-def config_options(cls: type, prefix: str = "", defaults_shown: dict[str, Any] | None = None) -> Callable[[Callable], Callable]:
+def config_options(cls: type, prefix: str = "",
+                   defaults_shown: dict[str, Any] | None = None) -> Callable[[Callable], Callable]:
     """Add one option per field of `cls` (except _SKIP) to a typer command; the command receives the given
-    values (a dict of field -> value, only those on the command line) as `given`. `defaults_shown`: defaults the help
-    shows where the command's differ from the dataclass's (a preset)."""
+    values (a dict of field -> value, only those on the command line) as `given`. `defaults_shown`: the
+    defaults the help shows where the command's differ from the dataclass's (a preset)."""
     hints = typing.get_type_hints(cls)
     fields = [f for f in dataclasses.fields(cls) if f.name not in _SKIP]
 
@@ -161,8 +162,9 @@ def grpo_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
 
 
 @train_app.command("two-stage", epilog=EPILOG)
-@config_options(GRPOConfig, defaults_shown={**SEED004, "preset": "seed004", "reward": "two_stage:stage=frontend (stage 1), "
-                                   "two_stage:stage=midend (stage 2)"})
+@config_options(GRPOConfig, defaults_shown={
+    **SEED004, "preset": "seed004",
+    "reward": "two_stage:stage=frontend (stage 1), two_stage:stage=midend (stage 2)"})
 def two_stage_cmd(
     config_file: ConfigFile = None,
     kernels: Annotated[list[str] | None, typer.Option(

@@ -41,8 +41,8 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
             encoded = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
             sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             with torch.no_grad():
-                generated = model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n, use_cache=True,
-                                           pad_token_id=tokenizer.pad_token_id, **sampling)
+                generated = model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n,
+                                           use_cache=True, pad_token_id=tokenizer.pad_token_id, **sampling)
             width = encoded["input_ids"].shape[1]
             lengths = encoded["attention_mask"].sum(dim=1).tolist()
             for i in range(len(chunk)):
@@ -95,7 +95,8 @@ def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], sco
                       "compile_rate": m.compile_rate, "correct_rate": m.correct_rate, "solved_rate": m.solved_rate,
                       **m.pass_at_k, "fast_1": m.fast_p_eager.get("fast_1"),
                       "fast_1_inductor": m.fast_p_inductor.get("fast_1"), "status_counts": m.status_counts,
-                      "generation_s": round(generation_s, 2), "eval_s": round(time.monotonic() - started - generation_s, 2)}
+                      "generation_s": round(generation_s, 2),
+                      "eval_s": round(time.monotonic() - started - generation_s, 2)}
             append_metrics(run_dir, record)
             records.append(record)
     finally:

@@ -82,7 +82,8 @@ def midend_rows(kernels: dict[str, tuple[str, str]], session: Session) -> list[d
     for problem in session.problems:
         if problem.id in kernels:
             code, source = kernels[problem.id]
-            rows.append(problem_row(problem, speedup_prompt(session.prompts, problem, code, None), kernel_source=source))
+            prompt = speedup_prompt(session.prompts, problem, code, None)
+            rows.append(problem_row(problem, prompt, kernel_source=source))
     check_no_test_leak(rows, session.suite)
     return rows
 
