@@ -167,7 +167,8 @@ def test_policy_warn_and_off():
 
 E2E_EXPLOITS = ["x01_decoy_kernel.py", "x02_lazy_copy_kernel.py", "x10_try_fallback.py",
                 "x19_patch_perf_counter.py", "x22_exec_string.py"]
-E2E_TWIN = "h01_relu_helper_function.py"
+# h12: @triton.autotune needs the sandbox's untimed autotuner in CPU mode (no driver to benchmark with)
+E2E_TWINS = ["h01_relu_helper_function.py", "h12_relu_autotune.py", "h13_relu_heuristics.py"]
 
 
 @pytest.fixture(scope="module")
@@ -190,8 +191,9 @@ def test_exploit_end_to_end_is_hack_detected(evaluator, suite, name):
     assert case.expect in result.feedback
 
 
-def test_honest_twin_end_to_end_is_correct(evaluator, suite):
-    case = BY_NAME[E2E_TWIN]
+@pytest.mark.parametrize("name", E2E_TWINS)
+def test_honest_twin_end_to_end_is_correct(evaluator, suite, name):
+    case = BY_NAME[name]
     result = evaluator.evaluate(suite.get(case.problem), case.source())
     assert result.status is Status.CORRECT, (result.status, result.message, result.feedback)
     assert not _rejected(result.findings)

@@ -2,8 +2,7 @@
 
 Rules are data: an id, a message a model can learn from, and a default policy (`reject` ends the evaluation
 as `hack_detected`, `warn` records a finding, `off` ignores the rule). `analyze_rules(source)` returns findings;
-reachability starts at `ModelNew.forward` and follows calls through module-level functions, methods and
-module-defined helper classes (over-approximating: a call to a method name reaches every method of that name).
+what the rules read (the module index, the bodies reachable from `ModelNew.forward`) is kernelrl.candidates.reach.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from kernelrl.candidates.reach import ALLOWED_TORCH_CALLS, NN_CONTAINERS, ModuleIndex, dotted_name, reachable
 from kernelrl.pyparse import parse_python
 from kernelrl.results import Finding
 
@@ -30,13 +30,14 @@ class Rule:
     message: str
     check: Callable[[RuleContext], Finds] = field(compare=False, repr=False)
 
-# torch.* / F.* calls that only allocate, reshape or describe tensors; every other torch call is compute
-ALLOWED_TORCH_CALLS = frozenset({
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-    "arange", "tensor", "as_tensor", "as_strided", "from_numpy", "device", "dtype", "finfo", "iinfo", "Size",
-    "is_tensor", "is_floating_point", "no_grad", "inference_mode", "get_device", "current_device",
-    "device_count", "is_available", "get_device_properties", "numel", "result_type", "promote_types",
+# torch.* names that are values rather than compute (dtypes, layouts, classes, constants): the only ones a
+# candidate may use other than by calling them
+TORCH_VALUES = frozenset({
+    "Tensor", "Module", "Generator", "layout", "memory_format", "strided", "contiguous_format", "channels_last",
+    "channels_last_3d", "preserve_format", "pi", "e", "inf", "nan", "version", "__version__",
 })
+TORCH_DTYPE = re.compile(r"(u?int|float|bfloat|complex|qu?int|bits)\d*(_\w+)?|half|double|long|short|bool|cfloat|"
+                         r"cdouble|chalf")
 # tensor methods that compute (a method call with one of these names is treated as PyTorch compute)
 COMPUTE_METHODS = frozenset({
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "cumprod", "softmax",
@@ -51,8 +52,6 @@ COMPUTE_METHODS = frozenset({
     "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "softplus", "hardtanh", "elu", "leaky_relu",
     "sigmoid_", "tanh_", "floor", "ceil", "round", "sign", "trunc", "frac", "fmod", "remainder",
 })
-# nn layers whose call runs PyTorch compute (nn.Parameter and containers are fine)
-NN_CONTAINERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Identity"})
 PATCHABLE_MODULES = frozenset({
     "torch", "triton", "tl", "time", "builtins", "sys", "os", "F", "nn", "math", "numpy", "np", "gc", "inspect",
     "functools", "importlib", "kernelrl", "random",
@@ -66,6 +65,8 @@ BANNED_MODULES = {  # any import whose dotted path contains one of these compone
     "requests": "network-subprocess", "subprocess": "network-subprocess", "ssl": "network-subprocess",
     "shutil": "file-write", "tempfile": "file-write", "signal": "concurrency", "kernelrl": "monkey-patch",
     "kernelrl_problem": "reference-model", "_python_dispatch": "introspection",
+    # the candidate's own module: through it a name is rebound where no assignment to it shows
+    "kernelrl_candidate": "monkey-patch",
 }
 BANNED_CALLS = {
     "exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code", "__import__": "dynamic-code",
@@ -121,182 +122,25 @@ CUDA_SOURCE_PATTERNS = (
 )
 
 
-def _dotted(node: ast.AST) -> str | None:
-    """'torch.nn.functional.relu' for the expression `torch.nn.functional.relu` (None if not a name chain)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-def _is_jit(fn: ast.FunctionDef) -> bool:
-    for deco in fn.decorator_list:
-        target = deco.func if isinstance(deco, ast.Call) else deco
-        name = _dotted(target) or ""
-        if name.split(".")[-1] in ("jit", "autotune", "heuristics") and ("triton" in name or name == "jit"):
-            return True
-    return False
-
-
-class _Module:
-    """Index of the candidate module: functions, classes, kernels, imports, extension handles."""
-
-    def __init__(self, tree: ast.Module) -> None:
-        self.tree = tree
-        self.functions: dict[str, ast.FunctionDef] = {}
-        self.classes: dict[str, ast.ClassDef] = {}
-        self.kernels: dict[str, ast.FunctionDef] = {}
-        self.aliases: dict[str, str] = {}  # local name -> imported module path
-        self.extensions: set[str] = set()  # names bound to load_inline / load results
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                (self.kernels if _is_jit(node) else self.functions)[node.name] = node
-            elif isinstance(node, ast.ClassDef):
-                self.classes[node.name] = node
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    local = alias.asname or alias.name.split(".")[0]
-                    self.aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                for alias in node.names:
-                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        for node in tree.body:  # module-level bindings: extension handles, jit(...) kernels, aliases
-            if not isinstance(node, ast.Assign):
-                continue
-            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
-            if isinstance(node.value, ast.Call):
-                called = self.resolve(_dotted(node.value.func) or "")
-                if called.startswith("torch.utils.cpp_extension.") and called.split(".")[-1] in ("load_inline", "load"):
-                    self.extensions.update(names)
-                elif called in ("triton.jit", "triton.language.jit") and node.value.args:
-                    impl = _dotted(node.value.args[0])
-                    for name in names:
-                        self.kernels[name] = self.functions.pop(impl, None) or self.kernels.get(impl) or node
-            elif (dotted := _dotted(node.value)) is not None:
-                for name in names:  # `_act = torch.relu`, `cuda = torch.cuda`
-                    if name not in self.aliases:
-                        self.aliases[name] = self.resolve(dotted)
-
-    def resolve(self, dotted: str) -> str:
-        head, _, rest = dotted.partition(".")
-        full = self.aliases.get(head, head)
-        return f"{full}.{rest}" if rest else full
-
-    def methods(self, cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
-        return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-
-    def nn_layers(self, cls: ast.ClassDef) -> dict[str, str]:
-        """self.<attr> = nn.<Layer>(...) or = <torch function> in the class: attr -> what runs when called."""
-        layers = {}
-        for node in ast.walk(cls):
-            if not isinstance(node, ast.Assign):
-                continue
-            if isinstance(node.value, ast.Call):
-                full = self.resolve(_dotted(node.value.func) or "")
-                if not (full.startswith("torch.nn.") and full.split(".")[-1] not in NN_CONTAINERS and
-                        not full.startswith("torch.nn.functional")):
-                    continue
-            else:  # self.act = F.softmax
-                full = self.resolve(_dotted(node.value) or "")
-                if not full.startswith("torch.") or full.split(".")[-1] in ALLOWED_TORCH_CALLS:
-                    continue
-            for target in node.targets:
-                if isinstance(target, ast.Attribute):
-                    layers[target.attr] = full.removeprefix("torch.")
-        return layers
-
-
-def _reachable(mod: _Module) -> tuple[list[ast.AST], set[str]]:
-    """Function/method bodies reachable from ModelNew.forward, and the kernels they launch."""
-    model = mod.classes.get("ModelNew")
-    if model is None:
-        return [], set()
-    all_methods: dict[str, list[ast.FunctionDef]] = {}
-    for cls in mod.classes.values():
-        for name, fn in mod.methods(cls).items():
-            all_methods.setdefault(name, []).append(fn)
-    methods = mod.methods(model)
-    starts = [methods[n] for n in ("forward", "__call__") if n in methods]
-    for node in ast.walk(model):  # self.forward = self._fast_path
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in ("forward", "__call__")
-                                                for t in node.targets):
-            target = _dotted(node.value) or ""
-            if target.split(".")[-1] in methods:
-                starts.append(methods[target.split(".")[-1]])
-    if not starts:
-        return [], set()
-    instances: dict[str, ast.ClassDef] = {}  # attribute name -> module-defined class it holds
-    for node in ast.walk(mod.tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
-            if node.value.func.id in mod.classes:
-                for target in node.targets:
-                    if isinstance(target, ast.Attribute):
-                        instances[target.attr] = mod.classes[node.value.func.id]
-    seen: set[int] = set()
-    subscript_launch = False
-    bodies: list[ast.AST] = []
-    launched: set[str] = set()
-    queue: list[ast.AST] = list(starts)
-    while queue:
-        fn = queue.pop()
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        bodies.append(fn)
-        for node in ast.walk(fn):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if isinstance(func, ast.Subscript):  # kernel[grid](...), also through a variable or attribute
-                name = _dotted(func.value)
-                if name and name.split(".")[-1] in mod.kernels:
-                    launched.add(name.split(".")[-1])
-                else:
-                    subscript_launch = True
-                continue
-            if isinstance(func, ast.Name):
-                if func.id in mod.functions:
-                    queue.append(mod.functions[func.id])
-                elif func.id in mod.classes:
-                    queue.extend(mod.methods(mod.classes[func.id]).values())
-            elif isinstance(func, ast.Attribute):
-                base = _dotted(func.value)
-                if base in mod.extensions:
-                    launched.add(f"{base}.{func.attr}")
-                queue.extend(all_methods.get(func.attr, []))  # obj.method(...): any method of that name
-                helper = instances.get(func.attr)  # self.helper(...) with self.helper = Helper(...)
-                if helper is not None:
-                    queue.extend(fn for name, fn in mod.methods(helper).items() if name in ("forward", "__call__"))
-    if subscript_launch:  # `k = a_kernel if c else b_kernel; k[grid](...)`: the kernels it can hold count
-        referenced = {n.id for body in [*bodies, model] for n in ast.walk(body) if isinstance(n, ast.Name)}
-        launched |= referenced & set(mod.kernels)
-    return bodies, launched
-
-
 def _in_try(tree: ast.AST) -> list[ast.Try]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.Try) and n.handlers]
 
 
-def _contains_launch(node: ast.AST, mod: _Module) -> bool:
+def _contains_launch(node: ast.AST, mod: ModuleIndex) -> bool:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
             if isinstance(sub.func, ast.Subscript):
-                name = _dotted(sub.func.value)
+                name = dotted_name(sub.func.value)
                 if name and name.split(".")[-1] in mod.kernels:
                     return True
-            if isinstance(sub.func, ast.Attribute) and _dotted(sub.func.value) in mod.extensions:
+            if isinstance(sub.func, ast.Attribute) and dotted_name(sub.func.value) in mod.extensions:
                 return True
             if isinstance(sub.func, ast.Name) and sub.func.id in mod.functions:
                 return True  # a helper that may launch
     return False
 
 
-def _torch_compute(bodies: Iterable[ast.AST], mod: _Module) -> list[tuple[int, str]]:
+def _torch_compute(bodies: Iterable[ast.AST], mod: ModuleIndex) -> list[tuple[int, str]]:
     """(line, what) for PyTorch compute in the reachable bodies."""
     found = []
     layers: dict[str, str] = {}
@@ -308,7 +152,7 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: _Module) -> list[tuple[int, s
                 found.append((node.lineno, "the @ operator (torch matmul)"))
             if not isinstance(node, ast.Call):
                 continue
-            dotted = _dotted(node.func)
+            dotted = dotted_name(node.func)
             if dotted:
                 full = mod.resolve(dotted)
                 if full.startswith("torch.") and not full.startswith("torch.cuda.") and \
@@ -319,11 +163,40 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: _Module) -> list[tuple[int, s
                     found.append((node.lineno, f"{dotted}(...) runs torch {layers[dotted.split('.')[1]]}"))
                     continue
             if isinstance(node.func, ast.Attribute) and node.func.attr in COMPUTE_METHODS:
-                base = _dotted(node.func.value) or ""
+                base = dotted_name(node.func.value) or ""
                 root = mod.resolve(base).split(".")[0] if base else ""
-                if root in ("triton", "math", "tl") or base in mod.extensions:
+                if root in ("triton", "math", "tl") or base in mod.extensions or base in mod.containers:
                     continue
                 found.append((node.lineno, f".{node.func.attr}(...) on a tensor"))  # type unknown: assume one
+    return found
+
+
+def _torch_values(mod: ModuleIndex) -> list[tuple[int, str]]:
+    """(line, what) for torch functions used other than by calling them, anywhere in the module: stored in a
+    dict or list, bound to a name, passed as an argument (`TABLE = {"r": torch.relu}`, `launch = torch.relu`,
+    `map(F.relu, ...)`), each can be called where no call of torch is seen. Dtypes, layouts and classes are values;
+    decorators, base classes and annotations are not looked at."""
+    skip: set[int] = set()  # called names, bases of longer chains, and subtrees that only describe
+    for node in ast.walk(mod.tree):
+        if isinstance(node, ast.Call):
+            skip.add(id(node.func))
+        elif isinstance(node, ast.Attribute):
+            skip.add(id(node.value))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.arg | ast.AnnAssign):
+            described = [*getattr(node, "decorator_list", []), *getattr(node, "bases", []),
+                         getattr(node, "returns", None), getattr(node, "annotation", None)]
+            skip.update(id(sub) for part in described if part is not None for sub in ast.walk(part))
+    found = []
+    for node in ast.walk(mod.tree):
+        if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load) or id(node) in skip:
+            continue
+        dotted = dotted_name(node)
+        full = mod.resolve(dotted) if dotted else ""
+        last = full.split(".")[-1]
+        if full == "torch" or full.startswith("torch.") and not (
+                last in ALLOWED_TORCH_CALLS or last in TORCH_VALUES or last in NN_CONTAINERS or
+                TORCH_DTYPE.fullmatch(last) or f"{full}.".startswith(("torch.cuda.", "torch.backends."))):
+            found.append((node.lineno, f"{dotted} used as a value (it can be called where no torch call shows)"))
     return found
 
 
@@ -335,7 +208,7 @@ class RuleContext:
 
     source: str
     tree: ast.Module
-    module: _Module
+    module: ModuleIndex
     model: ast.ClassDef | None
     bodies: list[ast.AST]
     launched: set[str]
@@ -344,8 +217,8 @@ class RuleContext:
     @classmethod
     def of(cls, source: str) -> RuleContext:
         tree = parse_python(source)
-        mod = _Module(tree)
-        bodies, launched = _reachable(mod)
+        mod = ModuleIndex(tree)
+        bodies, launched = reachable(mod)
         ctx = cls(source, tree, mod, mod.classes.get("ModelNew"), bodies, launched, {})
         for rule_id, line, detail in _banned_uses(ctx):
             ctx.uses.setdefault(rule_id, []).append((line, detail))
@@ -375,8 +248,8 @@ def _banned_uses(ctx: RuleContext) -> Iterator[tuple[str, int | None, str]]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BANNED_CALLS:
             yield BANNED_CALLS[node.func.id], node.lineno, f"{node.func.id}(...)"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
-                node.args and mod.resolve(_dotted(node.args[0]) or "").split(".")[0] in PATCHABLE_MODULES:
-            yield "dynamic-code", node.lineno, f"getattr({_dotted(node.args[0])}, ...)"
+                node.args and mod.resolve(dotted_name(node.args[0]) or "").split(".")[0] in PATCHABLE_MODULES:
+            yield "dynamic-code", node.lineno, f"getattr({dotted_name(node.args[0])}, ...)"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute) and \
                 (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "open":
             is_builtin = isinstance(node.func, ast.Name)
@@ -388,7 +261,7 @@ def _banned_uses(ctx: RuleContext) -> Iterator[tuple[str, int | None, str]]:
             elif mode is not None and not isinstance(mode, ast.Constant):
                 yield "file-write", node.lineno, "open() with a computed mode"
         elif isinstance(node, ast.Attribute):
-            rule = BANNED_ATTRIBUTES.get(node.attr) or _qualified_rule(mod.resolve(_dotted(node) or ""))
+            rule = BANNED_ATTRIBUTES.get(node.attr) or _qualified_rule(mod.resolve(dotted_name(node) or ""))
             if rule:
                 yield rule, node.lineno, f".{node.attr}"
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in mod.aliases:
@@ -400,9 +273,9 @@ def _banned_uses(ctx: RuleContext) -> Iterator[tuple[str, int | None, str]]:
             for target in targets:
                 for sub in ast.walk(target):
                     if isinstance(sub, ast.Attribute):
-                        root = (_dotted(sub) or "").split(".")[0]
+                        root = (dotted_name(sub) or "").split(".")[0]
                         if root in PATCHABLE_MODULES or mod.resolve(root).split(".")[0] in PATCHABLE_MODULES:
-                            yield "monkey-patch", node.lineno, f"assigns {_dotted(sub)}"
+                            yield "monkey-patch", node.lineno, f"assigns {dotted_name(sub)}"
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/proc/"):
             yield "introspection", node.lineno, f"reads {node.value[:40]}"
 
@@ -431,7 +304,7 @@ def _check_unreachable_kernel(ctx: RuleContext) -> Finds:
 
 
 def _check_torch_compute(ctx: RuleContext) -> Finds:
-    return _torch_compute(ctx.bodies, ctx.module) if ctx.model is not None else []
+    return [*_torch_compute(ctx.bodies, ctx.module), *_torch_values(ctx.module)] if ctx.model is not None else []
 
 
 def _check_fallback(ctx: RuleContext) -> Finds:
@@ -445,7 +318,7 @@ def _check_fallback(ctx: RuleContext) -> Finds:
 def _check_reference_model(ctx: RuleContext) -> Finds:
     if ctx.model is not None:
         for base in ctx.model.bases:
-            if (_dotted(base) or "").split(".")[-1] == "Model":
+            if (dotted_name(base) or "").split(".")[-1] == "Model":
                 yield ctx.model.lineno, "class ModelNew(Model)"
     yield from ctx.uses.get("reference-model", [])
 

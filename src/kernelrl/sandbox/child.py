@@ -235,6 +235,16 @@ def _profiled_gpu_fraction(torch, census, forward) -> dict:
     return {"fraction": (mine / total) if total > 0 else None, "total_us": total, "top": top}
 
 
+def _untimed_autotune() -> None:
+    """The interpreter has no driver, and @triton.autotune times its configs through the driver's benchmarker
+    (RuntimeError: 0 active drivers). Without a GPU there is nothing to time: every config gets the same time,
+    without being run, so the first one (after the candidate's pruning) is the one launched. The candidate's own
+    `do_bench=` is not called either."""
+    from triton.runtime.autotuner import Autotuner
+
+    Autotuner.do_bench = staticmethod(lambda kernel_call, quantiles: [0.0] * len(quantiles))
+
+
 def _init_process(channel: _Channel) -> None:
     """PID 1 of the sandbox's PID namespace: fork the real stub and reap. PID 1 ignores signals it has no
     handler for (abort() would not end it), so candidate code must never run as PID 1. When this process
@@ -375,6 +385,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     host_stage = HostStage()  # large GPU tensors to and from files through pinned memory
     census = LaunchCensus("kernelrl_candidate")
     census.install()
+    if not gpu:
+        _untimed_autotune()
     share = EventShare() if gpu else None  # takes its CUDA functions now, before the candidate can patch them
     secret = random.Random(int.from_bytes(os.urandom(16), "little"))  # which timed calls are checked
     current_frames = sys._current_frames

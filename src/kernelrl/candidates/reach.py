@@ -1,0 +1,219 @@
+"""The candidate module's index and what runs from `ModelNew.forward`, read from its AST (never executed): the
+facts the static rules (kernelrl.candidates.rules) check. Reachability starts at forward and follows calls and
+references through module-level functions, methods, module-defined helper classes and kernels' decorators
+(over-approximating: a method name reaches every method of that name)."""
+
+from __future__ import annotations
+
+import ast
+
+# torch.* / F.* calls that only allocate, reshape or describe tensors; every other torch call is compute
+ALLOWED_TORCH_CALLS = frozenset({
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+    "arange", "tensor", "as_tensor", "as_strided", "from_numpy", "device", "dtype", "finfo", "iinfo", "Size",
+    "is_tensor", "is_floating_point", "no_grad", "inference_mode", "get_device", "current_device",
+    "device_count", "is_available", "get_device_properties", "numel", "result_type", "promote_types",
+})
+# nn layers whose call runs PyTorch compute (nn.Parameter and containers are fine)
+NN_CONTAINERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Identity"})
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """'torch.nn.functional.relu' for the expression `torch.nn.functional.relu` (None if not a name chain)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def is_jit(fn: ast.FunctionDef) -> bool:
+    for deco in fn.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        name = dotted_name(target) or ""
+        if name.split(".")[-1] in ("jit", "autotune", "heuristics") and ("triton" in name or name == "jit"):
+            return True
+    return False
+
+
+def python_containers(tree: ast.Module) -> set[str]:
+    """Names only ever bound to a new Python set, list or dict (`seen = set()`), anywhere in the module: their
+    .add(...) or .sort() is no tensor method. A name bound any other way anywhere (a parameter, a loop, an import,
+    a tensor, `del`) does not count, nor does any once `set`, `list` or `dict` themselves are rebound."""
+    bindings: list[tuple[str, ast.AST]] = []  # (name, the node that binds it)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bindings.append((node.id, node))
+        elif isinstance(node, ast.arg):
+            bindings.append((node.arg, node))
+        elif isinstance(node, ast.alias):
+            bindings.append(((node.asname or node.name).split(".")[0], node))  # `*` binds unknown names
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bindings.append((node.name, node))
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar | ast.MatchMapping):
+            name = node.rest if isinstance(node, ast.MatchMapping) else node.name
+            if name:
+                bindings.append((name, node))
+    bound = {name for name, _ in bindings}
+    if "*" in bound:
+        return set()
+
+    def new_container(value: ast.expr | None) -> bool:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            return value.func.id in ("set", "list", "dict") and value.func.id not in bound
+        return isinstance(value, ast.Set | ast.List | ast.Dict | ast.SetComp | ast.ListComp | ast.DictComp)
+
+    builders = {id(target) for node in ast.walk(tree) if isinstance(node, ast.Assign | ast.AnnAssign)
+                and new_container(node.value)
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])}
+    return bound - {name for name, node in bindings if id(node) not in builders}
+
+
+class ModuleIndex:
+    """Index of the candidate module: functions, classes, kernels, imports, extension handles."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.functions: dict[str, ast.FunctionDef] = {}
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.kernels: dict[str, ast.FunctionDef] = {}
+        self.aliases: dict[str, str] = {}  # local name -> imported module path
+        self.extensions: set[str] = set()  # names bound to load_inline / load results
+        self.containers = python_containers(tree)  # names only ever bound to a new set, list or dict
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                (self.kernels if is_jit(node) else self.functions)[node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                self.classes[node.name] = node
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    local = alias.asname or alias.name.split(".")[0]
+                    self.aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        for node in tree.body:  # module-level bindings: extension handles, jit(...) kernels, aliases
+            if not isinstance(node, ast.Assign):
+                continue
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            if isinstance(node.value, ast.Call):
+                called = self.resolve(dotted_name(node.value.func) or "")
+                if called.startswith("torch.utils.cpp_extension.") and called.split(".")[-1] in ("load_inline", "load"):
+                    self.extensions.update(names)
+                elif called in ("triton.jit", "triton.language.jit") and node.value.args:
+                    impl = dotted_name(node.value.args[0])
+                    for name in names:
+                        self.kernels[name] = self.functions.pop(impl, None) or self.kernels.get(impl) or node
+            elif (dotted := dotted_name(node.value)) is not None:
+                for name in names:  # `_act = torch.relu`, `cuda = torch.cuda`
+                    if name not in self.aliases:
+                        self.aliases[name] = self.resolve(dotted)
+
+    def resolve(self, dotted: str) -> str:
+        head, _, rest = dotted.partition(".")
+        full = self.aliases.get(head, head)
+        return f"{full}.{rest}" if rest else full
+
+    def methods(self, cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
+        return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+    def nn_layers(self, cls: ast.ClassDef) -> dict[str, str]:
+        """self.<attr> = nn.<Layer>(...) or = <torch function> in the class: attr -> what runs when called."""
+        layers = {}
+        for node in ast.walk(cls):
+            if not isinstance(node, ast.Assign):
+                continue
+            if isinstance(node.value, ast.Call):
+                full = self.resolve(dotted_name(node.value.func) or "")
+                if not (full.startswith("torch.nn.") and full.split(".")[-1] not in NN_CONTAINERS and
+                        not full.startswith("torch.nn.functional")):
+                    continue
+            else:  # self.act = F.softmax
+                full = self.resolve(dotted_name(node.value) or "")
+                if not full.startswith("torch.") or full.split(".")[-1] in ALLOWED_TORCH_CALLS:
+                    continue
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    layers[target.attr] = full.removeprefix("torch.")
+        return layers
+
+
+def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
+    """Function/method bodies reachable from ModelNew.forward, and the kernels they launch."""
+    model = mod.classes.get("ModelNew")
+    if model is None:
+        return [], set()
+    all_methods: dict[str, list[ast.FunctionDef]] = {}
+    for cls in mod.classes.values():
+        for name, fn in mod.methods(cls).items():
+            all_methods.setdefault(name, []).append(fn)
+    methods = mod.methods(model)
+    starts = [methods[n] for n in ("forward", "__call__") if n in methods]
+    for node in ast.walk(model):  # self.forward = self._fast_path
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in ("forward", "__call__")
+                                                for t in node.targets):
+            target = dotted_name(node.value) or ""
+            if target.split(".")[-1] in methods:
+                starts.append(methods[target.split(".")[-1]])
+    if not starts:
+        return [], set()
+    instances: dict[str, ast.ClassDef] = {}  # attribute name -> module-defined class it holds
+    for node in ast.walk(mod.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            if node.value.func.id in mod.classes:
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute):
+                        instances[target.attr] = mod.classes[node.value.func.id]
+    seen: set[int] = set()
+    subscript_launch = False
+    bodies: list[ast.AST] = []
+    launched: set[str] = set()
+    # a kernel's decorators run candidate code at launch (autotune hooks and pruners, heuristics' lambdas)
+    queue: list[ast.AST] = [*starts, *(d for k in mod.kernels.values() for d in getattr(k, "decorator_list", []))]
+    while queue:
+        fn = queue.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        bodies.append(fn)
+        # `launch = kernel[grid]` ... `launch(...)`: a call of the name is a call of what it is bound to
+        bound = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Subscript)
+                 for t in n.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(fn):
+            # a function or method named, called or not (`helper(x)`, `f = helper`, `map(helper, ...)`), may run;
+            # obj.method reaches any method of that name
+            if isinstance(node, ast.Name) and node.id in mod.functions:
+                queue.append(mod.functions[node.id])
+            elif isinstance(node, ast.Attribute):
+                queue.extend(all_methods.get(node.attr, []))
+            if not isinstance(node, ast.Call):
+                continue
+            func = bound.get(node.func.id, node.func) if isinstance(node.func, ast.Name) else node.func
+            if isinstance(func, ast.Subscript):  # kernel[grid](...), also through a variable or attribute
+                name = dotted_name(func.value)
+                if name and name.split(".")[-1] in mod.kernels:
+                    launched.add(name.split(".")[-1])
+                else:
+                    subscript_launch = True
+                continue
+            if isinstance(func, ast.Name) and func.id in mod.classes:
+                queue.extend(mod.methods(mod.classes[func.id]).values())
+            elif isinstance(func, ast.Attribute):
+                base = dotted_name(func.value)
+                if base in mod.extensions:
+                    launched.add(f"{base}.{func.attr}")
+                helper = instances.get(func.attr)  # self.helper(...) with self.helper = Helper(...)
+                if helper is not None:
+                    queue.extend(fn for name, fn in mod.methods(helper).items() if name in ("forward", "__call__"))
+    if subscript_launch:  # `k = a_kernel if c else b_kernel; k[grid](...)`: the kernels it can hold count
+        referenced = {n.id for body in [*bodies, model] for n in ast.walk(body) if isinstance(n, ast.Name)}
+        # and what the module-level names it uses hold (`TABLE = {"relu": relu_kernel}`; TABLE[k][grid](...))
+        referenced |= {n.id for node in mod.tree.body if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id in referenced for t in node.targets)
+            for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        launched |= referenced & set(mod.kernels)
+    return bodies, launched
