@@ -1,7 +1,8 @@
 """The candidate module's index and what runs from `ModelNew.forward`, read from its AST (never executed): the
 facts the static rules (kernelrl.candidates.rules) check. Reachability starts at forward and follows calls and
-references through module-level functions, methods, module-defined helper classes and kernels' decorators
-(over-approximating: a method name reaches every method of that name)."""
+references through module-level functions, methods, module-defined helper classes, kernels' decorators and what
+called module-level names and attributes were bound to (over-approximating: a method name reaches every method of
+that name)."""
 
 from __future__ import annotations
 
@@ -142,6 +143,18 @@ class ModuleIndex:
         return layers
 
 
+def launchers(body: ast.AST) -> dict[str, ast.expr]:
+    """`launch = kernel[grid]` in body: name -> the subscript it is bound to (a call of it is a launch)."""
+    return {t.id: n.value for n in ast.walk(body) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Subscript)
+            for t in n.targets if isinstance(t, ast.Name)}
+
+
+def called(call: ast.Call, bound: dict[str, ast.expr]) -> ast.expr:
+    """What `call` calls, through the launchers bound in its body; a subscript is a launch (kernel[grid](...),
+    TABLE[k][grid](...), launch(...) with launch = kernel[grid])."""
+    return bound.get(call.func.id, call.func) if isinstance(call.func, ast.Name) else call.func
+
+
 def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
     """Function/method bodies reachable from ModelNew.forward, and the kernels they launch."""
     model = mod.classes.get("ModelNew")
@@ -162,7 +175,18 @@ def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
     if not starts:
         return [], set()
     instances: dict[str, ast.ClassDef] = {}  # attribute name -> module-defined class it holds
+    # what a name bound at module level (`fast`) or an attribute (`.fast`: a class attribute, self.fast = ...)
+    # holds: calling it runs what built it (`torch.compile(helper)`, `functools.partial(helper)`), so that is reached
+    held: dict[str, list[ast.expr]] = {}
+    for scope, prefix in [(mod.tree.body, ""), *((cls.body, ".") for cls in mod.classes.values())]:
+        for node in scope:
+            for target in node.targets if isinstance(node, ast.Assign) else []:
+                if isinstance(target, ast.Name):
+                    held.setdefault(prefix + target.id, []).append(node.value)
     for node in ast.walk(mod.tree):
+        for target in node.targets if isinstance(node, ast.Assign) else []:
+            if isinstance(target, ast.Attribute):
+                held.setdefault(f".{target.attr}", []).append(node.value)
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
             if node.value.func.id in mod.classes:
                 for target in node.targets:
@@ -180,9 +204,7 @@ def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
             continue
         seen.add(id(fn))
         bodies.append(fn)
-        # `launch = kernel[grid]` ... `launch(...)`: a call of the name is a call of what it is bound to
-        bound = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Subscript)
-                 for t in n.targets if isinstance(t, ast.Name)}
+        bound = launchers(fn)
         for node in ast.walk(fn):
             # a function or method named, called or not (`helper(x)`, `f = helper`, `map(helper, ...)`), may run;
             # obj.method reaches any method of that name
@@ -192,7 +214,7 @@ def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
                 queue.extend(all_methods.get(node.attr, []))
             if not isinstance(node, ast.Call):
                 continue
-            func = bound.get(node.func.id, node.func) if isinstance(node.func, ast.Name) else node.func
+            func = called(node, bound)
             if isinstance(func, ast.Subscript):  # kernel[grid](...), also through a variable or attribute
                 name = dotted_name(func.value)
                 if name and name.split(".")[-1] in mod.kernels:
@@ -200,6 +222,8 @@ def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
                 else:
                     subscript_launch = True
                 continue
+            if isinstance(func, ast.Name | ast.Attribute):
+                queue.extend(held.get(func.id if isinstance(func, ast.Name) else f".{func.attr}", []))
             if isinstance(func, ast.Name) and func.id in mod.classes:
                 queue.extend(mod.methods(mod.classes[func.id]).values())
             elif isinstance(func, ast.Attribute):

@@ -13,7 +13,15 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from kernelrl.candidates.reach import ALLOWED_TORCH_CALLS, NN_CONTAINERS, ModuleIndex, dotted_name, reachable
+from kernelrl.candidates.reach import (
+    ALLOWED_TORCH_CALLS,
+    NN_CONTAINERS,
+    ModuleIndex,
+    called,
+    dotted_name,
+    launchers,
+    reachable,
+)
 from kernelrl.pyparse import parse_python
 from kernelrl.results import Finding
 
@@ -126,13 +134,11 @@ def _in_try(tree: ast.AST) -> list[ast.Try]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.Try) and n.handlers]
 
 
-def _contains_launch(node: ast.AST, mod: ModuleIndex) -> bool:
+def _contains_launch(node: ast.AST, mod: ModuleIndex, bound: dict[str, ast.expr]) -> bool:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
-            if isinstance(sub.func, ast.Subscript):
-                name = dotted_name(sub.func.value)
-                if name and name.split(".")[-1] in mod.kernels:
-                    return True
+            if isinstance(called(sub, bound), ast.Subscript):
+                return True  # a launch in any form forward's launches take (a kernel table, a bound launcher)
             if isinstance(sub.func, ast.Attribute) and dotted_name(sub.func.value) in mod.extensions:
                 return True
             if isinstance(sub.func, ast.Name) and sub.func.id in mod.functions:
@@ -309,8 +315,9 @@ def _check_torch_compute(ctx: RuleContext) -> Finds:
 
 def _check_fallback(ctx: RuleContext) -> Finds:
     for body in ctx.bodies if ctx.model is not None else []:
+        bound = launchers(body)
         for try_node in _in_try(body):
-            if any(_contains_launch(stmt, ctx.module) for stmt in try_node.body):
+            if any(_contains_launch(stmt, ctx.module, bound) for stmt in try_node.body):
                 yield try_node.lineno, "try/except around a kernel launch"
     yield from ctx.uses.get("fallback", [])  # contextlib.suppress
 
