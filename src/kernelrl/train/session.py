@@ -94,14 +94,16 @@ class Session:
     def train(self, trainer: Any, resume: str | None) -> Any:
         import torch
 
-        if resume is not None and _finished(trainer, resume):
-            # Trainer would still run one step when it does not skip data (the curriculum's sampler): load the
-            # checkpoint's weights and state instead, so a finished run's adapter and held-out are the same
+        if resume is not None and trainer.args.max_steps > 0:
+            # Trainer would still run one step when it does not skip data (the curriculum's sampler): a checkpoint
+            # already at max_steps gets its weights and state loaded instead, so the adapter and held-out match it
             from transformers import TrainerState
 
-            trainer._load_from_checkpoint(resume)
-            trainer.state = TrainerState.load_from_json(str(Path(resume) / "trainer_state.json"))
-            return None
+            state = TrainerState.load_from_json(str(Path(resume) / "trainer_state.json"))
+            if state.global_step >= trainer.args.max_steps:
+                trainer._load_from_checkpoint(resume)
+                trainer.state = state
+                return None
         try:
             return trainer.train(resume_from_checkpoint=resume)
         except torch.OutOfMemoryError:
@@ -114,13 +116,3 @@ class Session:
             evaluator.close()
         self._owned.clear()
 
-
-def _finished(trainer: Any, checkpoint: str) -> bool:
-    """Whether `checkpoint` already reached the run's max_steps (only known up front when max_steps is set)."""
-    import json
-
-    max_steps = trainer.args.max_steps
-    state = Path(checkpoint) / "trainer_state.json"
-    if max_steps <= 0 or not state.is_file():
-        return False
-    return json.loads(state.read_text()).get("global_step", 0) >= max_steps
