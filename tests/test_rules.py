@@ -168,7 +168,10 @@ def test_policy_warn_and_off():
 E2E_EXPLOITS = ["x01_decoy_kernel.py", "x02_lazy_copy_kernel.py", "x10_try_fallback.py",
                 "x19_patch_perf_counter.py", "x22_exec_string.py"]
 # h12: @triton.autotune needs the sandbox's untimed autotuner in CPU mode (no driver to benchmark with)
-E2E_TWINS = ["h01_relu_helper_function.py", "h12_relu_autotune.py", "h13_relu_heuristics.py"]
+E2E_TWINS = ["h01_relu_helper_function.py", "h12_relu_autotune.py", "h13_relu_heuristics.py",
+              # the op census's honest twins (metadata in hooks and grids, layout copies, atomics, views, clones)
+              "h16_relu_grid_class_hook.py", "h17_relu_transposed_layout.py", "h18_relu_zeros_atomic.py",
+              "h19_relu_per_row_views.py", "h20_relu_scratch_clone.py"]
 
 
 @pytest.fixture(scope="module")

@@ -95,6 +95,15 @@ BANNED_ATTRIBUTES = {
     "__closure__": "introspection", "cell_contents": "introspection", "__wrapped__": "introspection",
     "_len_torch_dispatch_stack": "introspection", "_get_current_dispatch_mode": "introspection",
     "_get_current_dispatch_mode_stack": "introspection", "_is_profiler_enabled": "introspection",
+    # what turns the runtime op census off or routes around it (kernelrl.sandbox.opcensus), and the C base classes
+    # whose methods bypass its wrappers of tensor and storage methods
+    "_DisableTorchDispatch": "introspection", "_pop_torch_dispatch_stack": "introspection",
+    "_unset_dispatch_mode": "introspection", "_set_dispatch_mode": "introspection",
+    "_ExcludeDispatchKeyGuard": "introspection", "_ForceDispatchKeyGuard": "introspection",
+    "_DisablePythonDispatcher": "introspection", "_dispatch_tls_set_dispatch_key_excluded": "introspection",
+    "_disable_current_modes": "introspection", "_pop_mode": "introspection", "_pop_mode_temporarily": "introspection",
+    "redispatch": "introspection", "TensorBase": "introspection", "_TensorBase": "introspection",
+    "StorageBase": "introspection", "__mro__": "introspection", "__bases__": "introspection",
 }
 # fully qualified names (after import-alias resolution); a trailing '*' matches a prefix
 BANNED_QUALIFIED = {
@@ -171,7 +180,9 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: ModuleIndex) -> list[tuple[in
             if isinstance(node.func, ast.Attribute) and node.func.attr in COMPUTE_METHODS:
                 base = dotted_name(node.func.value) or ""
                 root = mod.resolve(base).split(".")[0] if base else ""
-                if root in ("triton", "math", "tl") or base in mod.extensions or base in mod.containers:
+                # numpy over host metadata (np.prod(x.shape)); numpy over tensor values is a host read the runtime
+                # census (kernelrl.sandbox.opcensus) rejects
+                if root in ("triton", "math", "tl", "numpy") or base in mod.extensions or base in mod.containers:
                     continue
                 found.append((node.lineno, f".{node.func.attr}(...) on a tensor"))  # type unknown: assume one
     return found

@@ -130,6 +130,25 @@ class Trials:
         if event.get("launches") == 0 and not self.flag(
                 "rt-no-kernel-launched", f"trial {self.run - 1} launched no candidate kernel"):
             return False
+        return self._op_census(event.get("census"), f"trial {self.run - 1}")
+
+    def _op_census(self, report: object, where: str) -> bool:
+        """The op census's findings (kernelrl.sandbox.opcensus): tampering first, then what it names."""
+        if not isinstance(report, dict):
+            return True
+
+        def counted(key: str) -> str:
+            found = report.get(key)
+            return ", ".join(f"{name} x{n}" for name, n in found.items()) if isinstance(found, dict) else ""
+
+        def listed(key: str) -> str:
+            found = report.get(key)
+            return "; ".join(str(x) for x in found) if isinstance(found, list) else ""
+
+        for check, text in (("rt-census-tampered", listed("tampered")), ("rt-aten-op", counted("ops")),
+                            ("rt-host-read", counted("host")), ("rt-output-provenance", listed("provenance"))):
+            if text and not self.flag(check, f"{where}: {text}"):
+                return False
         return True
 
     def _compare(self, trial: int, raw: list[dict], prefix: str | None, changed_inputs: object = None
@@ -181,7 +200,7 @@ class Trials:
         calls, launches = event.get("calls"), event.get("launches")
         if isinstance(calls, int) and isinstance(launches, int) and launches < calls:
             return self.flag("rt-no-kernel-launched", f"{launches} candidate kernel launches in {calls} timed calls")
-        return True
+        return self._op_census(event.get("census"), "timed calls")
 
     def _mismatch(self, output_index: int, reason: str, detail: str) -> bool:
         self.mismatch = Mismatch(trial=self.run - 1, output_index=output_index, reason=reason, detail=detail,

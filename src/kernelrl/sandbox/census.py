@@ -27,6 +27,7 @@ class LaunchCensus:
         self.triton_kernels: set[str] = set()  # names of candidate Triton kernels seen launching
         self.cuda_kernels: set[str] = set()  # __global__ function names in candidate CUDA sources
         self.tracer = None  # while set (kernel_share.EventShare), each counted launch is bracketed by events
+        self.observer = None  # while set (opcensus.OpCensus), told of every launch and its arguments
 
     def install(self) -> None:
         try:
@@ -50,15 +51,25 @@ class LaunchCensus:
         original = cls.run
         census = self
 
+        interpreted = cls.__name__ == "InterpretedFunction"
+
         @functools.wraps(original)
         def run(self, *args, grid, warmup, **kwargs):
             fn = getattr(self, "fn", None)
-            if not warmup and getattr(fn, "__module__", None) == census.candidate_module:
-                census.launches += 1
-                census.triton_kernels.add(getattr(fn, "__name__", "?"))
-                return census._traced(getattr(fn, "__name__", "?"), original, self, *args, grid=grid,
-                                      warmup=warmup, **kwargs)
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            mine = not warmup and getattr(fn, "__module__", None) == census.candidate_module
+            observer = census.observer
+            if observer is not None and not warmup:
+                observer.launch_enter(mine, interpreted)
+            try:
+                if mine:
+                    census.launches += 1
+                    census.triton_kernels.add(getattr(fn, "__name__", "?"))
+                    return census._traced(getattr(fn, "__name__", "?"), original, self, *args, grid=grid,
+                                          warmup=warmup, **kwargs)
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                if observer is not None and not warmup:
+                    observer.launch_exit(mine, interpreted, args, kwargs)
 
         cls.run = run
 
@@ -89,7 +100,16 @@ class LaunchCensus:
         @functools.wraps(function)
         def call(*args, **kwargs):
             census.launches += 1
-            return census._traced(getattr(function, "__name__", "?"), function, *args, **kwargs)
+            observer = census.observer
+            if observer is None:
+                return census._traced(getattr(function, "__name__", "?"), function, *args, **kwargs)
+            observer.launch_enter(True, False)
+            returned = None
+            try:
+                returned = census._traced(getattr(function, "__name__", "?"), function, *args, **kwargs)
+                return returned
+            finally:  # an extension's function writes its tensor arguments and the tensors it returns
+                observer.launch_exit(True, False, args, kwargs, returned)
 
         return call
 

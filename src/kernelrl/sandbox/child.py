@@ -28,6 +28,7 @@ from kernelrl.sandbox.protocol import (
     InitializedEvent,
     InputsUnavailableEvent,
     IpcOffer,
+    OpReport,
     OutputMeta,
     ReadyEvent,
     SandboxRequest,
@@ -336,6 +337,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     from kernelrl.problems.input_sets import call_with, input_sets
     from kernelrl.sandbox.census import LaunchCensus
     from kernelrl.sandbox.kernel_share import EventShare
+    from kernelrl.sandbox.opcensus import OpCensus
     from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, same_bytes, tensor_meta, write_tensor
     from kernelrl.timing.cuda_timer import TimerOps, TimerSettings, time_cuda, time_paired
     from kernelrl.verify.compare import sample_positions
@@ -387,6 +389,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     census.install()
     if not gpu:
         _untimed_autotune()
+    ops = OpCensus(census)  # every forward below runs under it: which ATen ops ran, who wrote the outputs
+    ops.install()
     share = EventShare() if gpu else None  # takes its CUDA functions now, before the candidate can patch them
     secret = random.Random(int.from_bytes(os.urandom(16), "little"))  # which timed calls are checked
     current_frames = sys._current_frames
@@ -463,8 +467,9 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 _poison_free_memory(torch)
             launches = census.launches
             with torch.no_grad():
-                outputs = _flatten_outputs(model(*args))
+                outputs = _flatten_outputs(ops.call(model, *args))
             launched = census.launches - launches
+            found = ops.report()
             # copies ordered after the current stream only (on the device: cheap); work left on other streams
             # shows up when they are compared with the outputs after a device-wide sync
             early = [_early_copy(t) for t in outputs]
@@ -493,7 +498,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 del pristine[index]
             previous += outputs
             channel.send(TrialEvent(index=index, outputs=[OutputMeta(**m) for m in metas], launches=launched,
-                                    threads=stray_threads(), changed_inputs=changed))
+                                    threads=stray_threads(), changed_inputs=changed,
+                                    census=OpReport(**found) if found else None))
 
         if gpu and request.timing and timed_trials:
             stage = "timing"
@@ -555,10 +561,11 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             def call():  # counted: a CUDA graph's replays run no Python, so its calls are the captures
                 state["calls"] += 1
                 with torch.no_grad():
-                    return model(*args)
+                    return ops.call(model, *args)
 
             state["calls"] = 0
             launches = census.launches
+            ops.report()  # the timed calls' findings start here
             timer = dict(torch=torch, synchronize=sync, event_cls=event_cls, clock=_clock,
                          settings=TimerSettings(**request.timer), prepare=refill, inspect=check,
                          mode=request.timing_mode, ops=timer_ops)
@@ -579,9 +586,11 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             else:
                 raw = time_cuda(call, **timer)
             timing_marks = {"timed": round(_clock() - granted, 4), "checks": round(state["check_s"], 4)}
+            found = ops.report()
             channel.send(TimingEvent(timer=raw, paired_reference=paired_reference, checked=checked,
                                      calls=state["calls"], launches=census.launches - launches,
-                                     threads=sorted(state["threads"].union(stray_threads()))[:8], marks=timing_marks))
+                                     threads=sorted(state["threads"].union(stray_threads()))[:8], marks=timing_marks,
+                                     census=OpReport(**found) if found else None))
     except SystemExit as exc:
         channel.send(ExitEvent(stage=stage, code=str(exc.code)[:200]))
         os._exit(0)

@@ -242,6 +242,18 @@ class InputsUnavailableEvent(Event):
 
 
 @_message_type
+class OpReport(Message):
+    """What the op census (kernelrl.sandbox.opcensus) saw in one call, or in the timed calls together: ATen
+    ops outside its allow-list and host reads, by name with their counts; outputs a candidate kernel did not
+    write last; tampering with the census itself. Sent only when something was found."""
+
+    ops: dict[str, int] = _field(_map(_int), factory=dict)
+    host: dict[str, int] = _field(_map(_int), factory=dict)
+    provenance: list[str] = _field(_list(_str(200), limit=8), factory=list)
+    tampered: list[str] = _field(_list(_str(200), limit=8), factory=list)
+
+
+@_message_type
 class TrialEvent(Event):
     kind = "trial"
     index: int = _field(_int)
@@ -249,6 +261,7 @@ class TrialEvent(Event):
     launches: int = _field(_int)  # candidate kernel launches during the call
     threads: list[str] = _field(_THREADS)  # threads the candidate left running
     changed_inputs: list[int] = _field(_list(_int, limit=64))  # inputs forward wrote to (the files say how)
+    census: OpReport | None = _field(_optional(_message(OpReport)), default=None, omit_none=True)
 
 
 @_message_type
@@ -289,6 +302,7 @@ class TimingEvent(Event):
     launches: int = _field(_int)
     threads: list[str] = _field(_THREADS)
     marks: dict[str, float] = _field(_MARKS)
+    census: OpReport | None = _field(_optional(_message(OpReport)), default=None, omit_none=True)
 
     def raw(self) -> dict:
         """The flat dict the timing summary reads (the wire form)."""

@@ -25,6 +25,15 @@ RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
                                            "returned; do all work inside forward, on the calling thread"),
     RuntimeCheck("rt-no-kernel-launched", "forward returned without launching any kernel the candidate defines; "
                                           "the custom kernel must do the work on every call"),
+    RuntimeCheck("rt-aten-op", "forward ran PyTorch ops outside the allow-list (allocation, views, metadata, "
+                               "same-dtype layout copies): the candidate's own kernels must compute the output, "
+                               "including dtype casts; grid callables, hooks and kernel bodies count as forward"),
+    RuntimeCheck("rt-host-read", "forward read tensor values on the host (.tolist(), .numpy(), .item(), "
+                                 "float(t), DLPack, apply_, printing or pickling a tensor): compute in the kernel"),
+    RuntimeCheck("rt-output-provenance", "an output was not written by one of the candidate's kernels in this call "
+                                         "(or something else wrote it afterwards): the kernel must write the output"),
+    RuntimeCheck("rt-census-tampered", "the runtime op census was removed or disabled during forward (dispatch-mode "
+                                       "stack, excluded dispatch keys)"),
     RuntimeCheck("rt-deferred-write", "an output changed after forward returned (work left running on another "
                                       "stream); finish all writes on the current stream before returning",
                  gpu_only=True),
