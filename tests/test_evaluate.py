@@ -202,6 +202,11 @@ def test_tuple_and_scalar_outputs_and_plain_value_inputs(evaluator, tmp_path):
             mask = offs < n
             tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * scale + shift, mask=mask)
 
+        @triton.jit
+        def sum_kernel(x_ptr, total_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.atomic_add(total_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0))
+
         class ModelNew(nn.Module):
             def __init__(self, scale):
                 super().__init__()
@@ -210,12 +215,14 @@ def test_tuple_and_scalar_outputs_and_plain_value_inputs(evaluator, tmp_path):
             def forward(self, x, shift):
                 y = torch.empty_like(x)
                 affine_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), self.scale, shift, BLOCK=1024)
-                return x.sum(), y
+                total = torch.zeros((), dtype=x.dtype)  # the scalar output: a kernel sums into it
+                sum_kernel[(triton.cdiv(x.numel(), 1024),)](x, total, x.numel(), BLOCK=1024)
+                return total, y
     ''')
     problem = load_problem(problem_file)
     result = evaluator.evaluate(problem, candidate)
     assert result.status is Status.CORRECT, result.feedback
-    wrong = evaluator.evaluate(problem, candidate.replace("return x.sum(), y", "return x.sum() + 1, y"))
+    wrong = evaluator.evaluate(problem, candidate.replace("return total, y", "return total + 1, y"))
     assert wrong.status is Status.WRONG_OUTPUT and wrong.correctness.mismatch.output_index == 0
 
 

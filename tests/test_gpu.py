@@ -111,7 +111,8 @@ def test_matmul_timing_reruns(evaluator, suite):
         "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return torch.matmul(a, b)\n")
     candidate_ms, eager_ms = [], []
     # torch.matmul as the "candidate": the checks that reject exactly that are off for this timer measurement
-    off = {"rt-no-kernel-launched": "off", "rt-kernel-gpu-fraction": "off"}
+    off = {"rt-no-kernel-launched": "off", "rt-kernel-gpu-fraction": "off", "rt-aten-op": "off",
+           "rt-output-provenance": "off"}
     evaluator = Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False,
                           runtime_policy=off, result_cache=False)
     for i in range(3):

@@ -63,10 +63,13 @@ class _Channel:
             view = view[os.write(self._fd, view) :]
 
 
+_STUB = ("child", "census", "opcensus")  # the stub's own frames, left out of tracebacks
+
+
 def _error_event(exc: BaseException, stage: str) -> ErrorEvent:
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
     # drop the stub's own frames: the model only needs its code's part of the story
-    text = "".join(line for line in lines if "kernelrl/sandbox/child.py" not in line)
+    text = "".join(line for line in lines if not any(f"kernelrl/sandbox/{stub}.py" in line for stub in _STUB))
     cls = type(exc)
     return ErrorEvent(stage=stage, exc_type=f"{cls.__module__}.{cls.__qualname__}", message=str(exc)[:2000],
                       traceback=text[-6000:])
@@ -211,39 +214,9 @@ def _candidate_gpu_fraction(torch, share, census, model, args: list) -> dict:
                 return {**measured, "method": "events"}
     except Exception as exc:  # noqa: BLE001 - the profiler below gets its chance
         reason = f"{type(exc).__name__}: {str(exc)[:200]}"
-    return {**_profiled_gpu_fraction(torch, census, forward), "method": "profiler", "fallback": reason}
+    from kernelrl.sandbox.kernel_share import profiled_gpu_fraction
 
-
-def _profiled_gpu_fraction(torch, census, forward) -> dict:
-    try:
-        from torch.profiler import ProfilerActivity, profile
-
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            forward()
-            torch.cuda.synchronize()
-        total = mine = 0.0
-        kernels: dict[str, float] = {}
-        for evt in prof.events():
-            if str(getattr(evt, "device_type", "")).endswith("CUDA") and evt.time_range.elapsed_us() > 0:
-                us = float(evt.time_range.elapsed_us())
-                total += us
-                kernels[evt.name[:80]] = kernels.get(evt.name[:80], 0.0) + us
-                if census.is_candidate_kernel(evt.name):
-                    mine += us
-    except Exception as exc:  # noqa: BLE001 - no profiler here: the fraction is reported as unavailable
-        return {"fraction": None, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
-    top = sorted(kernels.items(), key=lambda kv: -kv[1])[:6]
-    return {"fraction": (mine / total) if total > 0 else None, "total_us": total, "top": top}
-
-
-def _untimed_autotune() -> None:
-    """The interpreter has no driver, and @triton.autotune times its configs through the driver's benchmarker
-    (RuntimeError: 0 active drivers). Without a GPU there is nothing to time: every config gets the same time,
-    without being run, so the first one (after the candidate's pruning) is the one launched. The candidate's own
-    `do_bench=` is not called either."""
-    from triton.runtime.autotuner import Autotuner
-
-    Autotuner.do_bench = staticmethod(lambda kernel_call, quantiles: [0.0] * len(quantiles))
+    return {**profiled_gpu_fraction(torch, census, forward), "method": "profiler", "fallback": reason}
 
 
 def _init_process(channel: _Channel) -> None:
@@ -335,7 +308,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     import torch
 
     from kernelrl.problems.input_sets import call_with, input_sets
-    from kernelrl.sandbox.census import LaunchCensus
+    from kernelrl.sandbox.census import LaunchCensus, untimed_autotune
     from kernelrl.sandbox.kernel_share import EventShare
     from kernelrl.sandbox.opcensus import OpCensus
     from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, same_bytes, tensor_meta, write_tensor
@@ -388,7 +361,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     census = LaunchCensus("kernelrl_candidate")
     census.install()
     if not gpu:
-        _untimed_autotune()
+        untimed_autotune()
     ops = OpCensus(census)  # every forward below runs under it: which ATen ops ran, who wrote the outputs
     ops.install()
     share = EventShare() if gpu else None  # takes its CUDA functions now, before the candidate can patch them

@@ -189,3 +189,27 @@ class EventShare:
             pending.extend(span.children)
             span.ms = self._elapsed(span.start, span.end)
         return {**share_of(self._roots, self._elapsed(forward_start, forward_end)), "gate_ms": gate_ms}
+
+
+def profiled_gpu_fraction(torch, census, forward) -> dict:
+    """The candidate's share of one forward's GPU time from torch.profiler (~5 s: CUPTI's start-up), when the
+    event-timed share cannot be had (the forward defeats the gate)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            forward()
+            torch.cuda.synchronize()
+        total = mine = 0.0
+        kernels: dict[str, float] = {}
+        for evt in prof.events():
+            if str(getattr(evt, "device_type", "")).endswith("CUDA") and evt.time_range.elapsed_us() > 0:
+                us = float(evt.time_range.elapsed_us())
+                total += us
+                kernels[evt.name[:80]] = kernels.get(evt.name[:80], 0.0) + us
+                if census.is_candidate_kernel(evt.name):
+                    mine += us
+    except Exception as exc:  # noqa: BLE001 - no profiler here: the fraction is reported as unavailable
+        return {"fraction": None, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    top = sorted(kernels.items(), key=lambda kv: -kv[1])[:6]
+    return {"fraction": (mine / total) if total > 0 else None, "total_us": total, "top": top}

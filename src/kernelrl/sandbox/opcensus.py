@@ -114,6 +114,7 @@ class OpCensus:
         self._triton_dir = os.path.dirname(sys.modules["triton"].__file__) + os.sep
         self._kinds: dict = {}  # OpOverload -> class
         self._writes: dict = {}  # OpOverload -> indices of the arguments it writes
+        self._labels: dict = {}  # OpOverload -> its name in reports
         self.active = False
         self.depth = 0  # nesting of Triton launch machinery (a launch, an autotuner or heuristics run)
         self._launch_writes: list[dict] | None = None  # per open interpreted launch: storage key -> stored to
@@ -290,10 +291,13 @@ class OpCensus:
         self._writes[func] = written
         return kind
 
-    @staticmethod
-    def _label(func) -> str:
-        name = func._schema.name.split("::")[-1]
-        return name if func._overloadname in ("default", "") else f"{name}.{func._overloadname}"
+    def _label(self, func) -> str:
+        label = self._labels.get(func)
+        if label is None:
+            name = func._schema.name.split("::")[-1]
+            label = self._labels[func] = name if func._overloadname in ("default", "") else \
+                f"{name}.{func._overloadname}"
+        return label
 
     def _from_launch_machinery(self) -> bool:
         """Inside a Triton launch, and the nearest frame outside torch (and this module) is Triton's own."""
