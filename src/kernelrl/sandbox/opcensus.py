@@ -151,10 +151,19 @@ class OpCensus:
         import torch.utils.dlpack as dlpack
 
         for owner, name in ((torch, "to_dlpack"), (dlpack, "to_dlpack"), (torch._C, "_to_dlpack"),
-                            (torch, "save"), (torch.serialization, "save")):
+                            (torch, "save"), (torch.serialization, "save"),
+                            # tensors over memory the host can read without a tensor method: numpy's, a buffer's,
+                            # another library's (DLPack), a file's mapping
+                            (torch, "from_numpy"), (torch, "frombuffer"), (torch, "from_dlpack"),
+                            (dlpack, "from_dlpack"), (torch, "from_file"), (torch.UntypedStorage, "from_file"),
+                            (torch.UntypedStorage, "from_buffer")):
             original = getattr(owner, name, None)
             if original is not None:
                 setattr(owner, name, self._guard(name.strip("_"), original))
+        for name in ("asarray", "as_tensor"):  # over a numpy array or a buffer (not over Python numbers)
+            original = getattr(torch, name, None)
+            if original is not None:
+                setattr(torch, name, self._guard(name, original, shares=True))
         self._install_triton()
         self._install_tripwires()
 
@@ -237,11 +246,13 @@ class OpCensus:
 
         return access
 
-    def _guard(self, label: str, original):
+    def _guard(self, label: str, original, shares: bool = False):
         census = self
+        plain = (self._tensor_type, list, tuple, int, float, bool, complex)
 
         def guarded(*args, **kwargs):
-            if census.active and not census._from_launch_machinery():
+            if census.active and not (shares and (not args or isinstance(args[0], plain))) and \
+                    not census._from_launch_machinery():
                 census.host[label] += 1
             return original(*args, **kwargs)
 
