@@ -15,20 +15,39 @@ On the CPU nothing is timed, so the overhead is the wall time.
 
   python bench/throughput.py --device cpu                    # this machine (Triton interpreter)
   python bench/throughput.py --device cuda --json OUT.json   # a GPU machine
+
+Fresh candidates (`--modes fresh-candidates`, the RL steady state): every evaluation's candidate is new: its
+source carries a unique tag inside each @triton.jit function (Triton's cache key and the candidate's own
+Triton cache directory miss) and a unique module constant (the result cache misses: its key ignores comments);
+caches live in an empty directory; each problem's audit, judge state and eager/Inductor baselines are warmed
+first (one evaluation of a differently tagged copy per problem, not counted), as in a training run. Reports
+evaluations/min, the phase split (queue for slots, prepare, sandbox start, import, first trial = Triton
+compile + first forward on a GPU, correctness, census, timing-token wait, timing, baselines), the timing slot's
+busy share and the GPU's idle time (from the evaluations' timelines; from NVML or nvidia-smi samples where
+available). `--modes grpo-batch`: one reward batch of `--batch` completions (correct, wrong, compile-error and
+format-error candidates mixed, all fresh) through `evaluate_many(ordered=True)`, its wall time.
+
+  python bench/throughput.py --device cuda --modes fresh-candidates,grpo-batch --candidates solutions \
+      --only level1/ --profile training --concurrency auto --rounds 3 --json fresh.json
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import json
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from pathlib import Path
 
-from kernelrl import Evaluator, load_suite
+from kernelrl import EvalConfig, Evaluator, load_suite
 from kernelrl.cache import ResultCache
 from kernelrl.results import EvalResult
 
@@ -80,6 +99,140 @@ def mix() -> list[tuple[str, str, str]]:
         ("crashing", "level0/1_relu", ex("relu_abort.py")),
         ("slow", "level0/1_relu", SLOW_RELU),
     ]
+
+
+def solutions(only: str) -> list[tuple[str, str, str]]:
+    """(kind, problem id, source) for each built-in reference solution whose problem id starts with `only`."""
+    suite = load_suite()
+    return [("correct", p.id, path.read_text()) for p in suite
+            if p.id.startswith(only) and (path := suite.solution_path(p)) is not None]
+
+
+def fresh(code: str, tag: str) -> str:
+    """`code` made new: a comment with `tag` opening each @triton.jit (or autotuned) function's body changes its
+    source, hence Triton's cache key, and a module constant changes the AST, hence the result cache's key."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code + f"\n# fresh candidate {tag}\n"
+    lines = code.splitlines()
+    bodies = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) or "autotune" in ast.unparse(d)
+                                                      for d in node.decorator_list):
+            first = node.body[0]
+            bodies.append((first.lineno - 1, first.col_offset))
+    for line, indent in sorted(bodies, reverse=True):
+        lines.insert(line, " " * indent + f"# fresh candidate {tag}")
+    return "\n".join(lines) + f"\n\n_FRESH_CANDIDATE = {tag!r}\n"
+
+
+def as_completion(code: str) -> str:
+    return f"Here is the optimized model.\n\n```python\n{code}\n```\n"
+
+
+def grpo_items(chosen: list[tuple[str, str, str]], size: int) -> list[tuple[str, str, str, str]]:
+    """`size` completions of one reward batch, (kind, problem id, completion text, code): a quarter each
+    correct (the chosen candidates, cycling), wrong (the mix's wrong kernels), compile error (a chosen
+    candidate with a syntax error) and format error (prose, no code block)."""
+    wrong = [(pid, code) for kind, pid, code in mix() if kind == "wrong"]
+    out = []
+    for k in range(size):
+        _, pid, code = chosen[(k // 4) % len(chosen)]
+        kind = ("correct", "wrong", "compile_error", "format_error")[k % 4]
+        if kind == "wrong":
+            pid, code = wrong[(k // 4) % len(wrong)]
+        elif kind == "compile_error":
+            code = code + "\n\ndef broken(:\n    pass\n"
+        elif kind == "format_error":
+            out.append((kind, pid, "A Triton kernel that tiles the rows would do it; no code this time.", ""))
+            continue
+        out.append((kind, pid, "", code))
+    return out
+
+
+def union_s(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def span(r: EvalResult, begin: str, end: str | None = None) -> tuple[float, float] | None:
+    """[begin of phase `begin`, begin of phase `end`, or the end of `begin` itself]."""
+    if begin not in r.timeline:
+        return None
+    start = r.timeline[begin]
+    stop = r.timeline.get(end) if end else start + r.phases_s.get(begin, 0.0)
+    return (start, stop) if stop is not None else None
+
+
+# phases in which an evaluation may have work on the device: the judge's draws and references, the sandbox's
+# trials (and compilation), census and timing, the judge's baselines
+DEVICE_PHASES = ("prepare", "first_trial", "correctness", "census", "timing", "baselines")
+
+
+class UtilizationSampler:
+    """GPU utilization samples (NVML through pynvml, else `nvidia-smi -lms`) while a mode runs; idle = share of
+    samples at 0%. Nothing on a machine without either."""
+
+    def __init__(self, index: int, period_ms: int = 50) -> None:
+        self.index, self.period_ms = index, period_ms
+        self.samples: list[int] = []
+        self.source: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
+            pynvml.nvmlDeviceGetUtilizationRates(handle)
+        except Exception:  # noqa: BLE001 - no NVML here: try nvidia-smi
+            handle = None
+        if handle is not None:
+            self.source = "nvml"
+
+            def poll() -> None:
+                while not self._stop.wait(self.period_ms / 1e3):
+                    self.samples.append(int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+
+            self._thread = threading.Thread(target=poll, daemon=True)
+            self._thread.start()
+            return
+        tool = shutil.which("nvidia-smi")
+        if tool is None:
+            return
+        self.source = "nvidia-smi"
+        self._proc = subprocess.Popen([tool, "-i", str(self.index), "--query-gpu=utilization.gpu",
+                                       "--format=csv,noheader,nounits", f"-lms={self.period_ms}"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+        def read() -> None:
+            for line in self._proc.stdout:
+                if line.strip().isdigit():
+                    self.samples.append(int(line.strip()))
+
+        self._thread = threading.Thread(target=read, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> dict | None:
+        self._stop.set()
+        if self._proc is not None:
+            self._proc.terminate()
+        if self._thread is not None:
+            self._thread.join(2)
+        if not self.samples:
+            return None
+        return {"source": self.source, "samples": len(self.samples), "period_ms": self.period_ms,
+                "idle_share": round(sum(s == 0 for s in self.samples) / len(self.samples), 3),
+                "mean_utilization_pct": round(statistics.fmean(self.samples), 1)}
 
 
 def gpu_seconds(result: EvalResult) -> float:
@@ -146,18 +299,168 @@ def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
     }
 
 
+def batch_stats(results: list[EvalResult], total: float, started_epoch: float) -> dict:
+    """Evaluations/min, the phase split, the timing slot's busy share and the GPU's idle time (timelines)."""
+    ran = [r for r in results if r.timeline and "prepare" in r.timeline]
+    phases: dict[str, list[float]] = {}
+    for r in ran:
+        for phase, seconds in r.phases_s.items():
+            phases.setdefault(phase, []).append(seconds)
+    sandbox_s = sum(sum(v) for v in phases.values()) or 1.0
+    timing = [x for r in ran if (x := span(r, "timing")) is not None]
+    device = [x for r in ran for phase in DEVICE_PHASES if (x := span(r, phase)) is not None]
+    statuses: dict[str, int] = {}
+    for r in results:
+        statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
+    speed = [r.timing.candidate.reps for r in ran if r.timing and r.timing.candidate]
+    rse = [r.timing.speedup_rse for r in ran if r.timing and r.timing.speedup_rse is not None]
+    return {
+        "evaluations": len(results), "total_s": round(total, 2), "evals_per_min": round(60 * len(results) / total, 1),
+        "statuses": statuses, "cache_hits": sum(r.cached for r in results),
+        "median_wall_s": round(statistics.median(r.wall_time_s for r in results), 3),
+        "p90_wall_s": round(sorted(r.wall_time_s for r in results)[int(0.9 * (len(results) - 1))], 3),
+        "median_phases_s": {k: round(statistics.median(v), 3) for k, v in phases.items()},
+        "mean_phases_s": {k: round(statistics.fmean(v), 3) for k, v in phases.items()},
+        # share of all evaluations' summed phase time: where the sandbox-seconds go
+        "phase_share": {k: round(sum(v) / sandbox_s, 3) for k, v in phases.items()},
+        "timing_slot_busy_share": round(union_s(timing) / total, 3),
+        # no evaluation in a phase that may use the device (an upper bound on the GPU's busy time)
+        "gpu_idle_s_timeline": round(total - union_s([(max(a, started_epoch), b) for a, b in device]), 2),
+        "oom_retries": sum(1 for r in results if "oom_retry" in r.phases_s),
+        "median_timed_reps": statistics.median(speed) if speed else None,
+        "median_speedup_rse": round(statistics.median(rse), 4) if rse else None,
+    }
+
+
+def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str) -> dict:
+    """Fresh candidates (every one unseen) or one GRPO-style reward batch, on a new Evaluator whose caches
+    start empty; each problem warmed first (audit, judge state, baselines), as in a training run."""
+    suite = load_suite()
+    cache_dir = Path(tempfile.mkdtemp(prefix="kernelrl-fresh-"))
+    make = EvalConfig.training if args.profile == "training" else EvalConfig
+    extra = {} if args.standby_sandboxes is None else {"standby_sandboxes": args.standby_sandboxes}
+    if args.compile_slots is not None:
+        extra["compile_slots"] = args.compile_slots
+    if args.sandbox_memory_gb is not None:
+        extra["sandbox_memory_gb"] = args.sandbox_memory_gb
+    if args.cpu_timing:
+        extra["cpu_timing"] = True
+    config = make(device=args.device, trials=args.trials, inductor_baseline=not args.no_inductor, cache_dir=cache_dir,
+                  result_cache=True, max_concurrency=None if args.concurrency == "auto" else int(args.concurrency),
+                  **extra)
+    run = uuid.uuid4().hex[:8]
+    with Evaluator(config) as ev:
+        print(f"{mode}: profile {args.profile}, slots: {ev.slots.reason}", flush=True)
+        started = time.monotonic()
+        ev.warm_up()
+        batch = grpo_items(chosen, args.batch) if mode == "grpo-batch" else []
+        warm = {pid: code for _, pid, code in chosen}
+        warm.update({pid: code for kind, pid, _, code in batch if kind == "wrong" and pid not in warm})
+        for pid, code in warm.items():  # judge state, audit, baselines (the GPU fills the baseline cache here)
+            problem = suite.get(pid)
+            ev.audit(problem)
+            if ev.environment().mode == "gpu" and config.timing:
+                ev.time_baselines(problem)
+            ev.evaluate(problem, fresh(code, f"{run}-warm"))
+        print(f"{mode}: warm-up ({len(warm)} problems: judge, audits, baselines) {time.monotonic() - started:.1f} s",
+              flush=True)
+        if mode == "grpo-batch":  # completions, as the policy wrote them (the code block is extracted)
+            items = [(suite.get(pid), as_completion(fresh(code, f"{run}-{k}")) if code else text)
+                     for k, (kind, pid, text, code) in enumerate(batch)]
+            kinds = [kind for kind, _, _, _ in batch]
+        else:
+            items = [(suite.get(pid), fresh(code, f"{run}-{n}-{k}"))
+                     for n in range(args.rounds) for k, (_, pid, code) in enumerate(chosen)]
+            kinds = [kind for _ in range(args.rounds) for kind, _, _ in chosen]
+        gpu_index = int(args.device.split(":")[1]) if args.device.startswith("cuda:") else 0
+        sampler = UtilizationSampler(gpu_index) if args.device.startswith("cuda") else None
+        if sampler is not None:
+            sampler.start()
+        started_epoch, started = time.time(), time.monotonic()
+        results = list(ev.evaluate_many(items, ordered=True))  # one batch, as a reward function hands it in
+        total = time.monotonic() - started
+        utilization = sampler.stop() if sampler is not None else None
+        stats = ev.cache_stats()
+    row = {"mode": mode, "profile": args.profile, "slots": dataclasses.asdict(ev.slots),
+           **batch_stats(results, total, started_epoch), "gpu_utilization": utilization,
+           "result_cache": dataclasses.asdict(stats["results"]) if "results" in stats else None}
+    if mode == "grpo-batch":
+        row["reward_batch_wall_s"] = round(total, 2)
+        by_kind: dict[str, dict[str, int]] = {}
+        for kind, r in zip(kinds, results, strict=True):
+            by_kind.setdefault(kind, {}).setdefault(r.status.value, 0)
+            by_kind[kind][r.status.value] += 1
+        row["statuses_by_kind"] = by_kind
+    row["results"] = [{"kind": kind, "problem": r.problem_id, "status": r.status.value, "wall_s": r.wall_time_s,
+                       "phases_s": r.phases_s, "cached": r.cached,
+                       "timeline": {k: round(v - started_epoch, 4) for k, v in r.timeline.items()},
+                       "candidate_ms": r.timing.candidate.median_ms if r.timing and r.timing.candidate else None,
+                       "timed_reps": r.timing.candidate.reps if r.timing and r.timing.candidate else None,
+                       "stopped": r.timing.candidate.stopped if r.timing and r.timing.candidate else None,
+                       "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
+                       "speedup_rse": r.timing.speedup_rse if r.timing else None,
+                       "message": r.message[:200]}
+                      for kind, r in zip(kinds, results, strict=True)]
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    return row
+
+
+def print_fresh(row: dict) -> None:
+    print(f"{row['mode']:>16}: {row['evals_per_min']:6.1f} evals/min  {row['evaluations']} evaluations in "
+          f"{row['total_s']} s  median wall {row['median_wall_s']} s  p90 {row['p90_wall_s']} s  {row['statuses']}"
+          f"  result-cache hits {row['cache_hits']}  out-of-memory retries {row['oom_retries']}", flush=True)
+    print(f"{'':>16}  median phases (s): {row['median_phases_s']}", flush=True)
+    print(f"{'':>16}  share of sandbox time: {row['phase_share']}", flush=True)
+    print(f"{'':>16}  timing slot busy {row['timing_slot_busy_share']:.0%} of the wall time; GPU idle (timelines: no "
+          f"evaluation in a device phase) {row['gpu_idle_s_timeline']} s; utilization samples "
+          f"{row['gpu_utilization']}; median timed reps {row['median_timed_reps']}, median speedup RSE "
+          f"{row['median_speedup_rse']}", flush=True)
+    if "statuses_by_kind" in row:
+        print(f"{'':>16}  reward batch wall time {row['reward_batch_wall_s']} s; by kind {row['statuses_by_kind']}",
+              flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--rounds", type=int, default=1, help="times the mix is evaluated per mode")
     parser.add_argument("--trials", type=int, default=2)
-    parser.add_argument("--concurrency", type=int, default=4, help="sandboxes at once in the batch mode")
-    parser.add_argument("--modes", default="fresh,pool,pool-batch,cached")
+    parser.add_argument("--concurrency", default="4",
+                        help="evaluations in flight in the batch modes; 'auto' (fresh-candidates, grpo-batch): "
+                             "twice the compile slots, within the memory bound")
+    parser.add_argument("--modes", default="fresh,pool,pool-batch,cached",
+                        help="fresh (no warm pool), pool, pool-batch, cached, fresh-candidates, grpo-batch")
+    parser.add_argument("--candidates", choices=["mix", "solutions"], default="mix",
+                        help="fresh-candidates/grpo-batch: the fixed mix, or the built-in reference solutions")
+    parser.add_argument("--only", default="level1/", help="--candidates solutions: problem id prefix")
+    parser.add_argument("--profile", choices=["default", "training"], default="default",
+                        help="fresh-candidates/grpo-batch: EvalConfig() or EvalConfig.training()")
+    parser.add_argument("--compile-slots", type=int, help="EvalConfig.compile_slots (default: the host's cores)")
+    parser.add_argument("--sandbox-memory-gb", type=float, help="EvalConfig.sandbox_memory_gb (default 2)")
+    parser.add_argument("--batch", type=int, default=64, help="grpo-batch: completions in the reward batch")
+    parser.add_argument("--cpu-timing", action="store_true",
+                        help="fresh-candidates/grpo-batch on the CPU: time with the host clock (EvalConfig.cpu_timing)"
+                             " so the timing token, its queue and adaptive stopping run")
     parser.add_argument("--standby-sandboxes", type=int, help="EvalConfig.standby_sandboxes (default: its default)")
     parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline (GPU)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args(argv)
 
+    names = args.modes.split(",")
+    rows = []
+    fresh_modes = [m for m in names if m in ("fresh-candidates", "grpo-batch")]
+    names = [m for m in names if m not in fresh_modes]
+    if fresh_modes:
+        chosen = mix() if args.candidates == "mix" else solutions(args.only)
+        chosen_grpo = [x for x in chosen if x[0] == "correct"]
+        for name in fresh_modes:
+            row = run_fresh(args, chosen_grpo if name == "grpo-batch" else chosen, name)
+            rows.append(row)
+            print_fresh(row)
+    if not names:
+        if args.json:
+            args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2))
+        return 0
     suite = load_suite()
     chosen = mix()
     items = [(suite.get(pid), code) for _, pid, code in chosen] * args.rounds
@@ -167,16 +470,15 @@ def main(argv: list[str] | None = None) -> int:
     kinds = sorted({k for k, _, _ in chosen})
     print(f"device {args.device}: {len(items)} evaluations per mode ({', '.join(kinds)}), trials {args.trials}, "
           f"batch concurrency {args.concurrency}", flush=True)
-    rows = []
     extra = {} if args.standby_sandboxes is None else {"standby_sandboxes": args.standby_sandboxes}
-    ev = Evaluator(device=args.device, trials=args.trials, max_concurrency=args.concurrency,
+    ev = Evaluator(device=args.device, trials=args.trials, max_concurrency=int(args.concurrency),
                    inductor_baseline=not args.no_inductor, result_cache=False, **extra)
     started = time.monotonic()
     ev.warm_up()
     for problem, code in warm_items:
         ev.evaluate(problem, code)
     print(f"warm-up (judge, zygote, references, baselines): {time.monotonic() - started:.1f} s", flush=True)
-    for name in args.modes.split(","):
+    for name in names:
         row = run_mode(ev, name, items, item_kinds)
         rows.append(row)
         print(f"{row['mode']:>11}: {row['evals_per_min']:6.1f} evals/min  median overhead {row['median_overhead_s']:.3f} s"

@@ -122,6 +122,9 @@ class TimingReport:
     kernel_gpu_fraction: float | None = None  # share of one forward's GPU time in the candidate's kernels
     kernel_gpu_fraction_method: str | None = None  # 'events' (gated CUDA events) or 'profiler' (the fallback)
     paired_vs_eager: PairedSpeedup | None = None  # candidate (A) and eager (B) timed interleaved
+    # relative standard error of speedup_vs_eager (both medians' RSEs, stats.speedup_rse); what the training
+    # profile's adaptive stopping aims at (EvalConfig.speedup_rse_target)
+    speedup_rse: float | None = None
 
 
 @dataclass
@@ -156,6 +159,9 @@ class EvalResult:
     # (sandbox up), import (candidate import and compilation), init, correctness, timing (the candidate's timed
     # run), baselines (speed-of-light probes and eager/Inductor, cached after the first)
     phases_s: dict[str, float] = field(default_factory=dict)
+    # when each of those phases began, Unix seconds (one process's clock), plus 'queued' (the evaluation was
+    # handed in) and 'end': lines evaluations up against each other (overlap, timing exclusivity, idle time)
+    timeline: dict[str, float] = field(default_factory=dict)
 
     @property
     def compiled(self) -> bool:

@@ -12,7 +12,8 @@ from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 GiB = 1 << 30
 # EvalConfig fields that cannot change a verdict's content (device: the result key has the device's name)
 NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache", "warm_pool", "max_concurrency",
-                               "standby_sandboxes"})
+                               "standby_sandboxes", "compile_slots", "sandbox_memory_gb"})
+BASELINE_SOURCES = ("measure", "cache")
 RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for a whole process (CI, tests)
 
 
@@ -76,13 +77,51 @@ class EvalConfig:
     # is stopped until that ends, so back-to-back evaluations often found it still starting: median `start`
     # 0.34 s with 2, 0.16 s with 3 (H100, bench/throughput.py, serial)
     standby_sandboxes: int = 3
-    max_concurrency: int = 4  # evaluate_many: sandboxes at once (compile+correctness overlap; timing is exclusive)
+    # evaluate_many: evaluations in flight (compile+correctness overlap; timing is exclusive); None: twice
+    # compile_slots. Sandboxes alive at once never exceed the memory bound (sandbox_memory_gb)
+    max_concurrency: int | None = 4
+    # sandboxes in their CPU-heavy part at once (start, import/compile, init, correctness, census: everything
+    # before the timing token, when a sandbox gives its slot back); None: the host's cores (kernelrl.evaluate.slots)
+    compile_slots: int | None = None
+    # host memory one sandbox is expected to hold: sandboxes alive at once <= 0.8 x the memory available at start /
+    # this, less the standbys; 0: no bound
+    sandbox_memory_gb: float = 2.0
+    # training profile: time a correct candidate until the speedup's relative standard error (its median's and
+    # the cached eager baseline's, stats.speedup_rse) is at most this, within timer.max_ms; None: the timer's
+    # own rule (a fixed rep count, or timer.rse_target on the candidate's median alone)
+    speedup_rse_target: float | None = None
+    # 'measure': baselines from the cache, else timed by the judge (and stored); 'cache': from the cache only
+    # (filled ahead with `kernelrl baselines`), a miss leaves the speedup out and says so
+    baseline_source: str = "measure"
+    # CPU mode only: time correct candidates with the host clock (the Triton interpreter; no baselines, no
+    # speedup): the timing token, adaptive stopping and timed-call checks run for real, for tests and benches
+    cpu_timing: bool = False
+
+    @classmethod
+    def training(cls, **overrides) -> EvalConfig:
+        """The RL profile (docs/evaluation.md, "Training profile"): correctness and every check as by default;
+        timing stops once the speedup's relative standard error is 1% (at most 200 ms of reps, at least 10);
+        eager and Inductor baselines only from the baseline cache (`kernelrl baselines` fills it; the timer's
+        warm-up, flush and cover are the default's, so the same entries serve both profiles); as many
+        sandboxes compiling at once as the host has cores, bounded by memory."""
+        settings: dict = dict(timer=TimerSettings(min_reps=10, max_ms=200.0), speedup_rse_target=0.01,
+                              baseline_source="cache", max_concurrency=None, compile_slots=None)
+        settings.update(overrides)
+        return cls(**settings)
 
     def __post_init__(self) -> None:
         if self.trials < 1:
             raise ValueError("trials must be at least 1")
-        if self.max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1 (or None: twice compile_slots)")
+        if self.compile_slots is not None and self.compile_slots < 1:
+            raise ValueError("compile_slots must be at least 1 (or None: the host's cores)")
+        if self.sandbox_memory_gb < 0:
+            raise ValueError("sandbox_memory_gb must be at least 0 (0: no memory bound)")
+        if self.speedup_rse_target is not None and not 0 < self.speedup_rse_target < 1:
+            raise ValueError(f"speedup_rse_target must lie in (0, 1), got {self.speedup_rse_target!r}")
+        if self.baseline_source not in BASELINE_SOURCES:
+            raise ValueError(f"baseline_source must be one of {BASELINE_SOURCES}, not {self.baseline_source!r}")
         if self.standby_sandboxes < 0:
             raise ValueError("standby_sandboxes must be at least 0")
         if self.timing_mode not in TIMING_MODES:

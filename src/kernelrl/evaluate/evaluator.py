@@ -27,6 +27,7 @@ from kernelrl.candidates import Candidate, TextKind
 from kernelrl.evaluate.config import NOT_IN_RESULT_KEY, RESULT_CACHE_ENV, EvalConfig, EvaluatorError, GiB
 from kernelrl.evaluate.measure import Measurer
 from kernelrl.evaluate.scorer import Item, as_candidate, in_input_order, iterate_in_thread
+from kernelrl.evaluate.slots import FairSlots, HeldSlot, SlotPlan, plan_slots
 from kernelrl.evaluate.trials import Trials
 from kernelrl.evaluate.verdict import (
     before_running,
@@ -43,6 +44,7 @@ from kernelrl.sandbox.gate import DeviceGate, RunSlots
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
 from kernelrl.sandbox.launcher import LaunchSettings, SandboxLauncher, Standby, new_workdir
 from kernelrl.sandbox.protocol import SandboxRequest, TrialPlan
+from kernelrl.timing.cuda_timer import HOST_MODE
 from kernelrl.verify.tolerance import tolerance_for
 
 
@@ -56,6 +58,8 @@ class Evaluator:
     `evaluate` may be called from several threads at once (`evaluate_many` does): judge requests are
     serialized by the judge client's lock, the zygote's forks by its client's lock, and GPU timing (the
     candidate's timed run, baselines, the bandwidth probe) by this evaluator's timing lock, one per device.
+    Sandboxes alive at once are bounded by host memory and those before their timing token by the host's
+    cores (`slots`, kernelrl.evaluate.slots), granted to callers in turns.
     """
 
     def __init__(self, config: EvalConfig | None = None, **overrides) -> None:
@@ -74,6 +78,12 @@ class Evaluator:
         # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused meanwhile
         self._gate = DeviceGate(hold_also=[self._judge.lock])
         self._slots = RunSlots()  # evaluations share the device; one that ran out of memory is retried alone
+        self.slots: SlotPlan = plan_slots(compile_slots=cfg.compile_slots, max_concurrency=cfg.max_concurrency,
+                                          sandbox_memory_gb=cfg.sandbox_memory_gb,
+                                          standby_sandboxes=cfg.standby_sandboxes if cfg.warm_pool else 0)
+        self._sandbox_slots = FairSlots(self.slots.sandbox_slots)  # alive at once: the memory bound
+        self._compile_slots = FairSlots(self.slots.compile_slots)  # before the timing token: the cores
+        self._epoch = time.time() - time.monotonic()  # one offset for every timeline of this evaluator
         self.launcher = SandboxLauncher(LaunchSettings(
             cache_dir=self._cache_dir, visible_devices=visible, startup_timeout_s=cfg.startup_timeout_s,
             compile_timeout_s=cfg.compile_timeout_s, run_timeout_s=cfg.run_timeout_s,
@@ -97,21 +107,24 @@ class Evaluator:
         """Evaluate candidate source code (a module defining `ModelNew`), or a `Candidate`. An identical candidate
         (same AST without docstrings, same problem, device, versions and settings) returns the stored verdict
         with `cached=True` when the result cache is on."""
-        return self._evaluate_candidate(problem, as_candidate(code, "code"))
+        return self._evaluate_candidate(problem, as_candidate(code, "code"), object(), time.monotonic())
 
     def evaluate_completion(self, problem: Problem, completion: str) -> EvalResult:
         """Extract the candidate from an LLM completion (`Candidate.from_text`), then evaluate it."""
-        return self._evaluate_candidate(problem, Candidate.from_text(completion, "completion"))
+        return self._evaluate_candidate(problem, Candidate.from_text(completion, "completion"), object(),
+                                        time.monotonic())
 
     def evaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
                       with_index: bool = False, max_concurrency: int | None = None
                       ) -> Iterator[EvalResult] | Iterator[tuple[int, EvalResult]]:
         """Evaluate (problem, code or completion) pairs concurrently (see `Scorer`). Results come as they finish,
         or in input order with `ordered=True`; `with_index=True` yields (position, result). Up to
-        `max_concurrency` sandboxes (default `config.max_concurrency`) compile and check at once; GPU timing stays
-        one at a time. A completion without code gets its `format_error` at once, without a sandbox. `items`
-        is read lazily, so it may be a generator fed by a policy."""
-        indexed = self._evaluate_indexed(items, kind, max_concurrency or self.config.max_concurrency)
+        `max_concurrency` evaluations (default `config.max_concurrency`, None: twice the compile slots) are in
+        flight, within the evaluator's memory and core bounds (`slots`); GPU timing stays one at a time. Slots
+        go to callers in turns, so a single `evaluate` from another thread is not starved by a long batch. A
+        completion without code gets its `format_error` at once, without a sandbox. `items` is read lazily, so
+        it may be a generator fed by a policy."""
+        indexed = self._evaluate_indexed(items, kind, max_concurrency or self.slots.workers)
         if ordered:
             return in_input_order(indexed, with_index)
         return indexed if with_index else (result for _, result in indexed)
@@ -140,7 +153,7 @@ class Evaluator:
         info = self._judge_info()
         if info["mode"] != "gpu":
             return TimingReport(unavailable_reason="baselines are timed on a GPU only")
-        return self._measure.baselines(problem, seed, TimingReport(), fresh=fresh)
+        return self._measure.baselines(problem, seed, TimingReport(), fresh=fresh, measure=True)
 
     def audit(self, problem: Problem, timing: bool = False) -> ProblemAudit:
         """Audit a problem on this evaluator's device (cached per problem unless `timing` is asked for)."""
@@ -191,6 +204,7 @@ class Evaluator:
                           ) -> Iterator[tuple[int, EvalResult]]:
         self.warm_up()  # long-lived workers start in this thread (their parent-death signal follows it)
         source = ((index, problem, as_candidate(text, kind)) for index, (problem, text) in enumerate(items))
+        caller = object()  # this call's turn in the slots' round-robin
         running: dict[Future, int] = {}
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kernelrl-eval") as pool:
 
@@ -198,9 +212,10 @@ class Evaluator:
                 """Start the next item that needs a sandbox; yield the ones that do not on the way."""
                 for index, problem, candidate in source:
                     if candidate.code is None:  # a format error: nothing to run
-                        yield index, self._evaluate_candidate(problem, candidate)
+                        yield index, self._evaluate_candidate(problem, candidate, caller, time.monotonic())
                         continue
-                    running[pool.submit(self._evaluate_candidate, problem, candidate)] = index
+                    running[pool.submit(self._evaluate_candidate, problem, candidate, caller,
+                                        time.monotonic())] = index
                     return
 
             try:
@@ -217,7 +232,11 @@ class Evaluator:
                 for future in running:
                     future.cancel()
 
-    def _evaluate_candidate(self, problem: Problem, candidate: Candidate) -> EvalResult:
+    def _epoch_s(self, monotonic: float) -> float:
+        return round(self._epoch + monotonic, 6)
+
+    def _evaluate_candidate(self, problem: Problem, candidate: Candidate, caller: object, queued: float
+                            ) -> EvalResult:
         started = time.monotonic()
         env = self.environment()
         if candidate.code is None:
@@ -226,11 +245,13 @@ class Evaluator:
         code = candidate.code
         key = self._result_key(problem, code, env) if self._result_cache is not None else None
         result = self._result_cache.get(key) if self._result_cache is not None and key is not None else None
-        if result is not None:
+        if result is not None:  # as stored: its phases_s and timeline are those of the run that made it
             result.candidate_sha256 = _sha(code)
         else:
-            result = self._evaluate(problem, code, env)
+            result = self._evaluate(problem, code, env, caller)
             result.wall_time_s = round(time.monotonic() - started, 4)
+            result.timeline = {"queued": self._epoch_s(queued), **result.timeline,
+                               "end": self._epoch_s(time.monotonic())}
             if self._result_cache is not None and key is not None:
                 self._result_cache.put(key, result)
         result.wall_time_s = round(time.monotonic() - started, 4)
@@ -242,7 +263,7 @@ class Evaluator:
         settings = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in NOT_IN_RESULT_KEY}
         return result_key(problem.sha256, code, env, settings, self._build)
 
-    def _evaluate(self, problem: Problem, code: str, env: Environment) -> EvalResult:
+    def _evaluate(self, problem: Problem, code: str, env: Environment, caller: object) -> EvalResult:
         base = {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
                 "environment": env}
         cfg = self.config
@@ -254,22 +275,33 @@ class Evaluator:
             return early
         started = time.monotonic()
         with self._slots.shared() as slot:
-            result = self._attempt(problem, code, env, base)
+            result = self._attempt(problem, code, env, base, caller)
         if slot.overlapped and ran_out_of_memory(result):
             # the memory may have been the other evaluations': once more with the device to itself, and that
             # verdict stands (a candidate that needs too much memory runs out alone too)
             first_s = time.monotonic() - started
             with self._slots.exclusive():
-                result = self._attempt(problem, code, env, base)
+                result = self._attempt(problem, code, env, base, caller)
             result.phases_s["oom_retry"] = round(first_s, 4)  # the first attempt's wall time
         return result
 
-    def _attempt(self, problem: Problem, code: str, env: Environment, base: dict) -> EvalResult:
+    def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object) -> EvalResult:
+        queued = time.monotonic()
+        # a sandbox slot (memory) for its whole life, a compile slot (a core) until it asks for the timing token
+        with self._sandbox_slots.slot(caller), HeldSlot(self._compile_slots, caller) as compile_slot:
+            granted = time.monotonic()
+            result = self._attempt_in_slots(problem, code, env, base, compile_slot, granted)
+        result.phases_s = {"queue": round(granted - queued, 4), **result.phases_s}
+        result.timeline = {"queue": self._epoch_s(queued), **result.timeline}
+        return result
+
+    def _attempt_in_slots(self, problem: Problem, code: str, env: Environment, base: dict,
+                          compile_slot: HeldSlot, granted: float) -> EvalResult:
         standby = self.launcher.take_standby(env.mode)
         workdir = standby.workdir if standby is not None else new_workdir()
         eval_id = uuid.uuid4().hex
         try:
-            return self._run(problem, code, env, base, workdir, eval_id, standby)
+            return self._run(problem, code, env, base, workdir, eval_id, standby, compile_slot, granted)
         finally:
             if self._judge.running():  # a judge that died took this evaluation's state with it
                 try:
@@ -279,11 +311,11 @@ class Evaluator:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _run(self, problem: Problem, code: str, env: Environment, base: dict, workdir: Path, eval_id: str,
-             standby: Standby | None) -> EvalResult:
+             standby: Standby | None, compile_slot: HeldSlot, started: float) -> EvalResult:
+        """`started`: when the evaluation got its slots (its prepare phase includes taking a standby)."""
         cfg = self.config
         in_dir, out_dir = workdir / "in", workdir / "out"
         master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
-        started = time.monotonic()
         try:
             prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
                                            problem_sha256=problem.sha256, master_seed=master,
@@ -301,12 +333,17 @@ class Evaluator:
         candidate_path = workdir / "candidate.py"
         candidate_path.write_text(code)
         caches = self.launcher.candidate_caches(code)
+        # CPU mode times only with cpu_timing: the host clock around the interpreter, on the first correctness
+        # set (bench-sized inputs would take minutes there)
+        host_timing = env.mode != "gpu" and cfg.cpu_timing and cfg.timing
+        timing_set = prepared["sets"][0] if host_timing and prepared["sets"] else prepared["timing_set"]
         request = SandboxRequest.create(
             self.launcher.sandbox_settings(env.mode),
             problem_path=str(problem.path), candidate_path=str(candidate_path),
             in_dir=str(in_dir), out_dir=str(out_dir), trials=[TrialPlan.from_dict(t) for t in prepared["trials"]],
-            timing_set=prepared["timing_set"],
-            timing=cfg.timing, timer=dataclasses.asdict(cfg.timer), timing_mode=cfg.timing_mode,
+            timing_set=timing_set, timing=cfg.timing and (env.mode == "gpu" or host_timing),
+            timer=dataclasses.asdict(self._measure.candidate_timer(problem, env)),
+            timing_mode=HOST_MODE if host_timing else cfg.timing_mode,
             paired_baseline=cfg.paired_baseline,
             # the measured forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
             kernel_share=cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
@@ -318,11 +355,20 @@ class Evaluator:
         prepare_s = time.monotonic() - started
         trials = Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
                          int(cfg.max_output_gb * GiB), dict(cfg.runtime_policy or {}))
+
+        def on_event(event: dict) -> bool:
+            if event["event"] == "timing_token":  # CPU work done: the next sandbox may start compiling
+                compile_slot.give_back()
+            return trials.on_event(event)
+
         sandbox_started = time.monotonic()
         outcome, path = self.launcher.run(
-            workdir=workdir, mode=env.mode, request=request, caches=caches, on_event=trials.on_event,
+            workdir=workdir, mode=env.mode, request=request, caches=caches, on_event=on_event,
             token_allowed=lambda: trials.passed == trials.planned and trials.hack is None, standby=standby)
-        phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, time.monotonic())}
+        compile_slot.give_back()
+        sandbox_finished = time.monotonic()
+        phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, sandbox_finished)}
+        timeline = {"prepare": started, **trials.phase_begins(sandbox_started)}
         ready = outcome.last("ready") or {}
         iso = ready.get("isolation", [])
         iso = [str(x)[:32] for x in iso] if isinstance(iso, list) else []
@@ -333,12 +379,14 @@ class Evaluator:
             input_sets=prepared["sets"], mismatch=trials.mismatch,
         )
         base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
-                "correctness": correctness, "phases_s": phases, "findings": [*base.get("findings", []), *trials.findings]}
+                "correctness": correctness, "phases_s": phases, "findings": [*base.get("findings", []), *trials.findings],
+                "timeline": {name: self._epoch_s(t) for name, t in timeline.items()}}
         verdict = sandbox_verdict(outcome, trials, base, cfg.memory_limit_gb)
         if verdict.status is Status.CORRECT:
             timing_started = time.monotonic()
             verdict.timing = self._measure.timing(problem, env, trials, master, prepared)
             verdict.phases_s["baselines"] = round(time.monotonic() - timing_started, 4)
+            verdict.timeline["baselines"] = self._epoch_s(timing_started)
             verdict = timing_checks(verdict, trials, cfg.min_kernel_gpu_fraction)
         return verdict
 

@@ -15,10 +15,20 @@ from kernelrl.results import Environment, TimingReport
 from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
 from kernelrl.sandbox.tensorio import nbytes_of
-from kernelrl.timing.cuda_timer import method_name, summarize
-from kernelrl.timing.stats import paired_speedup
+from kernelrl.timing.cuda_timer import TimerSettings, method_name, summarize
+from kernelrl.timing.stats import candidate_rse_target, paired_speedup, speedup_rse
 
 PAIRED_REFERENCE_TOLERANCE = 1.25  # paired reference median / judge's eager median beyond which it is distrusted
+# TimerSettings fields that only say when to stop timing (how many reps), not how a rep is measured: left out of
+# the baseline cache's key, so baselines timed by the default profile serve the training profile and back
+STOPPING_FIELDS = frozenset({"target_ms", "min_reps", "max_reps", "rse_target", "max_ms"})
+CPU_TIMING_NOTE = ("cpu-interpreter mode: host-clock times of the Triton interpreter (EvalConfig.cpu_timing), for "
+                   "tests and scheduling; no baselines or speedup, and nothing about GPU speed")
+
+
+def measurement_settings(timer: TimerSettings) -> dict:
+    """The timer's fields that change what one rep measures (the baseline cache's key)."""
+    return {k: v for k, v in dataclasses.asdict(timer).items() if k not in STOPPING_FIELDS}
 
 
 class Measurer:
@@ -44,10 +54,32 @@ class Measurer:
         return speed_of_light_ms(sum(nbytes_of(m) for m in timed[0]["inputs"]), prepared.get("timing_flops"),
                                  bandwidth, peak, self.config.speed_of_light_margin, self.config.flop_floor_margin)
 
+    def candidate_timer(self, problem: Problem, env: Environment) -> TimerSettings:
+        """The timer the sandbox runs: the configured one, or (`speedup_rse_target`) one that stops once the
+        candidate's median RSE leaves the speedup's RSE at the target next to the cached eager baseline's."""
+        cfg = self.config
+        if cfg.speedup_rse_target is None:
+            return cfg.timer
+        entry = self._baseline_cache.get(self.baseline_key(problem), need_inductor=False) if env.mode == "gpu" else None
+        baseline_rse = entry.eager.rse if entry is not None else None
+        return dataclasses.replace(cfg.timer, rse_target=candidate_rse_target(cfg.speedup_rse_target, baseline_rse))
+
+    def baseline_key(self, problem: Problem) -> str:
+        cfg = self.config
+        # baselines are timed as the candidate is: replays of a captured graph in cuda-graph mode
+        return baseline_key(problem.sha256, timing_set_of(problem.source), self._environment(),
+                            method_name(cfg.timing_mode, cfg.timer), measurement_settings(cfg.timer))
+
     def timing(self, problem: Problem, env: Environment, trials: Trials, seed: int, prepared: dict) -> TimingReport:
         if env.mode != "gpu":
-            return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the interpreter, so times "
-                                                   "say nothing about GPU speed")
+            if not (self.config.cpu_timing and self.config.timing and trials.timing_raw is not None):
+                return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the interpreter, so "
+                                                       "times say nothing about GPU speed")
+            try:
+                return TimingReport(candidate=summarize(trials.timing_raw), unavailable_reason=CPU_TIMING_NOTE,
+                                    timed_checks=len(trials.timing_raw.get("checked") or []))
+            except (ValueError, TypeError, KeyError) as exc:
+                return TimingReport(unavailable_reason=f"the candidate's timing report is unusable: {exc}")
         if not self.config.timing:
             return TimingReport(unavailable_reason="timing disabled")
         report = TimingReport()
@@ -85,14 +117,18 @@ class Measurer:
             note = f"paired timing dropped: {exc}"
             report.unavailable_reason = f"{report.unavailable_reason}; {note}" if report.unavailable_reason else note
 
-    def baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False) -> TimingReport:
-        """Eager/Inductor times from the baseline cache, else from the judge (then stored); `fresh` re-times
-        and overwrites the stored numbers."""
+    def baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False,
+                  measure: bool | None = None) -> TimingReport:
+        """Eager/Inductor times from the baseline cache, else from the judge (then stored) unless `measure` is
+        False (default: `baseline_source == 'measure'`); `fresh` re-times and overwrites the stored numbers."""
         cfg = self.config
-        # baselines are timed as the candidate is: replays of a captured graph in cuda-graph mode
-        key = baseline_key(problem.sha256, timing_set_of(problem.source), self._environment(),
-                           method_name(cfg.timing_mode, cfg.timer), dataclasses.asdict(cfg.timer))
+        measure = cfg.baseline_source == "measure" if measure is None else measure
+        key = self.baseline_key(problem)
         entry = None if fresh else self._baseline_cache.get(key, need_inductor=cfg.inductor_baseline)
+        if entry is None and not measure:
+            report.unavailable_reason = ("no cached baseline for this problem, device and timer "
+                                         "(baseline_source='cache'): fill the cache with `kernelrl baselines`")
+            return report
         if entry is None:
             try:
                 raw = self._judge.request("baselines", problem_path=str(problem.path), problem_sha256=problem.sha256,
@@ -117,6 +153,7 @@ class Measurer:
             report.speedup_vs_eager = report.eager.median_ms / report.candidate.median_ms
             if report.inductor is not None:
                 report.speedup_vs_inductor = report.inductor.median_ms / report.candidate.median_ms
+            report.speedup_rse = speedup_rse(report.candidate.rse, report.eager.rse)
         return report
 
 

@@ -36,15 +36,23 @@ class Trials:
 
     def phases(self, started: float, finished: float) -> dict[str, float]:
         """Seconds between the sandbox's milestones, for the phases this run reached."""
-        marks = [("start", "ready"), ("import", "imported"), ("init", "initialized"), ("correctness", "trial"),
-                 ("census", "census"), ("token", "timing_granted"), ("timing", "timing")]
-        phases, last = {}, started
+        begins = self.phase_begins(started)
+        ends = [*list(begins.values())[1:], finished]
+        return {name: round(end - begin, 4) for (name, begin), end in zip(begins.items(), ends, strict=True)}
+
+    def phase_begins(self, started: float) -> dict[str, float]:
+        """When each phase this run reached began (monotonic clock), in order, ending with 'finish': start
+        (sandbox up), import, init, first_trial (the first forward: Triton compiles its kernels there on a GPU),
+        correctness (the other trials), census, token (waiting for the device's timing slot), timing."""
+        marks = [("start", "ready"), ("import", "imported"), ("init", "initialized"), ("first_trial", "trial0"),
+                 ("correctness", "trial"), ("census", "census"), ("token", "timing_granted"), ("timing", "timing")]
+        begins, last = {}, started
         for name, event in marks:
             if event in self.arrived:
-                phases[name] = round(self.arrived[event] - last, 4)
+                begins[name] = last
                 last = self.arrived[event]
-        phases["finish"] = round(finished - last, 4)
-        return phases
+        begins["finish"] = last
+        return begins
 
     @property
     def hack(self) -> Finding | None:
@@ -65,7 +73,9 @@ class Trials:
         try:
             return self._handle(event)
         finally:
-            self.arrived[event["event"]] = time.monotonic()
+            self.arrived[event["event"]] = now = time.monotonic()
+            if event["event"] == "trial":
+                self.arrived.setdefault("trial0", now)
 
     def _handle(self, event: dict) -> bool:
         kind = event["event"]

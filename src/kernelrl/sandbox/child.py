@@ -312,7 +312,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     from kernelrl.sandbox.kernel_share import EventShare
     from kernelrl.sandbox.opcensus import OpCensus
     from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, same_bytes, tensor_meta, write_tensor
-    from kernelrl.timing.cuda_timer import TimerOps, TimerSettings, time_cuda, time_paired
+    from kernelrl.timing import cuda_timer
+    from kernelrl.timing.cuda_timer import TimerOps, TimerSettings, time_cuda, time_host, time_paired
     from kernelrl.verify.compare import sample_positions
 
     gpu = request.gpu
@@ -474,7 +475,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                                     threads=stray_threads(), changed_inputs=changed,
                                     census=OpReport(**found) if found else None))
 
-        if gpu and request.timing and timed_trials:
+        # CPU mode times only when asked to (timing_mode 'host': the host clock around the interpreter)
+        if request.timing and timed_trials and (gpu or request.timing_mode == cuda_timer.HOST_MODE):
             stage = "timing"
             model = model_for(timed_trials[0].set)
             # the timed calls rotate through the timing set's trials (their pristine inputs), refilled into the
@@ -484,7 +486,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             buffers = [t.clone() for t in variants[0]]
             args = _args_for(timed_trials[0], buffers)
             # measured before the token: other sandboxes time meanwhile (a timed run pauses this one)
-            if request.kernel_share:
+            if request.kernel_share and gpu:
                 measured = _candidate_gpu_fraction(torch, share, census, model, args)
                 channel.send(CensusEvent(fraction=measured.pop("fraction"), method=measured.pop("method"),
                                          details=measured))
@@ -543,7 +545,10 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                          settings=TimerSettings(**request.timer), prepare=refill, inspect=check,
                          mode=request.timing_mode, ops=timer_ops)
             paired_reference = None
-            if request.paired_baseline:  # the problem's own Model, built as the judge builds it
+            if not gpu:
+                raw = time_host(call, clock=_clock, settings=TimerSettings(**request.timer), prepare=refill,
+                                inspect=check)
+            elif request.paired_baseline:  # the problem's own Model, built as the judge builds it
                 torch.manual_seed(42)
                 init_inputs = call_with(problem.get_init_inputs, sets[timed_trials[0].set])
                 torch.manual_seed(42)

@@ -285,6 +285,7 @@ def watch_child(
                             outcome.protocol_error = "timing token requested out of turn"
                             break
                         token_asked = True
+                        on_event(event)  # the evaluator hands its compile slot on; nothing to stop here
                         waited = time.monotonic()
                         if gate is not None:
                             gate.acquire(pgid)  # blocks while another run times on this device

@@ -31,6 +31,7 @@ from kernelrl.results import TimingStats
 from kernelrl.timing.stats import median_rse, validate_times
 
 MODES = ("events", "cuda-graph")
+HOST_MODE = "host"  # `time_host`: the host clock around each call (CPU mode: tests and scheduling, not speed)
 STOP_REASONS = ("fixed", "rse", "max_reps", "max_ms")
 _GRAPH_WARMUP = 3  # untimed replays after capture: the first launch of a graph also uploads it
 # the spin's speed until the warm-up has measured it: an H100's boost clock (the spin counts SM cycles)
@@ -161,6 +162,55 @@ def time_paired(
                                   event_cls=event_cls, clock=clock, settings=settings, prepare=prepare,
                                   mode=mode, rng=rng, ops=ops)
     return {"a": raw_a, "b": raw_b, "order": order}
+
+
+def time_host(
+    fn: Callable[[], Any],
+    *,
+    clock: Callable[[], float],
+    settings: TimerSettings = TimerSettings(),
+    prepare: Callable[[], None] | None = None,
+    inspect: Inspect | None = None,
+) -> dict:
+    """Time `fn()` with the host clock alone (no device: CPU mode, the Triton interpreter). The same warm-up,
+    rep count and adaptive stopping (`rse_target`, `max_reps`, `max_ms`) as `time_cuda`, so the stopping rule,
+    the timing token and the timed-call checks run for real on a machine without a GPU; the numbers say how
+    long the interpreter took, never how fast a kernel is. Returns the raw dict `time_cuda` returns, with
+    times_ms = wall_ms and mode 'host'."""
+    began = clock()
+
+    def rep(i: int | None, reps: int) -> float:
+        if prepare is not None:
+            prepare()
+        t0 = clock()
+        result = fn()
+        elapsed = (clock() - t0) * 1e3
+        if inspect is not None:
+            inspect(i, reps, result)
+        return elapsed
+
+    host_ms = {"setup": (clock() - began) * 1e3}
+    warm: list[float] = []
+    warm_start = clock()
+    while len(warm) < 3 or (clock() - warm_start) * 1e3 < settings.warmup_ms:
+        warm.append(rep(None, 0))
+        if len(warm) >= 1000:
+            break
+    host_ms["warmup"] = (clock() - warm_start) * 1e3
+    planned = min(settings.max_reps,
+                  max(settings.min_reps, math.ceil(settings.target_ms / max(statistics.median(warm), 1e-3))))
+    times: list[float] = []
+
+    def step(i: int, reps: int) -> None:
+        times.append(rep(i, reps))
+
+    reps_start = clock()
+    stopped = _run_reps(step, planned, settings, clock, [times])
+    host_ms["reps"] = (clock() - reps_start) * 1e3
+    rse = median_rse(times)
+    return {"times_ms": times, "wall_ms": list(times), "warmup": len(warm), "method": "host-clock",
+            "mode": HOST_MODE, "stopped": stopped, "rse": rse if math.isfinite(rse) else None,
+            "host_ms": {k: round(v, 3) for k, v in host_ms.items()}, "cover_us": None}
 
 
 def _capture(torch: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -334,7 +384,7 @@ def summarize(raw: dict) -> TimingStats:
     """Turn raw rep times (as returned by `time_cuda`, possibly from an untrusted process) into stats."""
     times = validate_times(raw["times_ms"], "times_ms")
     mode, stopped, rse = raw.get("mode", "events"), raw.get("stopped"), raw.get("rse")
-    if not isinstance(mode, str) or mode not in MODES:
+    if not isinstance(mode, str) or mode not in (*MODES, HOST_MODE):
         raise ValueError(f"unknown timing mode {str(mode)[:32]!r}")
     if stopped is not None and (not isinstance(stopped, str) or stopped not in STOP_REASONS):
         raise ValueError(f"unknown stop reason {str(stopped)[:32]!r}")

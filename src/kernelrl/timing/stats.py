@@ -55,6 +55,27 @@ def median_rse(times: Sequence[float]) -> float:
     return se / median
 
 
+def speedup_rse(candidate_rse: float | None, baseline_rse: float | None) -> float | None:
+    """Relative standard error of median(baseline) / median(candidate) from the two medians' own (independent
+    series, delta method): sqrt(a^2 + b^2). None when either is unknown."""
+    if candidate_rse is None or baseline_rse is None:
+        return None
+    return math.hypot(candidate_rse, baseline_rse)
+
+
+def candidate_rse_target(speedup_target: float, baseline_rse: float | None, *, floor: float = 0.25) -> float:
+    """The candidate median's RSE at which the speedup's RSE (`speedup_rse`) reaches `speedup_target`, the
+    baseline's being fixed (it comes from the baseline cache). Unknown baseline RSE: half the variance each
+    (target / sqrt 2). A baseline already near or above the target leaves no room: the candidate then aims for
+    `floor` x the target (its timer's max_ms bounds the cost) and the reported speedup RSE says what was reached."""
+    if not speedup_target > 0:
+        raise ValueError(f"speedup_target must be positive, got {speedup_target!r}")
+    if baseline_rse is None or not math.isfinite(baseline_rse):
+        return speedup_target / math.sqrt(2)
+    room = speedup_target ** 2 - max(baseline_rse, 0.0) ** 2
+    return max(math.sqrt(room) if room > 0 else 0.0, floor * speedup_target)
+
+
 def paired_speedup(
     times_a: Sequence[float],
     times_b: Sequence[float],

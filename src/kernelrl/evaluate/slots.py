@@ -1,0 +1,166 @@
+"""How many sandboxes one device's evaluator runs at once, and in what order they get in (verdict process,
+stdlib only).
+
+Three limits, from the cheapest resource to the scarcest:
+- *sandbox slots* (host memory): sandboxes alive at once, from their start to their end, including those
+  waiting for or holding the timing token: at most `0.8 x available memory / sandbox_memory_gb`, less the
+  standbys (which hold memory too);
+- *compile slots* (host cores): sandboxes in their CPU-heavy part at once (start, import and compilation,
+  construction, correctness trials, the census): everything before the timing token. A sandbox gives its
+  compile slot back when it asks for the token, so the next candidate starts compiling while it waits;
+- *timing slots*: one per device, the `DeviceGate` (one timed run at a time, every other sandbox of the
+  device stopped meanwhile).
+
+Slots are granted in turns: every caller (one `evaluate_many` call, one `evaluate`) has its own queue and the
+queues are served round-robin, so a batch of many items does not starve a single request behind it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+GiB = 1 << 30
+MEMORY_FRACTION = 0.8  # of the memory available when the evaluator starts (the judge and the OS need the rest)
+
+
+def host_cores() -> int:
+    """Cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux); None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+@dataclass(frozen=True)
+class SlotPlan:
+    """The resolved limits of one evaluator (see the module docstring)."""
+
+    compile_slots: int  # sandboxes before their timing token at once
+    sandbox_slots: int  # sandboxes alive at once, over every caller (the memory bound)
+    workers: int  # evaluate_many's default evaluations in flight (threads); sandbox_slots bounds how many run
+    memory_slots: int | None  # what memory alone allows; None: unbounded (available memory unknown)
+    reason: str  # how the numbers came about, for logs and benches
+
+
+UNBOUNDED = 1 << 16
+
+
+def plan_slots(*, compile_slots: int | None, max_concurrency: int | None, sandbox_memory_gb: float,
+               standby_sandboxes: int, cores: int | None = None, available_bytes: int | None = None) -> SlotPlan:
+    """Resolve the configured limits against this host: sandboxes alive at once = the memory bound
+    (`available_bytes`: MemAvailable when not given; `sandbox_memory_gb` <= 0: no bound); `compile_slots`
+    None = the host's cores; `max_concurrency` None = twice the compile slots; none above the memory bound."""
+    cores = host_cores() if cores is None else cores
+    available = available_memory_bytes() if available_bytes is None else available_bytes
+    memory_slots = None
+    if available is not None and sandbox_memory_gb > 0:
+        memory_slots = max(1, int(MEMORY_FRACTION * available / (sandbox_memory_gb * GiB)) - standby_sandboxes)
+    alive = memory_slots if memory_slots is not None else UNBOUNDED
+    compiling = min(compile_slots if compile_slots is not None else cores, alive)
+    workers = max_concurrency if max_concurrency is not None else min(2 * compiling, alive)
+    reason = (f"{cores} cores; "
+              + (f"{MEMORY_FRACTION:g} x {available / GiB:.1f} GiB available / {sandbox_memory_gb:g} GiB per sandbox"
+                 f" - {standby_sandboxes} standbys = {memory_slots} sandboxes alive" if memory_slots is not None
+                 else "no memory bound")
+              + f"; {compiling} compiling at once; {workers} in flight per batch")
+    return SlotPlan(compile_slots=compiling, sandbox_slots=alive, workers=workers, memory_slots=memory_slots,
+                    reason=reason)
+
+
+class FairSlots:
+    """`count` slots, granted in turns: each caller's requests in their order, callers round-robin (a caller
+    that just got a slot goes to the back of the line). `peak` is the most held at once so far."""
+
+    def __init__(self, count: int) -> None:
+        if count < 1:
+            raise ValueError(f"need at least one slot, got {count}")
+        self.count = count
+        self.held = 0
+        self.peak = 0
+        self._cond = threading.Condition()
+        self._queues: dict[object, deque[list[bool]]] = {}
+        self._turns: deque[object] = deque()  # callers with someone waiting, next turn first
+
+    def acquire(self, caller: object) -> float:
+        """Block until this caller's turn gives it a slot; returns the seconds waited."""
+        started = time.monotonic()
+        ticket = [False]
+        with self._cond:
+            queue = self._queues.get(caller)
+            if queue is None:
+                queue = self._queues[caller] = deque()
+                self._turns.append(caller)
+            queue.append(ticket)
+            self._grant()
+            self._cond.wait_for(lambda: ticket[0])
+        return time.monotonic() - started
+
+    def release(self) -> None:
+        with self._cond:
+            self.held -= 1
+            self._grant()
+
+    def _grant(self) -> None:
+        granted = False
+        while self.held < self.count and self._turns:
+            caller = self._turns.popleft()
+            queue = self._queues[caller]
+            queue.popleft()[0] = True
+            self.held += 1
+            granted = True
+            if queue:
+                self._turns.append(caller)
+            else:
+                del self._queues[caller]
+        self.peak = max(self.peak, self.held)
+        if granted:
+            self._cond.notify_all()
+
+    @contextmanager
+    def slot(self, caller: object):
+        self.acquire(caller)
+        try:
+            yield
+        finally:
+            self.release()
+
+
+class HeldSlot:
+    """One compile slot that may be given back before the block that took it ends (at the timing token)."""
+
+    def __init__(self, slots: FairSlots, caller: object) -> None:
+        self._slots, self._caller = slots, caller
+        self._lock = threading.Lock()
+        self.held = False
+        self.waited_s = 0.0
+
+    def __enter__(self) -> HeldSlot:
+        self.waited_s = self._slots.acquire(self._caller)
+        self.held = True
+        return self
+
+    def give_back(self) -> None:
+        with self._lock:
+            if self.held:
+                self.held = False
+                self._slots.release()
+
+    def __exit__(self, *exc) -> None:
+        self.give_back()

@@ -1,0 +1,186 @@
+"""Scheduling of one device's sandboxes (kernelrl.evaluate.slots), with real evaluations in CPU mode: compile
+slots (cores) that outnumber the timing slot, timing still one at a time (the host-clock timer of
+`cpu_timing`, through the real timing token and gate), the memory bound on sandboxes alive at once, and turns
+between callers so that a long batch does not starve a single request. Overlaps are read from the results'
+own timelines (`EvalResult.timeline`), never from wall-time thresholds."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from conftest import example
+
+from kernelrl import Evaluator, Status
+from kernelrl.evaluate.slots import FairSlots, GiB, plan_slots
+from kernelrl.sandbox.isolation import pid_namespace_prefix
+from kernelrl.timing.cuda_timer import TimerSettings
+
+RELU = example("relu_triton.py")
+# a timed run longer than the gap between two sandboxes' timing tokens (their first trials run side by side),
+# so their timings would overlap if the gate let them
+TIMER = TimerSettings(warmup_ms=5, target_ms=800, min_reps=5, max_reps=5000)
+SHORT_TIMER = TimerSettings(warmup_ms=5, target_ms=100, min_reps=5, max_reps=1000)
+SLACK_S = 1e-3  # timelines are rounded to microseconds, phase lengths to 0.1 ms
+
+
+def distinct(n: int) -> list[str]:
+    """n sources of the same correct kernel that differ in their AST (as fresh RL candidates do)."""
+    return [RELU + f"\n_CANDIDATE = {k}\n" for k in range(n)]
+
+
+def spans(results, begin: str, end: str) -> list[tuple[float, float]]:
+    return [(r.timeline[begin], r.timeline[end]) for r in results if begin in r.timeline and end in r.timeline]
+
+
+def sandbox_span(r) -> tuple[float, float]:
+    """From the sandbox's start to its end (the finish phase's end)."""
+    return r.timeline["start"], r.timeline["finish"] + r.phases_s["finish"]
+
+
+def precompile_span(r) -> tuple[float, float]:
+    """While the sandbox holds its compile slot: from its start to its timing token (or its end)."""
+    end = r.timeline.get("token", r.timeline["finish"] + r.phases_s["finish"])
+    return r.timeline["start"], end
+
+
+def most_at_once(intervals: list[tuple[float, float]]) -> int:
+    edges = sorted([(a + SLACK_S, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals],
+                   key=lambda e: (e[0], e[1]))
+    now = peak = 0
+    for _, step in edges:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def test_plan_slots_cores_and_memory():
+    # cores bound the compile slots, memory (0.8 x available / per sandbox, less standbys) the sandboxes alive
+    plan = plan_slots(compile_slots=None, max_concurrency=None, sandbox_memory_gb=2, standby_sandboxes=3,
+                      cores=16, available_bytes=100 * GiB)
+    assert (plan.memory_slots, plan.sandbox_slots, plan.compile_slots, plan.workers) == (37, 37, 16, 32)
+    tight = plan_slots(compile_slots=None, max_concurrency=None, sandbox_memory_gb=8, standby_sandboxes=3,
+                       cores=16, available_bytes=100 * GiB)
+    assert (tight.sandbox_slots, tight.compile_slots, tight.workers) == (7, 7, 7)
+    explicit = plan_slots(compile_slots=2, max_concurrency=6, sandbox_memory_gb=0, standby_sandboxes=3,
+                          cores=16, available_bytes=100 * GiB)
+    assert explicit.memory_slots is None and (explicit.compile_slots, explicit.workers) == (2, 6)
+    floor = plan_slots(compile_slots=None, max_concurrency=None, sandbox_memory_gb=1e6, standby_sandboxes=3,
+                       cores=16, available_bytes=100 * GiB)
+    assert (floor.sandbox_slots, floor.compile_slots) == (1, 1)  # never zero
+
+
+def test_fair_slots_take_turns_between_callers():
+    slots = FairSlots(1)
+    order: list[str] = []
+    batch, single = object(), object()
+    slots.acquire(batch)  # the batch holds the only slot; four more of its items wait
+
+    def take(caller, name):
+        slots.acquire(caller)
+        order.append(name)
+        slots.release()
+
+    waiting = [threading.Thread(target=take, args=(batch, f"b{k}")) for k in range(4)]
+    def waiting_tickets() -> int:
+        with slots._cond:
+            return sum(len(q) for q in slots._queues.values())
+
+    def until(count: int) -> None:
+        deadline = time.monotonic() + 10
+        while waiting_tickets() < count and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    for t in waiting:
+        t.start()
+    until(4)
+    late = threading.Thread(target=take, args=(single, "single"))
+    late.start()
+    until(5)
+    slots.release()
+    for t in [*waiting, late]:
+        t.join(5)
+    assert order.index("single") <= 1, order  # one batch item at most before it, not all four
+    assert slots.peak == 1 and slots.held == 0
+
+
+pool = pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)")
+
+
+@pool
+def test_compile_slots_outnumber_timing_slot_and_timing_stays_exclusive(suite):
+    problem = suite.get("level0/1_relu")
+    with Evaluator(device="cpu", trials=2, result_cache=False, cpu_timing=True, timer=TIMER, compile_slots=2,
+                   max_concurrency=6, sandbox_memory_gb=0) as ev:
+        assert (ev.slots.compile_slots, ev.slots.workers) == (2, 6)
+        results = list(ev.evaluate_many([(problem, code) for code in distinct(4)]))
+        peak = ev._compile_slots.peak
+    assert [r.status for r in results] == [Status.CORRECT] * 4, [r.message for r in results]
+    for r in results:  # timed for real: the host-clock timer behind the timing token
+        assert r.timing.candidate is not None and r.timing.candidate.mode == "host", r.timing
+        assert {"queue", "first_trial", "token", "timing"} <= set(r.phases_s)
+    timing = spans(results, "timing", "finish")
+    assert len(timing) == 4
+    timing.sort()
+    for (_, end), (begin, _) in zip(timing, timing[1:], strict=False):
+        assert begin >= end - SLACK_S, f"two timed runs overlapped: {timing}"
+    # two sandboxes compiled/checked at once (more than the one timing slot), never more than the two slots
+    assert most_at_once([precompile_span(r) for r in results]) == 2
+    assert peak == 2
+
+
+@pool
+def test_compile_slot_given_back_at_the_timing_token(suite):
+    problem = suite.get("level0/1_relu")
+    with Evaluator(device="cpu", trials=2, result_cache=False, cpu_timing=True, timer=SHORT_TIMER, compile_slots=1,
+                   max_concurrency=3, sandbox_memory_gb=0) as ev:
+        results = list(ev.evaluate_many([(problem, code) for code in distinct(3)]))
+    assert [r.status for r in results] == [Status.CORRECT] * 3
+    # with one compile slot, a candidate began (took the slot) while another waited for or held the timing
+    # token: the slot went back when that one asked for the token, not when it ended
+    waiting_or_timing = [(r.timeline["token"], r.timeline["finish"]) for r in results]
+    began = [r.timeline["prepare"] for r in results]
+    assert any(a < t < b for a, b in waiting_or_timing for t in began), (waiting_or_timing, began)
+    assert most_at_once([precompile_span(r) for r in results]) == 1
+
+
+@pool
+def test_memory_bound_limits_sandboxes_alive(suite):
+    problem = suite.get("level0/1_relu")
+    # a per-sandbox estimate larger than the host: one sandbox at a time, whatever the batch asks for
+    with Evaluator(device="cpu", trials=2, result_cache=False, sandbox_memory_gb=1e6, compile_slots=4,
+                   max_concurrency=4) as ev:
+        assert ev.slots.sandbox_slots == 1 and ev.slots.compile_slots == 1
+        results = list(ev.evaluate_many([(problem, code) for code in distinct(4)]))
+    assert [r.status for r in results] == [Status.CORRECT] * 4
+    assert most_at_once([sandbox_span(r) for r in results]) == 1
+    assert max(r.phases_s["queue"] for r in results) > 0  # the others waited for the one slot
+
+
+@pool
+def test_single_request_is_not_starved_by_a_batch(suite):
+    problem = suite.get("level0/1_relu")
+    with Evaluator(device="cpu", trials=2, result_cache=False, compile_slots=1, max_concurrency=8,
+                   sandbox_memory_gb=0) as ev:
+        ev.warm_up()
+        batch: list = []
+        first = threading.Event()
+
+        def run_batch():
+            for result in ev.evaluate_many([(problem, code) for code in distinct(8)]):
+                batch.append(result)
+                first.set()
+
+        runner = threading.Thread(target=run_batch)
+        runner.start()
+        first.wait(60)  # the batch's other items are queued for the one compile slot by now
+        single = ev.evaluate(problem, RELU + "\n_SINGLE = 1\n")
+        runner.join(120)
+    assert single.status is Status.CORRECT and len(batch) == 8
+    asked, granted = single.timeline["queue"], single.timeline["prepare"]
+    # batch items that were already waiting when the single request came, and got their slot after it did
+    overtaken = [r for r in batch if r.timeline["queue"] < asked and r.timeline["prepare"] > granted]
+    served_between = [r for r in batch if asked < r.timeline["prepare"] < granted]
+    assert len(served_between) <= 1, (asked, granted, sorted(r.timeline["prepare"] for r in batch))
+    assert len(overtaken) >= 3
