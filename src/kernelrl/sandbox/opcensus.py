@@ -36,6 +36,7 @@ excluded, at every candidate launch and when forward returns.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import Counter
 
@@ -86,6 +87,9 @@ DISPATCH_ESCAPES = {
     "torch.utils._python_dispatch": ("_pop_mode", "_pop_mode_temporarily", "_disable_current_modes", "_push_mode"),
     "torch._ops.OpOverload": ("redispatch",),
 }
+
+# the process's own memory as a file: a tensor's bytes at its data_ptr, read without any tensor method
+_PROC_MEM = re.compile(r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/mem$")
 
 _OK, _WRITE, _ALLOC, _LAYOUT, _MACHINERY, _HOST, _OTHER = range(7)
 _HERE = os.path.abspath(__file__)
@@ -166,6 +170,43 @@ class OpCensus:
                 setattr(torch, name, self._guard(name, original, shares=True))
         self._install_triton()
         self._install_tripwires()
+        self._install_file_guards()
+
+    def _install_file_guards(self) -> None:
+        """Opening /proc/self/mem (any time after this, import included: a descriptor opened at import can be read
+        in forward) is a host read."""
+        import _io
+        import builtins
+        import io
+        import posix
+
+        census = self
+        io_open, os_open = io.open, os.open
+
+        def guarded_open(file, *args, **kwargs):
+            census._check_path(file, None)
+            return io_open(file, *args, **kwargs)
+
+        def guarded_os_open(path, *args, dir_fd=None, **kwargs):
+            census._check_path(path, dir_fd)
+            return os_open(path, *args, dir_fd=dir_fd, **kwargs)
+
+        for module in (builtins, io, _io):
+            module.open = guarded_open
+        os.open = posix.open = guarded_os_open
+
+    def _check_path(self, file, dir_fd) -> None:
+        if isinstance(file, int):
+            return
+        try:
+            path = os.fsdecode(os.fspath(file))
+            if dir_fd is not None and not os.path.isabs(path):
+                path = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
+            real = os.path.realpath(path)
+        except Exception:  # noqa: BLE001 - not a path: open() itself says so
+            return
+        if _PROC_MEM.match(real) or _PROC_MEM.match(path):
+            self.host["open(/proc/self/mem)"] += 1
 
     def _install_tripwires(self) -> None:
         import torch._ops
