@@ -12,7 +12,7 @@ import time
 import pytest
 from conftest import example
 
-from kernelrl import Evaluator, Status
+from kernelrl import Evaluator, Stage, Status
 from kernelrl.evaluate.slots import FairSlots, GiB, plan_slots
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.timing.cuda_timer import TimerSettings
@@ -184,3 +184,26 @@ def test_single_request_is_not_starved_by_a_batch(suite):
     served_between = [r for r in batch if asked < r.timeline["prepare"] < granted]
     assert len(served_between) <= 1, (asked, granted, sorted(r.timeline["prepare"] for r in batch))
     assert len(overtaken) >= 3
+
+
+@pool
+def test_batch_deadline_returns_every_item_in_time(suite):
+    from candidates import INFINITE_LOOP
+
+    from kernelrl.evaluate import missed_deadline
+
+    problem = suite.get("level0/1_relu")
+    codes = [RELU + "\n_CANDIDATE = 0\n", INFINITE_LOOP, *distinct(6)[1:]]
+    # static checks off: the hanging candidate must reach its sandbox
+    with Evaluator(device="cpu", trials=2, result_cache=False, compile_slots=2, max_concurrency=2,
+                   sandbox_memory_gb=0, run_timeout_s=60, static_checks=False) as ev:
+        ev.warm_up()
+        started = time.monotonic()
+        results = list(ev.evaluate_many([(problem, code) for code in codes], ordered=True, deadline_s=4))
+        wall = time.monotonic() - started
+    assert len(results) == len(codes) and wall < 30, wall  # the deadline (4 s), not the hanging candidate's 60 s
+    assert results[0].status is Status.CORRECT
+    hung = results[1]  # stopped by the deadline: no verdict on its code
+    assert missed_deadline(hung) and hung.stage is Stage.CORRECTNESS, (hung.status, hung.stage, hung.message)
+    assert not missed_deadline(results[0])
+    assert all(r.status is Status.CORRECT or missed_deadline(r) for r in results)

@@ -2,14 +2,15 @@
 
 Rooms: `config` (EvalConfig), `evaluator` (the public face), `trials` (the sandbox's streamed reports), `verdict`
 (pure: facts -> EvalResult), `measure` (timing, baselines, floors), `multi` (one evaluator per device), `scorer`
-(the protocol every consumer calls). Sandbox launching lives in `kernelrl.sandbox.launcher`.
+(the protocol every consumer calls), `slots` (how many sandboxes at once: cores, memory, turns). Sandbox
+launching lives in `kernelrl.sandbox.launcher`.
 """
 
 from kernelrl.evaluate.config import RESULT_CACHE_ENV, EvalConfig, EvaluatorError
-from kernelrl.evaluate.evaluator import Evaluator, evaluate
+from kernelrl.evaluate.evaluator import DEADLINE_MESSAGE, Evaluator, evaluate, missed_deadline
 from kernelrl.evaluate.measure import speed_of_light_ms
 from kernelrl.evaluate.multi import MultiDeviceEvaluator, visible_gpus
 from kernelrl.evaluate.scorer import Scorer
 
-__all__ = ["RESULT_CACHE_ENV", "EvalConfig", "EvaluatorError", "Evaluator", "MultiDeviceEvaluator", "Scorer",
-           "evaluate", "speed_of_light_ms", "visible_gpus"]
+__all__ = ["DEADLINE_MESSAGE", "RESULT_CACHE_ENV", "EvalConfig", "EvaluatorError", "Evaluator",
+           "MultiDeviceEvaluator", "Scorer", "evaluate", "missed_deadline", "speed_of_light_ms", "visible_gpus"]

@@ -15,6 +15,7 @@ import hashlib
 import os
 import secrets
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -50,6 +51,30 @@ from kernelrl.verify.tolerance import tolerance_for
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+DEADLINE_MESSAGE = "not judged: the batch's deadline passed"
+
+
+def missed_deadline(result: EvalResult) -> bool:
+    """True for a result `evaluate_many(deadline_s=...)` gave up on: no verdict on the code (a trainer should
+    give it no reward rather than a timeout's)."""
+    return result.status is Status.TIMEOUT and result.message.startswith(DEADLINE_MESSAGE)
+
+
+def _deadline_result(base: dict, deadline_s: float, stage: Stage = Stage.STATIC) -> EvalResult:
+    return EvalResult(status=Status.TIMEOUT, stage=stage, message=f"{DEADLINE_MESSAGE} ({deadline_s:g} s)",
+                      feedback="the evaluation was stopped when the batch's deadline passed; this says nothing "
+                               "about the code", **base)
+
+
+class _Deadline:
+    """A batch's deadline: `cancel` is set once it passes (slot waits and sandboxes watch it)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+        self.cancel = threading.Event()
 
 
 class Evaluator:
@@ -115,7 +140,7 @@ class Evaluator:
                                         time.monotonic())
 
     def evaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
-                      with_index: bool = False, max_concurrency: int | None = None
+                      with_index: bool = False, max_concurrency: int | None = None, deadline_s: float | None = None
                       ) -> Iterator[EvalResult] | Iterator[tuple[int, EvalResult]]:
         """Evaluate (problem, code or completion) pairs concurrently (see `Scorer`). Results come as they finish,
         or in input order with `ordered=True`; `with_index=True` yields (position, result). Up to
@@ -123,8 +148,14 @@ class Evaluator:
         flight, within the evaluator's memory and core bounds (`slots`); GPU timing stays one at a time. Slots
         go to callers in turns, so a single `evaluate` from another thread is not starved by a long batch. A
         completion without code gets its `format_error` at once, without a sandbox. `items` is read lazily, so
-        it may be a generator fed by a policy."""
-        indexed = self._evaluate_indexed(items, kind, max_concurrency or self.slots.workers)
+        it may be a generator fed by a policy.
+
+        `deadline_s` ("all of this step, within N seconds"): once it has passed, evaluations still waiting or
+        running are stopped and every item not judged yet comes back at once as a TIMEOUT whose message starts
+        with `DEADLINE_MESSAGE` (`missed_deadline(result)`: no verdict on the code). A timed run already holding
+        the device's timing slot is not interrupted, nor is a judge request; items are then read to the end."""
+        deadline = _Deadline(deadline_s) if deadline_s is not None else None
+        indexed = self._evaluate_indexed(items, kind, max_concurrency or self.slots.workers, deadline)
         if ordered:
             return in_input_order(indexed, with_index)
         return indexed if with_index else (result for _, result in indexed)
@@ -200,7 +231,7 @@ class Evaluator:
             report = {"flags": [{"flag": "reference_raises", "input_set": None, "detail": str(exc)[-500:]}]}
         return audit_from_report(problem, report)
 
-    def _evaluate_indexed(self, items: Iterable[Item], kind: TextKind, workers: int
+    def _evaluate_indexed(self, items: Iterable[Item], kind: TextKind, workers: int, deadline: _Deadline | None = None
                           ) -> Iterator[tuple[int, EvalResult]]:
         self.warm_up()  # long-lived workers start in this thread (their parent-death signal follows it)
         source = ((index, problem, as_candidate(text, kind)) for index, (problem, text) in enumerate(items))
@@ -214,15 +245,24 @@ class Evaluator:
                     if candidate.code is None:  # a format error: nothing to run
                         yield index, self._evaluate_candidate(problem, candidate, caller, time.monotonic())
                         continue
+                    if deadline is not None and deadline.cancel.is_set():
+                        yield index, _deadline_result(self._base(problem, candidate.code), deadline.seconds)
+                        continue
                     running[pool.submit(self._evaluate_candidate, problem, candidate, caller,
-                                        time.monotonic())] = index
+                                        time.monotonic(), deadline)] = index
                     return
 
             try:
                 for _ in range(workers):
                     yield from submit_next()
                 while running:
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    left = None if deadline is None or deadline.cancel.is_set() else deadline.at - time.monotonic()
+                    if left is not None and left <= 0:
+                        deadline.cancel.set()  # stops the waiting and the running; their results come back now
+                        self._sandbox_slots.wake()
+                        self._compile_slots.wake()
+                        continue
+                    done, _ = wait(running, timeout=left, return_when=FIRST_COMPLETED)
                     for future in done:
                         index = running.pop(future)
                         result = future.result()
@@ -235,8 +275,12 @@ class Evaluator:
     def _epoch_s(self, monotonic: float) -> float:
         return round(self._epoch + monotonic, 6)
 
-    def _evaluate_candidate(self, problem: Problem, candidate: Candidate, caller: object, queued: float
-                            ) -> EvalResult:
+    def _base(self, problem: Problem, code: str) -> dict:
+        return {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
+                "environment": self.environment()}
+
+    def _evaluate_candidate(self, problem: Problem, candidate: Candidate, caller: object, queued: float,
+                            deadline: _Deadline | None = None) -> EvalResult:
         started = time.monotonic()
         env = self.environment()
         if candidate.code is None:
@@ -248,11 +292,11 @@ class Evaluator:
         if result is not None:  # as stored: its phases_s and timeline are those of the run that made it
             result.candidate_sha256 = _sha(code)
         else:
-            result = self._evaluate(problem, code, env, caller)
+            result = self._evaluate(problem, code, env, caller, deadline)
             result.wall_time_s = round(time.monotonic() - started, 4)
             result.timeline = {"queued": self._epoch_s(queued), **result.timeline,
                                "end": self._epoch_s(time.monotonic())}
-            if self._result_cache is not None and key is not None:
+            if self._result_cache is not None and key is not None and not missed_deadline(result):
                 self._result_cache.put(key, result)
         result.wall_time_s = round(time.monotonic() - started, 4)
         return result
@@ -263,7 +307,8 @@ class Evaluator:
         settings = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in NOT_IN_RESULT_KEY}
         return result_key(problem.sha256, code, env, settings, self._build)
 
-    def _evaluate(self, problem: Problem, code: str, env: Environment, caller: object) -> EvalResult:
+    def _evaluate(self, problem: Problem, code: str, env: Environment, caller: object,
+                  deadline: _Deadline | None = None) -> EvalResult:
         base = {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
                 "environment": env}
         cfg = self.config
@@ -275,33 +320,39 @@ class Evaluator:
             return early
         started = time.monotonic()
         with self._slots.shared() as slot:
-            result = self._attempt(problem, code, env, base, caller)
-        if slot.overlapped and ran_out_of_memory(result):
+            result = self._attempt(problem, code, env, base, caller, deadline)
+        if slot.overlapped and ran_out_of_memory(result) and not (deadline and deadline.cancel.is_set()):
             # the memory may have been the other evaluations': once more with the device to itself, and that
             # verdict stands (a candidate that needs too much memory runs out alone too)
             first_s = time.monotonic() - started
             with self._slots.exclusive():
-                result = self._attempt(problem, code, env, base, caller)
+                result = self._attempt(problem, code, env, base, caller, deadline)
             result.phases_s["oom_retry"] = round(first_s, 4)  # the first attempt's wall time
         return result
 
-    def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object) -> EvalResult:
+    def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
+                 deadline: _Deadline | None = None) -> EvalResult:
         queued = time.monotonic()
+        cancel = deadline.cancel if deadline is not None else None
         # a sandbox slot (memory) for its whole life, a compile slot (a core) until it asks for the timing token
-        with self._sandbox_slots.slot(caller), HeldSlot(self._compile_slots, caller) as compile_slot:
+        with HeldSlot(self._sandbox_slots, caller, cancel) as sandbox_slot, \
+                HeldSlot(self._compile_slots, caller, cancel) as compile_slot:
             granted = time.monotonic()
-            result = self._attempt_in_slots(problem, code, env, base, compile_slot, granted)
+            if not sandbox_slot.held or not compile_slot.held:
+                result = _deadline_result(base, deadline.seconds)
+            else:
+                result = self._attempt_in_slots(problem, code, env, base, compile_slot, granted, deadline)
         result.phases_s = {"queue": round(granted - queued, 4), **result.phases_s}
         result.timeline = {"queue": self._epoch_s(queued), **result.timeline}
         return result
 
     def _attempt_in_slots(self, problem: Problem, code: str, env: Environment, base: dict,
-                          compile_slot: HeldSlot, granted: float) -> EvalResult:
+                          compile_slot: HeldSlot, granted: float, deadline: _Deadline | None) -> EvalResult:
         standby = self.launcher.take_standby(env.mode)
         workdir = standby.workdir if standby is not None else new_workdir()
         eval_id = uuid.uuid4().hex
         try:
-            return self._run(problem, code, env, base, workdir, eval_id, standby, compile_slot, granted)
+            return self._run(problem, code, env, base, workdir, eval_id, standby, compile_slot, granted, deadline)
         finally:
             if self._judge.running():  # a judge that died took this evaluation's state with it
                 try:
@@ -311,7 +362,8 @@ class Evaluator:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _run(self, problem: Problem, code: str, env: Environment, base: dict, workdir: Path, eval_id: str,
-             standby: Standby | None, compile_slot: HeldSlot, started: float) -> EvalResult:
+             standby: Standby | None, compile_slot: HeldSlot, started: float,
+             deadline: _Deadline | None = None) -> EvalResult:
         """`started`: when the evaluation got its slots (its prepare phase includes taking a standby)."""
         cfg = self.config
         in_dir, out_dir = workdir / "in", workdir / "out"
@@ -364,7 +416,8 @@ class Evaluator:
         sandbox_started = time.monotonic()
         outcome, path = self.launcher.run(
             workdir=workdir, mode=env.mode, request=request, caches=caches, on_event=on_event,
-            token_allowed=lambda: trials.passed == trials.planned and trials.hack is None, standby=standby)
+            token_allowed=lambda: trials.passed == trials.planned and trials.hack is None, standby=standby,
+            cancelled=deadline.cancel.is_set if deadline is not None else None)
         compile_slot.give_back()
         sandbox_finished = time.monotonic()
         phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, sandbox_finished)}
@@ -381,6 +434,11 @@ class Evaluator:
         base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
                 "correctness": correctness, "phases_s": phases, "findings": [*base.get("findings", []), *trials.findings],
                 "timeline": {name: self._epoch_s(t) for name, t in timeline.items()}}
+        if outcome.cancelled and deadline is not None:  # the batch's deadline, not the candidate: no verdict
+            reached = [(e, st) for e, st in (("timing_granted", Stage.TIMING), ("initialized", Stage.CORRECTNESS),
+                                             ("imported", Stage.INIT)) if e in trials.arrived]
+            stage = reached[0][1] if reached else Stage.IMPORT
+            return _deadline_result(base, deadline.seconds, stage)
         verdict = sandbox_verdict(outcome, trials, base, cfg.memory_limit_gb)
         if verdict.status is Status.CORRECT:
             timing_started = time.monotonic()

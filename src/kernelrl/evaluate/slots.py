@@ -98,8 +98,9 @@ class FairSlots:
         self._queues: dict[object, deque[list[bool]]] = {}
         self._turns: deque[object] = deque()  # callers with someone waiting, next turn first
 
-    def acquire(self, caller: object) -> float:
-        """Block until this caller's turn gives it a slot; returns the seconds waited."""
+    def acquire(self, caller: object, cancel: threading.Event | None = None) -> float | None:
+        """Block until this caller's turn gives it a slot; returns the seconds waited, or None (no slot taken)
+        when `cancel` was set first (call `wake()` after setting it)."""
         started = time.monotonic()
         ticket = [False]
         with self._cond:
@@ -109,8 +110,19 @@ class FairSlots:
                 self._turns.append(caller)
             queue.append(ticket)
             self._grant()
-            self._cond.wait_for(lambda: ticket[0])
+            self._cond.wait_for(lambda: ticket[0] or (cancel is not None and cancel.is_set()))
+            if not ticket[0]:  # cancelled while waiting: out of the line
+                queue.remove(ticket)
+                if not queue:
+                    del self._queues[caller]
+                    self._turns.remove(caller)
+                return None
         return time.monotonic() - started
+
+    def wake(self) -> None:
+        """Let waiters look at their `cancel` events again."""
+        with self._cond:
+            self._cond.notify_all()
 
     def release(self) -> None:
         with self._cond:
@@ -145,15 +157,17 @@ class FairSlots:
 class HeldSlot:
     """One compile slot that may be given back before the block that took it ends (at the timing token)."""
 
-    def __init__(self, slots: FairSlots, caller: object) -> None:
-        self._slots, self._caller = slots, caller
+    def __init__(self, slots: FairSlots, caller: object, cancel: threading.Event | None = None) -> None:
+        self._slots, self._caller, self._cancel = slots, caller, cancel
         self._lock = threading.Lock()
         self.held = False
         self.waited_s = 0.0
 
     def __enter__(self) -> HeldSlot:
-        self.waited_s = self._slots.acquire(self._caller)
-        self.held = True
+        """Takes the slot, unless `cancel` was set first (`held` stays False)."""
+        waited = self._slots.acquire(self._caller, self._cancel)
+        self.held = waited is not None
+        self.waited_s = waited or 0.0
         return self
 
     def give_back(self) -> None:

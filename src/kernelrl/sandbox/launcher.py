@@ -243,7 +243,8 @@ class SandboxLauncher:
 
     def run(self, *, workdir: Path, mode: str, request: SandboxRequest, caches: dict[str, str],
             on_event: Callable[[dict], bool], token_allowed: Callable[[], bool],
-            standby: Standby | None = None) -> tuple[ChildOutcome, str]:
+            standby: Standby | None = None, cancelled: Callable[[], bool] | None = None
+            ) -> tuple[ChildOutcome, str]:
         """Run the candidate's sandbox: a standby (started ahead, its assignment sent on its control pipe), else
         forked from the zygote when the warm pool is on and works, else a fresh process. Returns the outcome and
         which path ran ('zygote-standby', 'zygote' or 'fresh-process'). The request file is written before each
@@ -256,6 +257,7 @@ class SandboxLauncher:
             memory_limit_bytes=s.memory_limit_bytes, log_limit_bytes=s.log_limit_bytes,
             on_event=on_event, gate=self.gate, token_allowed=token_allowed,
             validate=lambda event: parse_event(event).to_dict(),  # typed wire: malformed -> protocol violation
+            cancelled=cancelled,
         )
         common = dict(env=child_env, cwd=str(home), **watch)
         if standby is not None:
@@ -266,7 +268,7 @@ class SandboxLauncher:
                 standby.child.close()
             else:
                 outcome = watch_child(standby.child, **watch)
-                if outcome.events or outcome.timed_out_phase:
+                if outcome.events or outcome.timed_out_phase or outcome.cancelled:
                     return outcome, "zygote-standby"
                 # it died before it was ready (no candidate code ran): start one the usual way
         request_path = workdir / "request.json"

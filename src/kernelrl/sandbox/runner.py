@@ -58,6 +58,7 @@ class ChildOutcome:
     timeout_s: float | None = None
     memory_exceeded_bytes: int | None = None
     stopped_by_parent: bool = False
+    cancelled: bool = False  # stopped because the caller's deadline passed (watch_child's `cancelled`)
     protocol_error: str | None = None
     log: str = ""
     log_bytes_dropped: int = 0
@@ -196,6 +197,7 @@ def watch_child(
     gate: DeviceGate | None = None,
     token_allowed: Callable[[], bool] | None = None,
     validate: Callable[[dict], dict] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> ChildOutcome:
     """Watch a started child to completion. `on_event` sees each protocol message; returning False stops the
     child. Its process group is killed and its pipes closed on return.
@@ -207,7 +209,8 @@ def watch_child(
     honest stub asks only after its last trial); a request before that is a protocol violation. A standby's
     `standby` message (it waits for its assignment) is not an event. `validate` (the sandbox's: the typed wire,
     `kernelrl.sandbox.protocol`) returns the event as the verdict may read it, or raises ValueError: a
-    malformed or unknown event is then a protocol violation.
+    malformed or unknown event is then a protocol violation. `cancelled()` true (a batch's deadline passed):
+    the child is stopped and `outcome.cancelled` set.
     """
     outcome = ChildOutcome()
     log = LogBuffer(log_limit_bytes)
@@ -235,6 +238,9 @@ def watch_child(
             deadline = phase_start + timeouts[phase] + (paused() - phase_paused)
             if now >= deadline:
                 outcome.timed_out_phase, outcome.timeout_s = phase, timeouts[phase]
+                break
+            if cancelled is not None and cancelled():
+                outcome.cancelled = True
                 break
             if memory_limit_bytes and now >= next_memory_check:
                 next_memory_check = now + 0.05
