@@ -29,6 +29,9 @@ format-error candidates mixed, all fresh) through `evaluate_many(ordered=True)`,
 
   python bench/throughput.py --device cuda --modes fresh-candidates,grpo-batch --candidates solutions \
       --only level1/ --profile training --concurrency auto --rounds 3 --json fresh.json
+  # both profiles on the same (fresh) candidates and cached baselines, speedups compared per problem:
+  python bench/throughput.py --device cuda --modes fresh-candidates --candidates solutions --only level1/ \
+      --profile default,training --concurrency auto --cache-dir .bench-cache --json profiles.json
 """
 
 from __future__ import annotations
@@ -332,12 +335,11 @@ def batch_stats(results: list[EvalResult], total: float, started_epoch: float) -
     }
 
 
-def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str) -> dict:
+def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str, cache_dir: Path) -> dict:
     """Fresh candidates (every one unseen) or one GRPO-style reward batch, on a new Evaluator whose caches
     start empty; each problem warmed first (audit, judge state, baselines), as in a training run."""
     suite = load_suite()
-    cache_dir = Path(tempfile.mkdtemp(prefix="kernelrl-fresh-"))
-    make = EvalConfig.training if args.profile == "training" else EvalConfig
+    make = EvalConfig.training if profile == "training" else EvalConfig
     extra = {} if args.standby_sandboxes is None else {"standby_sandboxes": args.standby_sandboxes}
     if args.compile_slots is not None:
         extra["compile_slots"] = args.compile_slots
@@ -350,7 +352,7 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str) -> dict:
                   **extra)
     run = uuid.uuid4().hex[:8]
     with Evaluator(config) as ev:
-        print(f"{mode}: profile {args.profile}, slots: {ev.slots.reason}", flush=True)
+        print(f"{mode}: profile {profile}, slots: {ev.slots.reason}", flush=True)
         started = time.monotonic()
         ev.warm_up()
         batch = grpo_items(chosen, args.batch) if mode == "grpo-batch" else []
@@ -381,7 +383,7 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str) -> dict:
         total = time.monotonic() - started
         utilization = sampler.stop() if sampler is not None else None
         stats = ev.cache_stats()
-    row = {"mode": mode, "profile": args.profile, "slots": dataclasses.asdict(ev.slots),
+    row = {"mode": mode, "profile": profile, "slots": dataclasses.asdict(ev.slots),
            **batch_stats(results, total, started_epoch), "gpu_utilization": utilization,
            "result_cache": dataclasses.asdict(stats["results"]) if "results" in stats else None}
     if mode == "grpo-batch":
@@ -401,8 +403,29 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str) -> dict:
                        "speedup_rse": r.timing.speedup_rse if r.timing else None,
                        "message": r.message[:200]}
                       for kind, r in zip(kinds, results, strict=True)]
-    shutil.rmtree(cache_dir, ignore_errors=True)
     return row
+
+
+def compare_profiles(default: dict, training: dict) -> dict:
+    """Per problem, the training profile's speedup over eager against the default profile's (medians over the
+    rounds): the relative difference and whether it lies within 2x the training profile's speedup RSE (~95%)."""
+    def by_problem(row: dict, key: str) -> dict[str, float]:
+        found: dict[str, list[float]] = {}
+        for r in row["results"]:
+            if r.get(key) is not None:
+                found.setdefault(r["problem"], []).append(r[key])
+        return {k: statistics.median(v) for k, v in found.items()}
+
+    d, t, rse = by_problem(default, "speedup_vs_eager"), by_problem(training, "speedup_vs_eager"), \
+        by_problem(training, "speedup_rse")
+    rows = {pid: {"default": round(d[pid], 4), "training": round(t[pid], 4),
+                  "rel_diff": round(t[pid] / d[pid] - 1, 4), "training_rse": rse.get(pid),
+                  "within_2rse": rse.get(pid) is not None and abs(t[pid] / d[pid] - 1) <= 2 * rse[pid]}
+            for pid in sorted(d.keys() & t.keys())}
+    diffs = [abs(v["rel_diff"]) for v in rows.values()]
+    return {"problems": len(rows), "within_2rse": sum(v["within_2rse"] for v in rows.values()),
+            "median_abs_rel_diff": round(statistics.median(diffs), 4) if diffs else None,
+            "max_abs_rel_diff": round(max(diffs), 4) if diffs else None, "per_problem": rows}
 
 
 def print_fresh(row: dict) -> None:
@@ -433,8 +456,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", choices=["mix", "solutions"], default="mix",
                         help="fresh-candidates/grpo-batch: the fixed mix, or the built-in reference solutions")
     parser.add_argument("--only", default="level1/", help="--candidates solutions: problem id prefix")
-    parser.add_argument("--profile", choices=["default", "training"], default="default",
-                        help="fresh-candidates/grpo-batch: EvalConfig() or EvalConfig.training()")
+    parser.add_argument("--profile", default="default",
+                        help="fresh-candidates/grpo-batch: default (EvalConfig()), training (EvalConfig.training()), or "
+                             "both, comma-separated: each mode runs per profile, and fresh-candidates' speedups are "
+                             "compared per problem")
+    parser.add_argument("--cache-dir", type=Path,
+                        help="fresh-candidates/grpo-batch: the evaluators' cache directory (baselines stay there "
+                             "between runs; every candidate is still new); default: a new temporary one")
     parser.add_argument("--compile-slots", type=int, help="EvalConfig.compile_slots (default: the host's cores)")
     parser.add_argument("--sandbox-memory-gb", type=float, help="EvalConfig.sandbox_memory_gb (default 2)")
     parser.add_argument("--batch", type=int, default=64, help="grpo-batch: completions in the reward batch")
@@ -453,10 +481,27 @@ def main(argv: list[str] | None = None) -> int:
     if fresh_modes:
         chosen = mix() if args.candidates == "mix" else solutions(args.only)
         chosen_grpo = [x for x in chosen if x[0] == "correct"]
-        for name in fresh_modes:
-            row = run_fresh(args, chosen_grpo if name == "grpo-batch" else chosen, name)
-            rows.append(row)
-            print_fresh(row)
+        profiles = args.profile.split(",")
+        if not set(profiles) <= {"default", "training"}:
+            parser.error("--profile: default, training or default,training")
+        cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="kernelrl-fresh-"))
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        by_profile = {}
+        for profile in profiles:
+            for name in fresh_modes:
+                row = run_fresh(args, chosen_grpo if name == "grpo-batch" else chosen, name, profile, cache_dir)
+                rows.append(row)
+                print_fresh(row)
+                if name == "fresh-candidates":
+                    by_profile[profile] = row
+        if len(by_profile) == 2:
+            comparison = compare_profiles(by_profile["default"], by_profile["training"])
+            rows.append({"mode": "profile-comparison", **comparison})
+            print(f"training vs default speedups over eager: {comparison['within_2rse']}/{comparison['problems']} "
+                  f"problems within 2x the training profile's speedup RSE; median |difference| "
+                  f"{comparison['median_abs_rel_diff']}, max {comparison['max_abs_rel_diff']}", flush=True)
+        if args.cache_dir is None:
+            shutil.rmtree(cache_dir, ignore_errors=True)
     if not names:
         if args.json:
             args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2))
