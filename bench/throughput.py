@@ -347,7 +347,9 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         extra["sandbox_memory_gb"] = args.sandbox_memory_gb
     if args.cpu_timing:
         extra["cpu_timing"] = True
-    config = make(device=args.device, trials=args.trials, inductor_baseline=not args.no_inductor, cache_dir=cache_dir,
+    if args.trials is not None:  # else the profile's own (5)
+        extra["trials"] = args.trials
+    config = make(device=args.device, inductor_baseline=not args.no_inductor, cache_dir=cache_dir,
                   result_cache=True, max_concurrency=None if args.concurrency == "auto" else int(args.concurrency),
                   **extra)
     run = uuid.uuid4().hex[:8]
@@ -447,7 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--rounds", type=int, default=1, help="times the mix is evaluated per mode")
-    parser.add_argument("--trials", type=int, default=2)
+    parser.add_argument("--trials", type=int,
+                        help="correctness trials (default: 2 in the mix modes, the profile's 5 in fresh-candidates and "
+                             "grpo-batch)")
     parser.add_argument("--concurrency", default="4",
                         help="evaluations in flight in the batch modes; 'auto' (fresh-candidates, grpo-batch): "
                              "twice the compile slots, within the memory bound")
@@ -476,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
 
     names = args.modes.split(",")
     rows = []
+    mix_trials = args.trials if args.trials is not None else 2
     fresh_modes = [m for m in names if m in ("fresh-candidates", "grpo-batch")]
     names = [m for m in names if m not in fresh_modes]
     if fresh_modes:
@@ -513,10 +518,10 @@ def main(argv: list[str] | None = None) -> int:
     # every candidate once: the acceptance target is per evaluation with a warm compile cache
     warm_items = [(suite.get(pid), code) for _, pid, code in chosen]
     kinds = sorted({k for k, _, _ in chosen})
-    print(f"device {args.device}: {len(items)} evaluations per mode ({', '.join(kinds)}), trials {args.trials}, "
+    print(f"device {args.device}: {len(items)} evaluations per mode ({', '.join(kinds)}), trials {mix_trials}, "
           f"batch concurrency {args.concurrency}", flush=True)
     extra = {} if args.standby_sandboxes is None else {"standby_sandboxes": args.standby_sandboxes}
-    ev = Evaluator(device=args.device, trials=args.trials, max_concurrency=int(args.concurrency),
+    ev = Evaluator(device=args.device, trials=mix_trials, max_concurrency=int(args.concurrency),
                    inductor_baseline=not args.no_inductor, result_cache=False, **extra)
     started = time.monotonic()
     ev.warm_up()

@@ -52,10 +52,12 @@ class MultiDeviceEvaluator:
             ev.warm_up()
 
     def evaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
-                      with_index: bool = False) -> Iterator[EvalResult] | Iterator[tuple[int, EvalResult]]:
+                      with_index: bool = False, deadline_s: float | None = None
+                      ) -> Iterator[EvalResult] | Iterator[tuple[int, EvalResult]]:
         """Results in completion order over all devices, or in input order with `ordered=True` (`with_index`:
-        (position in `items`, result)). Strings are read as `kind` says (see `Scorer`)."""
-        indexed = self._evaluate_indexed(items, kind)
+        (position in `items`, result)). Strings are read as `kind` says (see `Scorer`). `deadline_s`: as
+        `Evaluator.evaluate_many`'s, on every device."""
+        indexed = self._evaluate_indexed(items, kind, deadline_s)
         if ordered:
             return in_input_order(indexed, with_index)
         return indexed if with_index else (result for _, result in indexed)
@@ -65,7 +67,8 @@ class MultiDeviceEvaluator:
         """Async variant of `evaluate_many`."""
         return iterate_in_thread(lambda: self.evaluate_many(items, kind=kind, ordered=ordered, with_index=with_index))
 
-    def _evaluate_indexed(self, items: Iterable[Item], kind: TextKind) -> Iterator[tuple[int, EvalResult]]:
+    def _evaluate_indexed(self, items: Iterable[Item], kind: TextKind, deadline_s: float | None = None
+                          ) -> Iterator[tuple[int, EvalResult]]:
         self.warm_up()  # workers start in this thread: a parent-death signal follows the forking thread
         source = ((index, (problem, as_candidate(text, kind))) for index, (problem, text) in enumerate(items))
         lock = threading.Lock()
@@ -86,7 +89,7 @@ class MultiDeviceEvaluator:
                     yield nxt[1]
 
             try:
-                for local, result in ev.evaluate_many(pull(), with_index=True):
+                for local, result in ev.evaluate_many(pull(), with_index=True, deadline_s=deadline_s):
                     self.counts[slot] += 1
                     results.put((positions[local], result, None))
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
