@@ -24,6 +24,6 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
         rows, cols = x.shape
-        y = torch.empty_like(x)
+        y = torch.zeros_like(x)  # the dropped column stays 0, not whatever the allocator held: wrong the same way every run
         softmax_kernel[(rows,)](x, y, x.stride(0), y.stride(0), cols, BLOCK=triton.next_power_of_2(cols))
         return y

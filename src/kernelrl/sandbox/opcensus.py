@@ -168,6 +168,11 @@ class OpCensus:
             original = getattr(torch, name, None)
             if original is not None:
                 setattr(torch, name, self._guard(name, original, shares=True))
+        # a CUDA graph captured outside forward (in __init__) replays ATen work that no dispatch mode sees
+        graph = getattr(torch.cuda, "CUDAGraph", None)
+        replay = getattr(graph, "replay", None)
+        if replay is not None:
+            graph.replay = self._replay(replay)
         self._install_triton()
         self._install_tripwires()
         self._install_file_guards()
@@ -300,6 +305,17 @@ class OpCensus:
         guarded.__name__ = getattr(original, "__name__", label)
         guarded.__doc__ = getattr(original, "__doc__", None)
         return guarded
+
+    def _replay(self, original):
+        census = self
+
+        def replay(*args, **kwargs):
+            if census.active and not census._from_launch_machinery():
+                census.ops["CUDAGraph.replay"] += 1
+            return original(*args, **kwargs)
+
+        replay.__name__ = "replay"
+        return replay
 
     def _make_mode(self):
         from torch.utils._python_dispatch import TorchDispatchMode
