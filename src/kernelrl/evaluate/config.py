@@ -84,7 +84,9 @@ class EvalConfig:
     # before the timing token, when a sandbox gives its slot back); None: the host's cores (kernelrl.evaluate.slots)
     compile_slots: int | None = None
     # host memory one sandbox is expected to hold: sandboxes alive at once <= 0.8 x the memory available at start /
-    # this, less the standbys; 0: no bound
+    # this, less the standbys; 0: no bound. A CPU-mode sandbox forked from the zygote held 0.18 GB RSS in a
+    # level-0 forward (2-core machine, 2026-11-24); a CUDA context and bench-sized inputs staged through the host
+    # add to it on a GPU, where this is still to be measured
     sandbox_memory_gb: float = 2.0
     # training profile: time a correct candidate until the speedup's relative standard error (its median's and
     # the cached eager baseline's, stats.speedup_rse) is at most this, within timer.max_ms; None: the timer's
