@@ -7,7 +7,8 @@ Three forwards, each timed with and without the census (median of --reps calls, 
 - `compute`: --ops disallowed ops (an add each), counted and reported: the cost per op outside the allow-list;
 - `launch`: empty_like, a reshape and one launch of a one-program Triton kernel (the CPU interpreter with
   TRITON_INTERPRET=1, set here on --device cpu): the fixed cost per call (the mode entered and left, the launch
-  hooks, the outputs' provenance).
+  hooks, the outputs' provenance), and the same forward under a dispatch mode that only passes ops through (what any
+  Python dispatch mode costs, the floor under the census's own bookkeeping).
 Numbers are printed, never checked: timing depends on the machine.
 """
 
@@ -77,6 +78,16 @@ def main() -> None:
             times.append((time.perf_counter() - start) * 1e6)
         return statistics.median(times)
 
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PassThrough(TorchDispatchMode):  # any Python dispatch mode's own cost: the floor under the census's
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    def passthrough_launch():
+        with PassThrough():
+            launch(x)
+
     print(f"device {args.device}, torch {torch.__version__}, triton {triton.__version__}, "
           f"{n} ops per forward, median of {args.reps}")
     for name, forward, per in (("views", views, n), ("compute", compute, n), ("launch", launch, 1)):
@@ -86,6 +97,8 @@ def main() -> None:
         unit = "op" if per > 1 else "call"
         print(f"{name:8s} bare {bare:9.1f} us  censused {censused:9.1f} us  +{(censused - bare) / per:7.2f} us/{unit}"
               f"  found: {[k for k, v in (found or {}).items() if v] or 'nothing'}")
+    bare, floor = median_us(lambda: launch(x)), median_us(passthrough_launch)
+    print(f"launch   bare {bare:9.1f} us  under a pass-through dispatch mode {floor:9.1f} us  +{floor - bare:7.2f} us/call")
     sys.stdout.flush()
 
 
