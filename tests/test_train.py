@@ -29,7 +29,7 @@ from typer.testing import CliRunner  # noqa: E402
 from kernelrl.candidates import Candidate  # noqa: E402
 from kernelrl.cli import app  # noqa: E402
 from kernelrl.evaluate import EvalConfig, Evaluator  # noqa: E402
-from kernelrl.problems import load_suite  # noqa: E402
+from kernelrl.problems import load_problem, load_suite  # noqa: E402
 from kernelrl.prompts import TEMPLATE_DIR, Prompts  # noqa: E402
 from kernelrl.results import Status  # noqa: E402
 from kernelrl.train.config import GRPOConfig, SFTConfig  # noqa: E402
@@ -44,8 +44,8 @@ from kernelrl.train.data import (  # noqa: E402
     sft_rows,
 )
 from kernelrl.train.grpo import run_grpo  # noqa: E402
-from kernelrl.train.model import load_base_model, merge_adapter, placement  # noqa: E402
-from kernelrl.train.reward import KernelReward  # noqa: E402
+from kernelrl.train.model import evaluator_shares_gpu, load_base_model, merge_adapter, placement  # noqa: E402
+from kernelrl.train.reward import KernelReward, neutral_fill  # noqa: E402
 from kernelrl.train.rundir import read_metrics  # noqa: E402
 from kernelrl.train.sft import run_sft  # noqa: E402
 from kernelrl.train.two_stage import run_two_stage  # noqa: E402
@@ -220,8 +220,8 @@ def test_cli_config_file_values_are_used_and_the_command_line_wins(sft_run):
 def grpo_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("grpo") / "run"
     config = GRPOConfig(**GRPO_TINY, run_dir=str(run_dir), problems=(RELU, SCALE_SHIFT), max_completion_length=32,
-                        reward="train_rewards:text_hash", curriculum=True)
-    return config, run_grpo(config)
+                        reward="train_rewards:text_hash", curriculum=True, micro_batch=1)
+    return config, run_grpo(config)  # micro_batch 1: the step's 2 completions in 2 accumulated passes
 
 
 def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite):
@@ -279,6 +279,42 @@ def test_grpo_resume_of_a_finished_run_trains_no_more(grpo_run):
     assert training_steps(read_metrics(run_dir), "grpo") == [1]
     after = load_file(str(again.adapter / "adapter_model.safetensors"))
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_no_verdict_completions_get_their_groups_mean_reward(tmp_path, suite, prompts):
+    """An evaluation that says nothing about the code (here the problem's reference fails in the judge, as on a GPU
+    a trainer filled) neither rewards nor punishes the completion: its advantage is 0; it is logged as such."""
+    relu = suite.get(RELU)
+    broken_path = tmp_path / "broken.py"
+    broken_path.write_text(relu.path.read_text().replace("return torch.relu(x)", "raise RuntimeError('ref bug')"))
+    broken = load_problem(broken_path)
+    solution = fenced(suite.solution_path(relu).read_text())
+    rollouts, logged = tmp_path / "rollouts.jsonl", {}
+    completions = [solution, "no code", solution, "no code", solution]
+    ids = [RELU, RELU, RELU, "broken", "broken"]
+    problems = {RELU: relu, "broken": broken}
+    with Evaluator(EvalConfig(device="cpu", timing=False, refuse_flagged_problems=False)) as evaluator:
+        reward = KernelReward(evaluator, problems, "composite", format_weight=0.1, rollouts=rollouts)
+        scored = asyncio.run(reward(prompts=[relu.id, relu.id, relu.id, "b", "b"],
+                                    completions=[[{"role": "assistant", "content": c}] for c in completions],
+                                    problem_id=ids, trainer_state=SimpleNamespace(global_step=0),
+                                    log_metric=logged.__setitem__))
+    recorded = jsonl(rollouts)
+    assert [r["status"] for r in recorded] == ["correct", "format_error", "correct", "format_error", "runtime_error"]
+    assert "reference failed" in recorded[4]["message"] and recorded[4]["reward"] is None
+    assert scored[0] == scored[2] > scored[1]
+    assert scored[4] == scored[3]  # the group's mean of the others: advantage 0
+    assert logged["kernelrl/no_verdict_rate"] == pytest.approx(1 / 5)
+
+
+def test_neutral_fill():
+    assert neutral_fill([1.0, None, 0.0, None, None], ["a", "a", "a", "b", "b"]) == [1.0, 0.5, 0.0, 0.0, 0.0]
+
+
+def test_training_memory_cap_applies_when_the_evaluator_shares_the_gpu():
+    assert evaluator_shares_gpu("auto", 0) and evaluator_shares_gpu("cuda", 0) and evaluator_shares_gpu("cuda:1", 1)
+    assert not evaluator_shares_gpu("cpu", 0) and not evaluator_shares_gpu("cuda:1", 0)
+    assert not evaluator_shares_gpu("auto", 1)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -421,6 +457,9 @@ def test_cli_bad_values_exit_2_and_leave_no_run_directory(tmp_path):
         (("sft", "--run-dir", run_dir, "--lora-r", "0"), "lora_r"),
         (("grpo", "--run-dir", run_dir, "--reward", "no_such_reward"), "unknown reward 'no_such_reward'"),
         (("two-stage", "--run-dir", run_dir, "--num-generations", "1"), "num_generations must be >= 2"),
+        (("grpo", "--run-dir", run_dir, "--prompts-per-step", "3", "--num-generations", "2", "--micro-batch", "4"),
+         "micro_batch must divide the step's 6 completions"),
+        (("sft", "--run-dir", run_dir, "--gpu-memory-fraction", "1.5"), "gpu_memory_fraction must be in (0, 1]"),
         (("sft", "--run-dir", run_dir, "--config", bad_file), "unknown SFTConfig setting(s): no_such_setting"),
         (("sft", "--run-dir", run_dir, "--config", tmp_path / "missing.toml"), "cannot read config"),
         (("sft", "--run-dir", run_dir, "--problems", TEST_ID, "--eval-device", "cpu"), "other split"),

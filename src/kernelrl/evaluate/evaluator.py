@@ -62,6 +62,13 @@ def missed_deadline(result: EvalResult) -> bool:
     return result.status is Status.TIMEOUT and result.message.startswith(DEADLINE_MESSAGE)
 
 
+def no_verdict(result: EvalResult) -> bool:
+    """True for a result that says nothing about the candidate's code: a missed batch deadline, or the problem's
+    reference failing in the judge (e.g. the GPU out of memory because a trainer holds it). A reward should treat
+    it as missing, never as the candidate's failure."""
+    return missed_deadline(result) or (result.stage is Stage.REFERENCE and result.status is Status.RUNTIME_ERROR)
+
+
 def _deadline_result(base: dict, deadline_s: float, stage: Stage = Stage.STATIC) -> EvalResult:
     return EvalResult(status=Status.TIMEOUT, stage=stage, message=f"{DEADLINE_MESSAGE} ({deadline_s:g} s)",
                       feedback="the evaluation was stopped when the batch's deadline passed; this says nothing "
@@ -296,7 +303,7 @@ class Evaluator:
             result.wall_time_s = round(time.monotonic() - started, 4)
             result.timeline = {"queued": self._epoch_s(queued), **result.timeline,
                                "end": self._epoch_s(time.monotonic())}
-            if self._result_cache is not None and key is not None and not missed_deadline(result):
+            if self._result_cache is not None and key is not None and not no_verdict(result):
                 self._result_cache.put(key, result)
         result.wall_time_s = round(time.monotonic() - started, 4)
         return result

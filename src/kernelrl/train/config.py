@@ -58,6 +58,9 @@ class CommonConfig:
         "help": "The evaluator's device: auto, cpu (Triton interpreter) or cuda:N (keep it off the training GPU "
                 "where you can)."})
     eval_concurrency: int = field(default=4, metadata={"help": "Sandboxes the evaluator runs at once."})
+    gpu_memory_fraction: float | None = field(default=None, metadata={
+        "help": "Cap on the training process's share of its GPU's memory (default: 0.6 when the evaluator runs on "
+                "the same GPU, so its sandboxes and reference outputs find room; else none)."})
     eval_timing: bool = field(default=True, metadata={
         "help": "Time correct kernels (GPU): off for correctness-only rewards, which then need no timing slot."})
     heldout_every: int = field(default=0, metadata={
@@ -79,6 +82,8 @@ class CommonConfig:
             raise TrainConfigError(f"max_steps must be >= 1 (or -1: from epochs), not {self.max_steps}")
         if self.save_steps < 1 or self.logging_steps < 1 or self.eval_concurrency < 1:
             raise TrainConfigError("save_steps, logging_steps and eval_concurrency must be >= 1")
+        if self.gpu_memory_fraction is not None and not 0 < self.gpu_memory_fraction <= 1:
+            raise TrainConfigError(f"gpu_memory_fraction must be in (0, 1], not {self.gpu_memory_fraction}")
         if self.heldout_every < -1 or self.heldout_samples < 0:
             raise TrainConfigError("heldout_every must be >= -1 and heldout_samples >= 0")
         if self.heldout_problems is not None and self.heldout_problems < 1:
@@ -132,6 +137,9 @@ class GRPOConfig(CommonConfig):
     judge_steps: int = field(default=0, metadata={"help": "Use the judge for the first N steps (0: off)."})
     num_generations: int = field(default=6, metadata={"help": "Completions per prompt (the GRPO group)."})
     prompts_per_step: int = field(default=2, metadata={"help": "Distinct prompts per optimizer step."})
+    micro_batch: int | None = field(default=None, metadata={
+        "help": "Completions per forward/backward pass, the step's gradient accumulated over them (default: the "
+                "whole step at once); lower it when a step runs out of GPU memory."})
     max_completion_length: int = field(default=1024, metadata={"help": "Completion token limit."})
     max_prompt_length: int | None = field(default=None, metadata={"help": "Prompt token limit (None: no limit)."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of the rollouts."})
@@ -158,6 +166,10 @@ class GRPOConfig(CommonConfig):
             raise TrainConfigError("num_generations must be >= 2 (GRPO compares completions of one prompt)")
         if self.prompts_per_step < 1 or self.max_completion_length < 16 or self.num_iterations < 1:
             raise TrainConfigError("prompts_per_step >= 1, max_completion_length >= 16, num_iterations >= 1")
+        step = self.prompts_per_step * self.num_generations
+        if self.micro_batch is not None and (self.micro_batch < 1 or step % self.micro_batch):
+            raise TrainConfigError(f"micro_batch must divide the step's {step} completions (prompts_per_step x "
+                                   f"num_generations), not {self.micro_batch}")
         if self.loss_type not in LOSS_TYPES:
             raise TrainConfigError(f"loss_type must be one of {', '.join(LOSS_TYPES)}, not {self.loss_type!r}")
         if self.preset not in (None, "seed004"):

@@ -41,7 +41,25 @@ def placement(config: CommonConfig) -> Placement:
     if bf16 and not gpu:
         raise TrainSetupError("bf16 training needs a CUDA GPU here (on a CPU it is ~40x slower): drop --bf16")
     checkpointing = config.gradient_checkpointing if config.gradient_checkpointing is not None else gpu
+    if gpu:
+        fraction = config.gpu_memory_fraction
+        if fraction is None and evaluator_shares_gpu(config.eval_device, torch.cuda.current_device()):
+            # PyTorch's caching allocator otherwise keeps what a step's logits once took, and the evaluator's
+            # reference outputs then fail with out-of-memory (seen on an H100: 64 GB held by a 135M policy)
+            fraction = SHARED_GPU_MEMORY_FRACTION
+        if fraction is not None and fraction < 1:
+            torch.cuda.set_per_process_memory_fraction(fraction)
     return Placement("cuda" if gpu else "cpu", bf16, checkpointing)
+
+
+SHARED_GPU_MEMORY_FRACTION = 0.6
+
+
+def evaluator_shares_gpu(eval_device: str, training_device: int) -> bool:
+    """Whether an evaluator on `eval_device` ('auto', 'cpu', 'cuda', 'cuda:N') uses the training GPU."""
+    if eval_device in ("auto", "cuda"):  # the evaluator's first visible GPU
+        return training_device == 0
+    return eval_device == f"cuda:{training_device}"
 
 
 def load_tokenizer(model: str) -> Any:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelrl.candidates import Candidate
-from kernelrl.evaluate import Scorer
+from kernelrl.evaluate import Scorer, no_verdict
 from kernelrl.problems import Problem
 from kernelrl.results import EvalResult, Status
 from kernelrl.rewards import get_reward, parse_reward_spec, reward_minimum, speedup
@@ -45,10 +45,23 @@ def step_components(results: Sequence[EvalResult], eval_seconds: float) -> dict[
            "kernelrl/compiled_rate": sum(r.compiled for r in results) / n,
            "kernelrl/correct_rate": counts[Status.CORRECT] / n,
            "kernelrl/hack_rate": counts[Status.HACK_DETECTED] / n,
+           "kernelrl/no_verdict_rate": sum(no_verdict(r) for r in results) / n,
            "kernelrl/eval_seconds": eval_seconds}
     if speedups:
         out["kernelrl/mean_speedup_vs_eager"] = sum(speedups) / len(speedups)
     return out
+
+
+def neutral_fill(rewards: Sequence[float | None], groups: Sequence[str]) -> list[float]:
+    """Rewards with each missing one (an evaluation that gave no verdict on the code) set to the mean of its
+    group's others, so its GRPO advantage is 0: it neither rewards nor punishes the completion. A group with no
+    verdict at all gets 0 everywhere (equal rewards: no gradient)."""
+    known: dict[str, list[float]] = defaultdict(list)
+    for reward, group in zip(rewards, groups, strict=True):
+        if reward is not None:
+            known[group].append(reward)
+    return [r if r is not None else (sum(known[g]) / len(known[g]) if known[g] else 0.0)
+            for r, g in zip(rewards, groups, strict=True)]
 
 
 class KernelReward:
@@ -115,8 +128,10 @@ class KernelReward:
         done = [r for r in results if r is not None]
         if len(done) != len(results):
             raise RuntimeError(f"the scorer returned {len(done)} results for {len(results)} completions")
-        rewards = await asyncio.to_thread(
-            lambda: [self.score(r, c, p, step) for r, c, p in zip(done, candidates, problems, strict=True)])
+        scored = await asyncio.to_thread(
+            lambda: [None if no_verdict(r) else self.score(r, c, p, step)
+                     for r, c, p in zip(done, candidates, problems, strict=True)])
+        rewards = neutral_fill(scored, [json.dumps(p, sort_keys=True, default=str) for p in prompts])
         groups: dict[str, list[bool]] = defaultdict(list)
         for pid, result in zip(problem_id, done, strict=True):
             groups[pid].append(result.correct)
@@ -126,11 +141,11 @@ class KernelReward:
         if log_metric is not None:
             for key, value in metrics.items():
                 log_metric(key, float(value))
-        self._record(step, prompts, texts, done, rewards)
+        self._record(step, prompts, texts, done, scored)
         return rewards
 
     def _record(self, step: int, prompts: list, texts: list[str], results: list[EvalResult],
-                rewards: list[float]) -> None:
+                rewards: list[float | None]) -> None:
         if self.rollouts is None:
             return
         lines = []
@@ -138,8 +153,8 @@ class KernelReward:
             s = speedup(result, "eager") if result.correct else None
             lines.append(json.dumps({
                 "step": step, "stage": self.stage, "problem_id": result.problem_id, "prompt": prompt,
-                "completion": text, "status": result.status.value, "reward": reward if math.isfinite(reward)
-                else None, "compiled": result.compiled, "speedup_vs_eager": s, "message": result.message[:300],
+                "completion": text, "status": result.status.value,
+                "reward": reward if reward is not None and math.isfinite(reward) else None, "compiled": result.compiled, "speedup_vs_eager": s, "message": result.message[:300],
                 "cached": result.cached, "time": time.time()}))
         with self._write_lock, self.rollouts.open("a") as f:
             f.write("\n".join(lines) + "\n")
