@@ -254,6 +254,19 @@ def test_judge_death_is_survived(evaluator, tmp_path, relu):
     assert evaluator.evaluate(relu, example("relu_triton.py")).status is Status.CORRECT
 
 
+def test_an_audit_the_judge_did_not_finish_is_not_remembered(evaluator, tmp_path):
+    """A judge that died (or a GPU out of memory while a trainer shares it) says nothing about the problem: the
+    next evaluation audits again instead of refusing the problem for the evaluator's lifetime."""
+    marker = tmp_path / "judge_died_once"
+    problem = _problem_with_forward(
+        tmp_path / "dies_once.py",
+        f"if not os.path.exists({str(marker)!r}):\n            open({str(marker)!r}, 'w').close()\n"
+        "            os._exit(3)\n        return torch.relu(x)")
+    first = evaluator.evaluate(problem, example("relu_triton.py"))
+    assert first.status is Status.UNSUPPORTED and "died" in first.feedback and marker.exists()
+    assert evaluator.evaluate(problem, example("relu_triton.py")).status is Status.CORRECT
+
+
 def test_trials_cover_check_and_sweep_sets(evaluator, relu):
     result = evaluator.evaluate(relu, example("relu_triton.py"))
     assert result.correctness.input_sets == ["check", "sweep_odd"]  # bench only on a GPU

@@ -62,6 +62,17 @@ def missed_deadline(result: EvalResult) -> bool:
     return result.status is Status.TIMEOUT and result.message.startswith(DEADLINE_MESSAGE)
 
 
+TRANSIENT_AUDIT_MARK = "the judge failed: "
+
+
+def _transient_audit(audit: ProblemAudit) -> bool:
+    """An audit finding that says more about the machine than the problem (the judge died or timed out, the GPU
+    was out of memory, e.g. while a trainer shares it): not remembered, so the next evaluation audits again."""
+    return any(f.detail.startswith(TRANSIENT_AUDIT_MARK) or "out of memory" in f.detail.lower()
+               or "out of gpu memory" in f.detail.lower()
+               for f in audit.flags)
+
+
 def no_verdict(result: EvalResult) -> bool:
     """True for a result that says nothing about the candidate's code: a missed batch deadline, or the problem's
     reference failing in the judge (e.g. the GPU out of memory because a trainer holds it). A reward should treat
@@ -198,9 +209,12 @@ class Evaluator:
         self._judge_info()
         if timing:
             return self._audit(problem, timing=True)
-        if problem.sha256 not in self._audits:
-            self._audits[problem.sha256] = self._audit(problem, timing=False)
-        return self._audits[problem.sha256]
+        if problem.sha256 in self._audits:
+            return self._audits[problem.sha256]
+        audit = self._audit(problem, timing=False)
+        if not _transient_audit(audit):
+            self._audits[problem.sha256] = audit
+        return audit
 
     def warm_up(self) -> None:
         """Start the judge and (with `warm_pool`) the zygote and the standby sandboxes now rather than on the
@@ -235,7 +249,8 @@ class Evaluator:
             report = self._judge.request("audit", problem_path=str(problem.path), problem_sha256=problem.sha256,
                                          timing=timing, tolerances=self.config.tolerances or {}, input_sets=[])
         except JudgeError as exc:
-            report = {"flags": [{"flag": "reference_raises", "input_set": None, "detail": str(exc)[-500:]}]}
+            report = {"flags": [{"flag": "reference_raises", "input_set": None,
+                                 "detail": f"{TRANSIENT_AUDIT_MARK}{str(exc)[-500:]}"}]}
         return audit_from_report(problem, report)
 
     def _evaluate_indexed(self, items: Iterable[Item], kind: TextKind, workers: int, deadline: _Deadline | None = None
