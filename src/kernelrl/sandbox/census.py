@@ -28,6 +28,7 @@ class LaunchCensus:
         self.cuda_kernels: set[str] = set()  # __global__ function names in candidate CUDA sources
         self.tracer = None  # while set (kernel_share.EventShare), each counted launch is bracketed by events
         self.observer = None  # while set (opcensus.OpCensus), told of every launch and its arguments
+        self.frontend = None  # CPU mode (frontend.GpuFrontend): interpreted kernels must compile for a GPU first
 
     def install(self) -> None:
         try:
@@ -57,6 +58,8 @@ class LaunchCensus:
         def run(self, *args, grid, warmup, **kwargs):
             fn = getattr(self, "fn", None)
             mine = not warmup and getattr(fn, "__module__", None) == census.candidate_module
+            if mine and interpreted and census.frontend is not None:
+                census.frontend.check(self, args, kwargs)
             observer = census.observer
             if observer is not None and not warmup:
                 observer.launch_enter(mine, interpreted)

@@ -309,6 +309,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
 
     from kernelrl.problems.input_sets import call_with, input_sets
     from kernelrl.sandbox.census import LaunchCensus, untimed_autotune
+    from kernelrl.sandbox.frontend import GpuFrontend
     from kernelrl.sandbox.kernel_share import EventShare
     from kernelrl.sandbox.opcensus import OpCensus
     from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, same_bytes, tensor_meta, write_tensor
@@ -363,6 +364,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     census.install()
     if not gpu:
         untimed_autotune()
+        census.frontend = GpuFrontend()
+        GpuFrontend.scope_device_calls()
     ops = OpCensus(census)  # every forward below runs under it: which ATen ops ran, who wrote the outputs
     ops.install()
     share = EventShare() if gpu else None  # takes its CUDA functions now, before the candidate can patch them
