@@ -239,14 +239,17 @@ def test_thread_safety_smoke() -> None:
     # attempts and the recent window change together under the lock, so any snapshot taken while another thread
     # records sees them consistent (len(recent) == attempts: the window is larger than all attempts made)
     ids = [f"p{i}" for i in range(8)]
+    # never promotes (a solve rate of 1 is never reached), and the recorder stops long before the window fills: on
+    # a fast machine it once made 10**6 attempts and "hard" became eligible
     c = Curriculum({pid: 0 for pid in ids} | {"hard": 1},
-                   CurriculumConfig(window=10**6, min_attempts=10**6, skip_solved_after=1, skip_hopeless_after=1))
+                   CurriculumConfig(window=10**6, min_attempts=10, promote_threshold=1.0, skip_solved_after=1,
+                                    skip_hopeless_after=1))
     stop = threading.Event()
     errors: list[BaseException] = []
 
     def recorder() -> None:
         try:
-            for i in itertools.count():
+            for i in range(200_000):  # 600,000 attempts at most: below the window
                 if stop.is_set():
                     return
                 c.record(ids[i % len(ids)], [i % 3 == 0, i % 2 == 0, True])
