@@ -5,8 +5,9 @@ on a GPU, instead of running as plain Python in the interpreter. Only the fronte
 
 The signature is derived from the launch's arguments the way Triton's JIT specializes them (tensors are pointers
 to their dtype, Python ints i32/i64, floats fp32, bools i1, constexpr parameters by value). Each (kernel,
-signature) is compiled once per sandbox. An argument type this cannot type (none that a GPU launch accepts as
-a plain argument) leaves the launch unchecked rather than rejecting an honest kernel.
+signature) is compiled once per sandbox. An argument a GPU launch refuses (a list, a dict, a string, an object)
+is refused here too; one it takes that this does not type (tuples, other pointer-likes, tensor descriptors)
+leaves the launch unchecked rather than rejecting an honest kernel.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 _TORCH_TO_TRITON = {
     "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "i8", "int16": "i16",
-    "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1", "float8_e4m3fn": "fp8e4nv",
+    "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1", "float8_e4m3fn": "fp8e4nv",
     "float8_e5m2": "fp8e5",
 }
 
@@ -147,6 +148,9 @@ class GpuFrontend:
                 signature[name] = "i32" if -2**31 <= value < 2**31 else "i64"
             elif isinstance(value, float):
                 signature[name] = "fp32"
-            else:
-                raise _Untypable(name)
+            elif isinstance(value, tuple) or hasattr(value, "data_ptr") or "Descriptor" in type(value).__name__:
+                raise _Untypable(name)  # a GPU launch takes these (tuples, pointer-likes, tensor descriptors)
+            else:  # a GPU launch refuses it; the interpreter would hand it to the body as a Python object
+                raise TypeError(f"kernel argument {name!r} is a {type(value).__name__}, which a Triton kernel "
+                                "does not take on a GPU (tensors, ints, floats, bools, None and constexprs)")
         return signature, constexprs
