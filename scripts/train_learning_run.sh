@@ -7,9 +7,10 @@
 #
 # sft trains without held-out evaluation (so GRPO can start at once); sft-heldout evaluates the finished SFT run
 # (the same command again, held-out on: it trains nothing). GRPO evaluates only at its end.
-# GRPO_STEPS (default 40), GRPO_PROMPTS (prompts a step, default 4: 8 x 8 x 640 tokens ran out of memory on an
-# H100 80 GB with gradient checkpointing off), GRPO_TIMEOUT (seconds; a phase stopped by it resumes on the next call) and GRPO_ARGS
-# (extra options, e.g. --temperature 1.0) tune it; SFT_ARGS adds options to both SFT phases.
+# GRPO_STEPS (default 40), GRPO_PROMPTS (prompts a step, default 4), GRPO_TIMEOUT (seconds; a phase stopped by it
+# resumes on the next call) and GRPO_ARGS (extra options, e.g. --temperature 1.0) tune it; SFT_ARGS adds options to
+# both SFT phases. A step of 8 x 8 x 640 tokens in one pass, checkpointing off, ran out of memory on an H100 80 GB:
+# hence micro-batches of 8 with checkpointing on.
 set -euo pipefail
 RUN=$1; MODEL=$2; shift 2
 PHASES=("$@"); [ ${#PHASES[@]} -gt 0 ] || PHASES=(sft sft-heldout grpo)
@@ -28,7 +29,8 @@ for phase in "${PHASES[@]}"; do
     grpo)
       timeout "${GRPO_TIMEOUT:-100000}" $KERNELRL train grpo --run-dir "$RUN/grpo" --model "$MODEL" \
         --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 --heldout-samples 8 \
-        --heldout-max-tokens 1024 --max-steps "${GRPO_STEPS:-40}" --prompts-per-step "${GRPO_PROMPTS:-4}" --num-generations 8 \
+        --heldout-max-tokens 1024 --max-steps "${GRPO_STEPS:-40}" --prompts-per-step "${GRPO_PROMPTS:-4}" \
+        --num-generations 8 \
         --max-completion-length 640 --temperature 0.8 --learning-rate 1e-4 --lora-r 8 --lora-alpha 16 \
         --reward composite --format-weight 0.1 --no-eval-timing --micro-batch 8 --eval-concurrency 16 \
         --save-steps 1 --curriculum ${GRPO_ARGS:-} ;;

@@ -246,6 +246,9 @@ def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite
     assert step["kernelrl/correct_rate"] == sum(r["status"] == "correct" for r in rollouts) / 2
     # LoRA's B matrices start at zero: a non-zero advantage moved them
     assert max(float(b.abs().max()) for b in lora_b(outcome.adapter)) > 0
+    # micro_batch 1: one optimizer step accumulated over the step's 2 completions, one pass each
+    args = torch.load(run_dir / "checkpoints" / "checkpoint-1" / "training_args.bin", weights_only=False)
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (1, 2)
 
 
 def test_grpo_curriculum_state_and_stats(grpo_run, suite):

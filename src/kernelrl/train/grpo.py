@@ -116,7 +116,8 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
         max_steps = max(1, math.ceil(config.epochs * len(rows) / config.prompts_per_step))
     args = TRLGRPOConfig(
         output_dir=str(run_dir / CHECKPOINTS), learning_rate=config.learning_rate, max_steps=max_steps,
-        per_device_train_batch_size=micro, gradient_accumulation_steps=batch // micro, num_generations=config.num_generations,
+        per_device_train_batch_size=micro, gradient_accumulation_steps=batch // micro,
+        num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature, beta=config.beta,
         loss_type=config.loss_type, num_iterations=config.num_iterations, logging_steps=config.logging_steps,
         save_steps=config.save_steps, save_total_limit=2, seed=config.seed, bf16=place.bf16,

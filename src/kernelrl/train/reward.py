@@ -154,7 +154,8 @@ class KernelReward:
             lines.append(json.dumps({
                 "step": step, "stage": self.stage, "problem_id": result.problem_id, "prompt": prompt,
                 "completion": text, "status": result.status.value,
-                "reward": reward if reward is not None and math.isfinite(reward) else None, "compiled": result.compiled, "speedup_vs_eager": s, "message": result.message[:300],
+                "reward": reward if reward is not None and math.isfinite(reward) else None,
+                "compiled": result.compiled, "speedup_vs_eager": s, "message": result.message[:300],
                 "cached": result.cached, "time": time.time()}))
         with self._write_lock, self.rollouts.open("a") as f:
             f.write("\n".join(lines) + "\n")
