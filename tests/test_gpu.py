@@ -258,3 +258,24 @@ def test_baselines_are_timed_once_then_reused_from_the_cache(suite, tmp_path):
     assert sources[0][:2] == ("measured", "measured")
     assert sources[1][:2] == ("cache", "cache")
     assert sources[1][2] == sources[0][2]  # the stored number, not a re-timing
+
+
+def test_gpu_memory_admission_learns_from_the_first_evaluation(suite, tmp_path):
+    """The judge reports the device's free memory, the sandbox its allocator's peak and the judge its state for
+    the evaluation; after one evaluation the problem's charge is what it used (plus a context and a margin), not
+    the default, and a batch of its candidates never holds more than the budget."""
+    from kernelrl.evaluate.slots import CUDA_CONTEXT_BYTES, GiB
+
+    problem, code = suite.get("level1/1_row_softmax"), example("softmax_triton.py")
+    with Evaluator(device="cuda", cache_dir=tmp_path, result_cache=False, timing=False, max_concurrency=8) as ev:
+        first = ev.evaluate(problem, code)
+        assert first.status is Status.CORRECT, first.feedback
+        memory = ev._device_memory
+        assert memory is not None and memory.budget_bytes > 8 * GiB
+        learned = memory.need(problem.sha256)
+        assert CUDA_CONTEXT_BYTES < learned != memory.default_bytes, learned
+        results = list(ev.evaluate_many([(problem, code + f"\n# variant {k}\n") for k in range(8)]))
+        assert all(r.status is Status.CORRECT for r in results), [r.message for r in results]
+        assert memory.slots.peak <= memory.budget_bytes and memory.slots.held == 0
+        print(f"budget {memory.budget_bytes / GiB:.1f} GiB, need {learned / GiB:.2f} GiB, peak held "
+              f"{memory.slots.peak / GiB:.2f} GiB")

@@ -54,7 +54,7 @@ EVENTS = {
     "error": {"event": "error", "stage": "correctness", "exc_type": "builtins.RuntimeError", "message": "boom",
               "traceback": "Traceback ...\nRuntimeError: boom\n"},
     "exit": {"event": "exit", "stage": "init", "code": "3"},
-    "done": {"event": "done"},
+    "done": {"event": "done", "gpu_peak_bytes": 3 << 30},
     "terminated": {"event": "terminated", "signal": 9},
 }
 
@@ -77,7 +77,7 @@ JUDGE_REQUESTS = {
 JUDGE_REPLIES = {
     "prepare": {"ok": True, "timing_flops": None, "trials": [PLANNED, PLANNED_FILES], "sets": ["check"],
                 "timing_set": "bench", "seeds_sha256": "b" * 64, "output_dtypes": ["float32"],
-                "input_dtypes": ["float32"], "outputs": [META]},
+                "input_dtypes": ["float32"], "outputs": [META], "device_bytes": 1 << 28},
     "compare": {"ok": True, "mismatch": {"reason": "values", "output_index": 0, "detail": "max abs diff 1.0"}},
     "release": {"ok": True},
     "baselines": {"ok": True, "eager": {"times_ms": [1.0]}, "inductor": {"times_ms": [0.9]}, "inductor_compile_s": 3.5},
@@ -158,7 +158,10 @@ def test_every_judge_op_and_reply_round_trips():
     assert failure == p.JudgeFailure(error="ValueError: x", traceback="...")
     hello = {"ok": True, "mode": "cpu-interpreter", "device_name": "x86_64", "torch_version": "2.11.0",
              "triton_version": None, "python_version": "3.12.3"}
-    _same_wire(p.JudgeHello.from_dict(hello), hello)
+    _same_wire(p.JudgeHello.from_dict(hello), hello)  # a CPU judge: no memory fields on the wire
+    gpu_hello = {**hello, "mode": "gpu", "memory_free_bytes": 80 << 30, "memory_total_bytes": 81 << 30}
+    _same_wire(p.JudgeHello.from_dict(gpu_hello), gpu_hello)
+    assert p.DoneEvent().to_dict() == {"event": "done"}  # CPU mode: no peak reported
 
 
 @pytest.mark.parametrize(("message", "says"), [

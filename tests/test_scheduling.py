@@ -13,7 +13,16 @@ import pytest
 from conftest import example
 
 from kernelrl import Evaluator, Stage, Status
-from kernelrl.evaluate.slots import FairSlots, GiB, plan_slots
+from kernelrl.evaluate.slots import (
+    CUDA_CONTEXT_BYTES,
+    NEED_MARGIN,
+    DeviceMemory,
+    FairSlots,
+    GiB,
+    HeldSlot,
+    plan_device_memory,
+    plan_slots,
+)
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.timing.cuda_timer import TimerSettings
 
@@ -103,6 +112,63 @@ def test_fair_slots_take_turns_between_callers():
         t.join(5)
     assert order.index("single") <= 1, order  # one batch item at most before it, not all four
     assert slots.peak == 1 and slots.held == 0
+
+
+def test_weighted_slots_keep_the_line_and_the_capacity():
+    """Device bytes: a request that does not fit waits, and so does a smaller one behind it from another caller
+    (a large evaluation is not starved by small ones); held never exceeds the capacity; an oversized request is
+    granted as the whole capacity, alone."""
+    slots = FairSlots(10)
+    first, big, small = object(), object(), object()
+    assert slots.acquire(first, amount=6) is not None
+    order: list[str] = []
+
+    def take(caller, amount, name):
+        slots.acquire(caller, amount=amount)
+        order.append(name)
+
+    waiting = threading.Thread(target=take, args=(big, 6, "big"))
+    waiting.start()
+    while not slots._queues:
+        time.sleep(0.001)
+    behind = threading.Thread(target=take, args=(small, 2, "small"))
+    behind.start()
+    time.sleep(0.2)
+    assert order == [] and slots.held == 6  # 2 bytes are free, but the big request is first in line
+    slots.release(6)
+    waiting.join(5)
+    behind.join(5)
+    assert sorted(order) == ["big", "small"] and slots.held == 8 and slots.peak == 8  # both in, at once
+    slots.release(6)
+    slots.release(2)
+    with HeldSlot(slots, first, amount=50) as whole:  # more than there is: all of it
+        assert whole.held and slots.held == 10
+    assert slots.held == 0
+    with HeldSlot(None, first, amount=1 << 40) as unbounded:  # no admission: nothing taken, nothing waits
+        assert unbounded.held and slots.held == 0
+
+
+def test_device_memory_learns_each_problems_need():
+    memory = DeviceMemory(budget_bytes=40 * GiB, default_bytes=3 * GiB)
+    assert memory.need("p") == 3 * GiB  # not seen yet: the default
+    memory.observed("p", sandbox_peak_bytes=1 * GiB, judge_bytes=GiB // 2)
+    learned = int(NEED_MARGIN * (CUDA_CONTEXT_BYTES + 1.5 * GiB))
+    assert memory.need("p") == learned < 3 * GiB  # small problems pack tighter than the default
+    memory.observed("p", sandbox_peak_bytes=GiB // 4, judge_bytes=None)
+    assert memory.need("p") == learned  # never lowered by a smaller run
+    memory.observed("p", sandbox_peak_bytes=None, judge_bytes=GiB)  # no report (the sandbox failed): nothing learned
+    assert memory.need("p") == learned
+    memory.ran_out("p")
+    assert memory.need("p") == 2 * learned
+    for _ in range(10):
+        memory.ran_out("q")
+    assert memory.need("q") == 40 * GiB  # capped at the budget: such an evaluation runs alone
+    assert memory.need("other") == 3 * GiB
+    assert plan_device_memory(None, 3.0) is None and plan_device_memory(80 * GiB, 0) is None
+    planned = plan_device_memory(80 * GiB, 2.0)
+    assert planned.budget_bytes == int(0.8 * 80 * GiB) and planned.need("x") == 2 * GiB
+    with pytest.raises(ValueError):
+        DeviceMemory(0, GiB)
 
 
 pool = pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)")

@@ -12,7 +12,8 @@ from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 GiB = 1 << 30
 # EvalConfig fields that cannot change a verdict's content (device: the result key has the device's name)
 NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache", "warm_pool", "max_concurrency",
-                               "standby_sandboxes", "compile_slots", "sandbox_memory_gb"})
+                               "standby_sandboxes", "compile_slots", "sandbox_memory_gb",
+                               "sandbox_gpu_memory_gb"})
 BASELINE_SOURCES = ("measure", "cache")
 RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for a whole process (CI, tests)
 
@@ -88,6 +89,10 @@ class EvalConfig:
     # level-0 forward (2-core machine, 2026-11-24); a CUDA context and bench-sized inputs staged through the host
     # add to it on a GPU, where this is still to be measured
     sandbox_memory_gb: float = 2.0
+    # GPU memory one evaluation is charged before its problem has been seen (its sandbox and the judge's state for
+    # it); after that, what evaluations of the problem used (kernelrl.evaluate.slots.DeviceMemory). 0: no GPU
+    # memory admission. On an H100, 32 level-1 evaluations at once without it ran out in 73 of 93 (2026-11-25)
+    sandbox_gpu_memory_gb: float = 3.0
     # training profile: time a correct candidate until the speedup's relative standard error (its median's and
     # the cached eager baseline's, stats.speedup_rse) is at most this, within timer.max_ms; None: the timer's
     # own rule (a fixed rep count, or timer.rse_target on the candidate's median alone)
@@ -120,6 +125,8 @@ class EvalConfig:
             raise ValueError("compile_slots must be at least 1 (or None: the host's cores)")
         if self.sandbox_memory_gb < 0:
             raise ValueError("sandbox_memory_gb must be at least 0 (0: no memory bound)")
+        if self.sandbox_gpu_memory_gb < 0:
+            raise ValueError("sandbox_gpu_memory_gb must be at least 0 (0: no GPU memory admission)")
         if self.speedup_rse_target is not None and not 0 < self.speedup_rse_target < 1:
             raise ValueError(f"speedup_rse_target must lie in (0, 1), got {self.speedup_rse_target!r}")
         if self.baseline_source not in BASELINE_SOURCES:

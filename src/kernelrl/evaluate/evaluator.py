@@ -28,7 +28,14 @@ from kernelrl.candidates import Candidate, TextKind
 from kernelrl.evaluate.config import NOT_IN_RESULT_KEY, RESULT_CACHE_ENV, EvalConfig, EvaluatorError, GiB
 from kernelrl.evaluate.measure import Measurer
 from kernelrl.evaluate.scorer import Item, as_candidate, in_input_order, iterate_in_thread
-from kernelrl.evaluate.slots import FairSlots, HeldSlot, SlotPlan, plan_slots
+from kernelrl.evaluate.slots import (
+    DeviceMemory,
+    FairSlots,
+    HeldSlot,
+    SlotPlan,
+    plan_device_memory,
+    plan_slots,
+)
 from kernelrl.evaluate.trials import Trials
 from kernelrl.evaluate.verdict import (
     before_running,
@@ -126,6 +133,9 @@ class Evaluator:
                                           standby_sandboxes=cfg.standby_sandboxes if cfg.warm_pool else 0)
         self._sandbox_slots = FairSlots(self.slots.sandbox_slots)  # alive at once: the memory bound
         self._compile_slots = FairSlots(self.slots.compile_slots)  # before the timing token: the cores
+        self._device_memory: DeviceMemory | None = None  # GPU memory admission, planned once the judge is up
+        self._device_memory_planned = False
+        self._device_memory_lock = threading.Lock()
         self._epoch = time.time() - time.monotonic()  # one offset for every timeline of this evaluator
         self.launcher = SandboxLauncher(LaunchSettings(
             cache_dir=self._cache_dir, visible_devices=visible, startup_timeout_s=cfg.startup_timeout_s,
@@ -345,22 +355,42 @@ class Evaluator:
             result = self._attempt(problem, code, env, base, caller, deadline)
         if slot.overlapped and ran_out_of_memory(result) and not (deadline and deadline.cancel.is_set()):
             # the memory may have been the other evaluations': once more with the device to itself, and that
-            # verdict stands (a candidate that needs too much memory runs out alone too)
-            first_s = time.monotonic() - started
+            # verdict stands (a candidate that needs too much memory runs out alone too); later evaluations of
+            # this problem are charged twice the memory
+            first_s, first_message = time.monotonic() - started, result.message
+            memory = self._gpu_admission(env)
+            if memory is not None:
+                memory.ran_out(problem.sha256)
             with self._slots.exclusive():
                 result = self._attempt(problem, code, env, base, caller, deadline)
             result.phases_s["oom_retry"] = round(first_s, 4)  # the first attempt's wall time
+            result.log = f"[kernelrl] first attempt, beside others: {first_message[:300]}\n{result.log}"
         return result
+
+    def _gpu_admission(self, env: Environment) -> DeviceMemory | None:
+        """The GPU memory admission (None in CPU mode or when off), planned from the judge's free memory."""
+        if env.mode != "gpu":
+            return None
+        with self._device_memory_lock:
+            if not self._device_memory_planned:
+                self._device_memory = plan_device_memory(self._judge_info().get("memory_free_bytes"),
+                                                         self.config.sandbox_gpu_memory_gb)
+                self._device_memory_planned = True
+        return self._device_memory
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
                  deadline: _Deadline | None = None) -> EvalResult:
         queued = time.monotonic()
         cancel = deadline.cancel if deadline is not None else None
-        # a sandbox slot (memory) for its whole life, a compile slot (a core) until it asks for the timing token
+        # a sandbox slot (memory) and its problem's GPU memory for its whole life, a compile slot (a core) until
+        # it asks for the timing token; always taken in this order
+        memory = self._gpu_admission(env)
         with HeldSlot(self._sandbox_slots, caller, cancel) as sandbox_slot, \
+                HeldSlot(memory.slots if memory else None, caller, cancel,
+                         memory.need(problem.sha256) if memory else 1) as device_bytes, \
                 HeldSlot(self._compile_slots, caller, cancel) as compile_slot:
             granted = time.monotonic()
-            if not sandbox_slot.held or not compile_slot.held:
+            if not sandbox_slot.held or not device_bytes.held or not compile_slot.held:
                 result = _deadline_result(base, deadline.seconds)
             else:
                 result = self._attempt_in_slots(problem, code, env, base, compile_slot, granted, deadline)
@@ -442,6 +472,10 @@ class Evaluator:
             cancelled=deadline.cancel.is_set if deadline is not None else None)
         compile_slot.give_back()
         sandbox_finished = time.monotonic()
+        memory = self._gpu_admission(env)
+        if memory is not None:  # what this problem's evaluations need: learned for the next ones
+            memory.observed(problem.sha256, (outcome.last("done") or {}).get("gpu_peak_bytes"),
+                            prepared.get("device_bytes"))
         phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, sandbox_finished)}
         timeline = {"prepare": started, **trials.phase_begins(sandbox_started)}
         ready = outcome.last("ready") or {}

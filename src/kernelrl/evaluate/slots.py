@@ -1,13 +1,17 @@
 """How many sandboxes one device's evaluator runs at once, and in what order they get in (verdict process,
 stdlib only).
 
-Three limits, from the cheapest resource to the scarcest:
+Four limits, from the cheapest resource to the scarcest:
 - *sandbox slots* (host memory): sandboxes alive at once, from their start to their end, including those
   waiting for or holding the timing token: at most `0.8 x available memory / sandbox_memory_gb`, less the
   standbys (which hold memory too);
 - *compile slots* (host cores): sandboxes in their CPU-heavy part at once (start, import and compilation,
   construction, correctness trials, the census): everything before the timing token. A sandbox gives its
   compile slot back when it asks for the token, so the next candidate starts compiling while it waits;
+- *device memory* (GPU only): bytes of GPU memory the running evaluations may hold at once, 0.8 x what was
+  free when the judge started; each evaluation is charged its problem's expected need (`DeviceMemory`),
+  learned from earlier evaluations of that problem (the sandbox's peak reservation, the judge's state for it,
+  a CUDA context), the configured default before the first one;
 - *timing slots*: one per device, the `DeviceGate` (one timed run at a time, every other sandbox of the
   device stopped meanwhile).
 
@@ -85,8 +89,10 @@ def plan_slots(*, compile_slots: int | None, max_concurrency: int | None, sandbo
 
 
 class FairSlots:
-    """`count` slots, granted in turns: each caller's requests in their order, callers round-robin (a caller
-    that just got a slot goes to the back of the line). `peak` is the most held at once so far."""
+    """`count` units (slots, or bytes), granted in turns: each caller's requests in their order, callers
+    round-robin (a caller that just got its request goes to the back of the line). A request for more than is
+    free waits, and so does everyone behind it, so a large request is not starved by small ones; one for more
+    than `count` is granted as all of it. `peak` is the most held at once so far."""
 
     def __init__(self, count: int) -> None:
         if count < 1:
@@ -98,11 +104,11 @@ class FairSlots:
         self._queues: dict[object, deque[list[bool]]] = {}
         self._turns: deque[object] = deque()  # callers with someone waiting, next turn first
 
-    def acquire(self, caller: object, cancel: threading.Event | None = None) -> float | None:
-        """Block until this caller's turn gives it a slot; returns the seconds waited, or None (no slot taken)
-        when `cancel` was set first (call `wake()` after setting it)."""
+    def acquire(self, caller: object, cancel: threading.Event | None = None, amount: int = 1) -> float | None:
+        """Block until this caller's turn gives it `amount` units; returns the seconds waited, or None (nothing
+        taken) when `cancel` was set first (call `wake()` after setting it). Release the same amount."""
         started = time.monotonic()
-        ticket = [False]
+        ticket = [False, min(max(1, amount), self.count)]
         with self._cond:
             queue = self._queues.get(caller)
             if queue is None:
@@ -124,18 +130,22 @@ class FairSlots:
         with self._cond:
             self._cond.notify_all()
 
-    def release(self) -> None:
+    def release(self, amount: int = 1) -> None:
         with self._cond:
-            self.held -= 1
+            self.held -= min(max(1, amount), self.count)
             self._grant()
 
     def _grant(self) -> None:
         granted = False
-        while self.held < self.count and self._turns:
-            caller = self._turns.popleft()
+        while self._turns:
+            caller = self._turns[0]
             queue = self._queues[caller]
-            queue.popleft()[0] = True
-            self.held += 1
+            if self.held + queue[0][1] > self.count:  # the next in line waits, and everyone behind it
+                break
+            self._turns.popleft()
+            ticket = queue.popleft()
+            ticket[0] = True
+            self.held += ticket[1]
             granted = True
             if queue:
                 self._turns.append(caller)
@@ -155,26 +165,73 @@ class FairSlots:
 
 
 class HeldSlot:
-    """One compile slot that may be given back before the block that took it ends (at the timing token)."""
+    """`amount` units of `slots` (one compile slot, a sandbox slot, device bytes) that may be given back
+    before the block that took them ends (a compile slot at the timing token). `slots` None: no limit."""
 
-    def __init__(self, slots: FairSlots, caller: object, cancel: threading.Event | None = None) -> None:
-        self._slots, self._caller, self._cancel = slots, caller, cancel
+    def __init__(self, slots: FairSlots | None, caller: object, cancel: threading.Event | None = None,
+                 amount: int = 1) -> None:
+        self._slots, self._caller, self._cancel, self.amount = slots, caller, cancel, amount
         self._lock = threading.Lock()
         self.held = False
         self.waited_s = 0.0
 
     def __enter__(self) -> HeldSlot:
         """Takes the slot, unless `cancel` was set first (`held` stays False)."""
-        waited = self._slots.acquire(self._caller, self._cancel)
+        if self._slots is None:
+            self.held = True
+            return self
+        waited = self._slots.acquire(self._caller, self._cancel, self.amount)
         self.held = waited is not None
         self.waited_s = waited or 0.0
         return self
 
     def give_back(self) -> None:
         with self._lock:
-            if self.held:
-                self.held = False
-                self._slots.release()
+            if self.held and self._slots is not None:
+                self._slots.release(self.amount)
+            self.held = False
 
     def __exit__(self, *exc) -> None:
         self.give_back()
+
+
+CUDA_CONTEXT_BYTES = 600 << 20  # a sandbox's CUDA context and loaded modules, outside its allocator's reservation
+NEED_MARGIN = 1.25  # over the largest need seen: inputs differ by seed only in values, allocators in rounding
+
+
+class DeviceMemory:
+    """GPU memory admission for one device: `slots` hands out bytes of `budget_bytes`; `need(key)` is what an
+    evaluation of problem `key` is charged: NEED_MARGIN x the most one has used so far (`observed`), or
+    `default_bytes` before the first, doubled each time one runs out of memory beside others (`ran_out`)."""
+
+    def __init__(self, budget_bytes: int, default_bytes: int) -> None:
+        if budget_bytes < 1 or default_bytes < 1:
+            raise ValueError(f"need a positive budget and default, got {budget_bytes} and {default_bytes}")
+        self.budget_bytes, self.default_bytes = budget_bytes, default_bytes
+        self.slots = FairSlots(budget_bytes)
+        self._need: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def need(self, key: str) -> int:
+        with self._lock:
+            return min(self._need.get(key, self.default_bytes), self.budget_bytes)
+
+    def observed(self, key: str, sandbox_peak_bytes: int | None, judge_bytes: int | None) -> None:
+        """One evaluation's use: the sandbox allocator's peak reservation and the judge's state for it."""
+        if sandbox_peak_bytes is None:
+            return
+        used = int(NEED_MARGIN * (CUDA_CONTEXT_BYTES + sandbox_peak_bytes + (judge_bytes or 0)))
+        with self._lock:  # never lowered: a need raised by running out stays raised
+            self._need[key] = max(used, self._need.get(key, 0))
+
+    def ran_out(self, key: str) -> None:
+        with self._lock:
+            self._need[key] = min(2 * self._need.get(key, self.default_bytes), self.budget_bytes)
+
+
+def plan_device_memory(free_bytes: int | None, default_gb: float) -> DeviceMemory | None:
+    """The admission for a GPU whose judge saw `free_bytes` free at its start; None where there is nothing to
+    bound (no GPU, the free memory unknown, or `default_gb` 0: admission off)."""
+    if not free_bytes or default_gb <= 0:
+        return None
+    return DeviceMemory(max(1, int(MEMORY_FRACTION * free_bytes)), max(1, int(default_gb * GiB)))

@@ -374,6 +374,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     tensor_copy = torch.Tensor.copy_  # refills the timed calls' inputs; taken before any candidate code runs
     timer_ops = TimerOps.capture(torch) if gpu else None  # the flush and the launch cover, likewise
     ipc = _shared_buffers() if gpu else None  # large correctness outputs into the judge's buffers
+    # the evaluator's GPU memory admission learns from it; taken now, before the candidate can patch it
+    peak_reserved = torch.cuda.max_memory_reserved if gpu else None
     marks["ready"] = _clock()
     # where start-up time went (diagnostics): seconds from the stub's start to each mark
     channel.send(ReadyEvent(isolation=applied, marks={k: round(v - marks["stub"], 4) for k, v in marks.items()}))
@@ -580,7 +582,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
         os._exit(0)
     sys.stdout.flush()  # before "done": the verdict process stops reading once it has that
     sys.stderr.flush()
-    channel.send(DoneEvent())
+    channel.send(DoneEvent(gpu_peak_bytes=int(peak_reserved()) if peak_reserved is not None else None))
     os._exit(0)  # skip atexit hooks and finalizers the candidate may have registered
 
 

@@ -265,12 +265,15 @@ class Judge:
         except ImportError:
             triton_version = None
         props = torch.cuda.get_device_properties(self.device) if self.gpu else None
+        free, total = torch.cuda.mem_get_info(self.device) if self.gpu else (None, None)
         return JudgeHello(
             mode="gpu" if self.gpu else "cpu-interpreter",
             device_name=props.name if props else (platform.processor() or platform.machine() or "cpu"),
             torch_version=torch.__version__,
             triton_version=triton_version,
             python_version=platform.python_version(),
+            memory_free_bytes=free,
+            memory_total_bytes=total,
         ).fields()
 
     def prepare(self, req: PrepareRequest | dict) -> dict:
@@ -307,7 +310,14 @@ class Judge:
             output_dtypes=sorted({dtype_name(t.dtype) for ref in refs for t in ref}),
             input_dtypes=sorted({m["dtype"] for trial in trials for m in trial.inputs}),
             outputs=[tensor_meta(t) for t in refs[0]],
+            device_bytes=self._device_bytes(refs, originals, offers) if self.gpu else None,
         ).fields()
+
+    def _device_bytes(self, refs: list, originals: list, offers: dict) -> int:
+        """What this evaluation's state holds on the device: its inputs, references and shared buffers."""
+        tensors = [t for group in (*refs, *originals) for t in group if t.device.type == "cuda"]
+        held = sum(t.numel() * t.element_size() for t in tensors)
+        return held + sum(entry[1] for buffers in offers.values() for entry in buffers if entry is not None)
 
     def _prepare_trials(self, req: PrepareRequest, module, sets: dict, plan: list[str], seeds: list[int], checked: int,
                         trials: list, refs: list, originals: list, offers: dict) -> None:

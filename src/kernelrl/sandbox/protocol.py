@@ -330,6 +330,8 @@ class ExitEvent(Event):
 @_message_type
 class DoneEvent(Event):
     kind = "done"
+    # GPU: the most the stub's caching allocator reserved (torch.cuda.max_memory_reserved), for admission
+    gpu_peak_bytes: int | None = _field(_optional(_int), default=None, omit_none=True)
 
 
 @_message_type
@@ -388,6 +390,9 @@ class JudgeHello(JudgeReply):
     torch_version: str = _field(_STR)
     triton_version: str | None = _field(_optional(_STR))
     python_version: str = _field(_STR)
+    # GPU: the device's free and total memory when the judge started (torch.cuda.mem_get_info)
+    memory_free_bytes: int | None = _field(_optional(_int), default=None, omit_none=True)
+    memory_total_bytes: int | None = _field(_optional(_int), default=None, omit_none=True)
 
 
 @_message_type
@@ -400,6 +405,8 @@ class PrepareReply(JudgeReply):
     output_dtypes: list[str] = _field(_list(_STR))
     input_dtypes: list[str] = _field(_list(_STR))
     outputs: list[dict] = _field(_list(_dict))  # headers of the first trial's reference outputs
+    # GPU: device memory the judge holds for this evaluation until its release (inputs, references, buffers)
+    device_bytes: int | None = _field(_optional(_int), default=None, omit_none=True)
 
 
 @_message_type
