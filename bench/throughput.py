@@ -381,7 +381,22 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         if sampler is not None:
             sampler.start()
         started_epoch, started = time.time(), time.monotonic()
-        results = list(ev.evaluate_many(items, ordered=True))  # one batch, as a reward function hands it in
+        # one batch, as a reward function hands it in; progress printed (and streamed to --progress) as results
+        # finish, so a run stopped early still says how far it got
+        by_index: dict[int, EvalResult] = {}
+        for index, result in ev.evaluate_many(items, with_index=True):
+            by_index[index] = result
+            if args.progress is not None:
+                with args.progress.open("a") as f:
+                    f.write(json.dumps({"mode": mode, "profile": profile, "index": index, "kind": kinds[index],
+                                        "problem": result.problem_id, "status": result.status.value,
+                                        "wall_s": result.wall_time_s, "phases_s": result.phases_s,
+                                        "t_s": round(time.monotonic() - started, 3)}) + "\n")
+            if len(by_index) % 10 == 0 or len(by_index) == len(items):
+                elapsed = time.monotonic() - started
+                print(f"{mode}: {len(by_index)}/{len(items)} done in {elapsed:.0f} s "
+                      f"({60 * len(by_index) / elapsed:.1f} evals/min so far)", flush=True)
+        results = [by_index[k] for k in range(len(items))]
         total = time.monotonic() - started
         utilization = sampler.stop() if sampler is not None else None
         stats = ev.cache_stats()
@@ -470,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile-slots", type=int, help="EvalConfig.compile_slots (default: the host's cores)")
     parser.add_argument("--sandbox-memory-gb", type=float, help="EvalConfig.sandbox_memory_gb (default 2)")
     parser.add_argument("--batch", type=int, default=64, help="grpo-batch: completions in the reward batch")
+    parser.add_argument("--progress", type=Path, default=None,
+                        help="fresh-candidates/grpo-batch: append one JSON line per finished evaluation here")
     parser.add_argument("--cpu-timing", action="store_true",
                         help="fresh-candidates/grpo-batch on the CPU: time with the host clock (EvalConfig.cpu_timing)"
                              " so the timing token, its queue and adaptive stopping run")
