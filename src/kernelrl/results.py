@@ -50,6 +50,11 @@ class Mismatch:
     expected_value: float | None = None
     actual_value: float | None = None
     input_set: str | None = None  # which named input set the trial used
+    # the worst finite element's error over what it was allowed (1 is the edge; None: exact comparison). A value
+    # mismatch within kernelrl.verify.tolerance.MARGINAL_FACTOR of it is marginal: not kept in the result cache
+    tolerance_ratio: float | None = None
+    # the largest |float64 answer - reference| over the output when the float64 reference was computed
+    reference_error: float | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,11 @@ class CorrectnessReport:
     dtype: str  # the dtype the tolerance was chosen for
     input_sets: list[str] = field(default_factory=list)  # named input sets the trials covered
     mismatch: Mismatch | None = None
+    # how outputs were compared (kernelrl.verify.tolerance.tolerance_model): 'allclose', or
+    # 'allclose|float64-reference(k=3)' (an element may also be within k x the reference's own error of the float64
+    # answer); and how many correctness trials passed only thanks to that allowance
+    tolerance_model: str = "allclose"
+    trials_within_reference_error: int = 0
 
 
 @dataclass

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelrl.results import EvalResult, Stage, Status, TimingStats
+from kernelrl.verify.tolerance import is_marginal
 
 
 class CacheWarning(RuntimeWarning):
@@ -129,9 +130,13 @@ def result_cacheable(result: EvalResult) -> bool:
     Kept: format/compile errors, unsupported, wrong outputs, runtime errors raised by the candidate, static and
     correctness-stage hacks, correct verdicts. Not kept: timeouts and crashes (a loaded machine, the OOM killer
     or a dying sandbox can cause them), out-of-memory errors, failures of the problem's reference (the judge),
-    hacks found by timing checks (measurements with noise), and correct verdicts whose timing failed for
-    reasons outside the candidate (the judge's baselines)."""
+    hacks found by timing checks (measurements with noise), correct verdicts whose timing failed for
+    reasons outside the candidate (the judge's baselines), and marginal wrong outputs (the worst element within
+    kernelrl.verify.tolerance.MARGINAL_FACTOR of its allowance: another draw of the secret inputs may pass)."""
     status = result.status
+    if status is Status.WRONG_OUTPUT and result.correctness is not None and result.correctness.mismatch is not None:
+        mismatch = result.correctness.mismatch
+        return not is_marginal(mismatch.reason, mismatch.tolerance_ratio)
     if status in (Status.TIMEOUT, Status.CRASHED):
         return False
     if status is Status.RUNTIME_ERROR:

@@ -190,7 +190,8 @@ def print_result(console: Console, result: EvalResult, solution: Path, from_comp
     c = result.correctness
     if c is not None:
         grid.add_row("trials", f"{c.trials_passed}/{c.trials_planned} passed ({c.trials_run} run)")
-        grid.add_row("tolerance", f"atol={c.atol:g} rtol={c.rtol:g} ({c.dtype})")
+        model = "" if c.tolerance_model == "allclose" else f", {c.tolerance_model}"
+        grid.add_row("tolerance", f"atol={c.atol:g} rtol={c.rtol:g} ({c.dtype}{model})")
         mismatch = _mismatch_line(result)
         if mismatch:
             grid.add_row("mismatch", Text(mismatch))

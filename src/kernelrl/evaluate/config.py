@@ -8,6 +8,7 @@ from pathlib import Path
 from kernelrl.timing.cuda_timer import MODES as TIMING_MODES
 from kernelrl.timing.cuda_timer import TimerSettings
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
+from kernelrl.verify.tolerance import REFERENCE_ERROR_K
 
 GiB = 1 << 30
 # EvalConfig fields that cannot change a verdict's content (device: the result key has the device's name)
@@ -32,6 +33,9 @@ class EvalConfig:
     seed: int | None = field(default=None, metadata={
         "help": "Master seed (default: a fresh secret one per evaluation)."})
     tolerances: dict[str, tuple[float, float]] | None = None  # dtype name -> (atol, rtol) overrides
+    # the tolerance model's k: an fp32/fp16/bf16 element that fails allclose passes when within atol + rtol*|exact|
+    # + k*|reference - exact| of the reference recomputed in float64 (kernelrl.verify.tolerance); 0: allclose only
+    reference_error_k: float = REFERENCE_ERROR_K
     timing: bool = field(default=True, metadata={
         "help": "Time correct candidates against eager and torch.compile (GPU only)."})
     inductor_baseline: bool = True
@@ -119,6 +123,8 @@ class EvalConfig:
     def __post_init__(self) -> None:
         if self.trials < 1:
             raise ValueError("trials must be at least 1")
+        if not self.reference_error_k >= 0:
+            raise ValueError("reference_error_k must be at least 0 (0: plain allclose)")
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1 (or None: twice compile_slots)")
         if self.compile_slots is not None and self.compile_slots < 1:

@@ -53,7 +53,7 @@ from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
 from kernelrl.sandbox.launcher import LaunchSettings, SandboxLauncher, Standby, new_workdir
 from kernelrl.sandbox.protocol import SandboxRequest, TrialPlan
 from kernelrl.timing.cuda_timer import HOST_MODE
-from kernelrl.verify.tolerance import tolerance_for
+from kernelrl.verify.tolerance import tolerance_for, tolerance_model
 
 
 def _sha(text: str) -> str:
@@ -257,7 +257,8 @@ class Evaluator:
     def _audit(self, problem: Problem, timing: bool) -> ProblemAudit:
         try:
             report = self._judge.request("audit", problem_path=str(problem.path), problem_sha256=problem.sha256,
-                                         timing=timing, tolerances=self.config.tolerances or {}, input_sets=[])
+                                         timing=timing, tolerances=self.config.tolerances or {}, input_sets=[],
+                                         ref_error_k=self.config.reference_error_k or None)
         except JudgeError as exc:
             report = {"flags": [{"flag": "reference_raises", "input_set": None,
                                  "detail": f"{TRANSIENT_AUDIT_MARK}{str(exc)[-500:]}"}]}
@@ -458,7 +459,7 @@ class Evaluator:
         )
         prepare_s = time.monotonic() - started
         trials = Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
-                         int(cfg.max_output_gb * GiB), dict(cfg.runtime_policy or {}))
+                         int(cfg.max_output_gb * GiB), dict(cfg.runtime_policy or {}), cfg.reference_error_k)
 
         def on_event(event: dict) -> bool:
             if event["event"] == "timing_token":  # CPU work done: the next sandbox may start compiling
@@ -486,6 +487,8 @@ class Evaluator:
             trials_run=trials.run, trials_passed=trials.passed, trials_planned=trials.planned,
             seeds_sha256=prepared["seeds_sha256"], atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype,
             input_sets=prepared["sets"], mismatch=trials.mismatch,
+            tolerance_model=tolerance_model(prepared["output_dtypes"], cfg.reference_error_k),
+            trials_within_reference_error=trials.widened,
         )
         base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
                 "correctness": correctness, "phases_s": phases, "findings": [*base.get("findings", []), *trials.findings],

@@ -20,6 +20,7 @@ import platform
 import sys
 import time
 import traceback
+from functools import partial
 
 from kernelrl.problems.input_sets import (
     call_with,
@@ -91,6 +92,9 @@ class Judge:
 
         self._stage = HostStage()  # large outputs from files onto the GPU through pinned memory
         self._ipc = None  # kernelrl.sandbox.cuda_ipc.CudaIpc once it loaded; False: unavailable here
+        from kernelrl.verify.exact import FloatReferences
+
+        self._float64 = FloatReferences()  # float64 reference models and errors for the tolerance model
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _module(self, path: str, sha: str):
@@ -293,7 +297,7 @@ class Judge:
         seeds = [int(hashlib.sha256(f"{req.master_seed}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]
         trials, refs, originals, offers = [], [], [], {}
-        self.evals[req.eval_id] = {"refs": refs, "originals": originals, "ipc": offers}
+        self.evals[req.eval_id] = {"refs": refs, "originals": originals, "ipc": offers, "calls": [], "errors": {}}
         try:
             self._prepare_trials(req, module, sets, plan, seeds, checked, trials, refs, originals, offers)
         except BaseException:
@@ -357,10 +361,11 @@ class Judge:
                                     draw=draw, ipc=ipc))
             refs.append(outputs)
             originals.append(tensors)
+            self.evals[req.eval_id]["calls"].append((model, args))  # for a float64 recomputation
 
     def compare(self, req: CompareRequest | dict) -> dict:
         from kernelrl.sandbox.tensorio import read_tensor
-        from kernelrl.verify.compare import compare_outputs, compare_sampled, inputs_mutated
+        from kernelrl.verify.compare import compare_outputs, compare_timed, inputs_mutated, widen
 
         req = CompareRequest.coerce(req)
         state = self.evals[req.eval_id]
@@ -369,32 +374,22 @@ class Judge:
         prefix = req.prefix or f"trial{index}"  # timed calls' outputs come as timed{n}_out{k}.bin
         expected, originals = state["refs"][index], state["originals"][index]
         metas = req.outputs
+        k_ref = req.ref_error_k or 0.0  # the tolerance model's k (kernelrl.verify.tolerance)
+        errors_of = partial(self._float64.errors, state, index)  # the float64 reference, on a value mismatch
         if any(m.get("sampled") for m in metas):  # a timed call's large outputs, sampled at secret positions
-            mismatch = None
-            if len(metas) != len(expected):
-                mismatch = {"reason": "count", "output_index": 0, "detail": f"forward returned {len(metas)} "
-                            f"tensors but the reference returns {len(expected)}"}
-            for k, (meta, ref) in enumerate(zip(metas, expected, strict=False)):
-                if mismatch is not None:
-                    break
-                path = os.path.join(out_dir, f"{prefix}_out{k}.bin")
-                n = meta.get("sampled")
-                if n:
-                    values = read_tensor(path, {"dtype": meta["dtype"], "shape": [n]}, ref.device, self._stage)
-                    found = compare_sampled(ref, meta["shape"], meta["dtype"], meta.get("sample_seed"), values,
-                                            req.atol, req.rtol)
-                else:
-                    found = compare_outputs([ref], [read_tensor(path, meta, ref.device, self._stage)], req.atol,
-                                            req.rtol)
-                if found is not None:
-                    mismatch = {**found, "output_index": k}
-            return CompareReply(mismatch=mismatch).fields()
+            def read(k: int, meta: dict, ref):
+                header = {"dtype": meta["dtype"], "shape": [meta["sampled"]]} if meta.get("sampled") else meta
+                return read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), header, ref.device, self._stage)
+
+            mismatch, widened = compare_timed(expected, metas, read, req.atol, req.rtol, errors_of, k_ref)
+            return CompareReply(mismatch=mismatch, widened=widened).fields()
         if req.prefix and any(m.get("ipc") for m in metas):  # buffers hold correctness outputs only
             raise ValueError("a timed call's output claims a shared buffer")
         actual = [self._shared_output(state, index, k, meta, expected[k]) if meta.get("ipc") and k < len(expected)
                   else read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta, self.device, self._stage)
                   for k, meta in enumerate(metas)]
-        mismatch = compare_outputs(expected, actual, req.atol, req.rtol)
+        mismatch, widened = widen(lambda errs, kk: compare_outputs(expected, actual, req.atol, req.rtol, errs, kk),
+                                  errors_of, k_ref)
         # inputs the sandbox saw change (it compares each with a pristine copy) come back as files
         changed = [k for k in req.changed_inputs if 0 <= k < len(originals)]
         if mismatch is None and changed:
@@ -405,7 +400,7 @@ class Judge:
                 for k in changed
             ]
             mismatch = inputs_mutated([originals[k] for k in changed], after, changed)
-        return CompareReply(mismatch=mismatch).fields()
+        return CompareReply(mismatch=mismatch, widened=None if mismatch else widened).fields()
 
     def audit(self, req: AuditRequest | dict) -> dict:
         """Flag a degenerate or unusable problem (see kernelrl.verify.degeneracy and kernelrl.problems.audit)."""
@@ -464,7 +459,8 @@ class Judge:
                 init_inputs = call_with(module.get_init_inputs, params)
                 torch.manual_seed(43)
                 reinit_run = self._runner(module.Model(*init_inputs).to(self.device))
-            found = output_flags(run, fresh, tol.atol, tol.rtol, reinit_run)
+            found = output_flags(run, fresh, tol.atol, tol.rtol, reinit_run, partial(self._float64.of, model),
+                                 req.ref_error_k or 0.0)
             if self.gpu and req.timing and name == timing_set(list(sets)):
                 inputs = fresh(1001)
                 size = sum(v.numel() * v.element_size() for v in inputs if isinstance(v, torch.Tensor))

@@ -412,6 +412,8 @@ class PrepareReply(JudgeReply):
 @_message_type
 class CompareReply(JudgeReply):
     mismatch: dict | None = _field(_optional(_dict))  # kernelrl.results.Mismatch's fields but trial, input_set
+    # True: the outputs matched only within the float64 reference's allowance (kernelrl.verify.tolerance)
+    widened: bool | None = _field(_optional(_bool), default=None, omit_none=True)
 
 
 @_message_type
@@ -503,6 +505,8 @@ class CompareRequest(JudgeRequest):
     rtol: float = _field(_number)
     prefix: str | None = _field(_optional(_STR), default=None)
     changed_inputs: list[int] = _field(_list(_int), factory=list)
+    # k of the float64-reference allowance for a value mismatch (kernelrl.verify.tolerance); None or 0: allclose only
+    ref_error_k: float | None = _field(_optional(_number), default=None, omit_none=True)
 
 
 @_message_type
@@ -546,6 +550,7 @@ class AuditRequest(JudgeRequest):
     timing: bool = _field(_bool, default=False)
     tolerances: dict = _field(_dict, factory=dict)  # dtype -> [atol, rtol] overrides
     input_sets: list[str] = _field(_list(_STR), factory=list)
+    ref_error_k: float | None = _field(_optional(_number), default=None, omit_none=True)  # as CompareRequest's
 
 
 def parse_judge_request(message: str | bytes | dict) -> JudgeRequest:
