@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 from conftest import example
+from torch import nn
 
 from kernelrl import Evaluator, Stage, Status, load_problem
 
@@ -146,3 +147,46 @@ def test_healthy_builtin_problem_has_no_flags(evaluator, suite):
     audit = evaluator.audit(suite.get("level1/1_row_softmax"))
     assert audit.flags == ()
     assert evaluator.evaluate(suite.get("level1/1_row_softmax"), example("softmax_triton.py")).correct
+
+
+# default initializations do not depend on the seed (a norm layer's ones and zeros, a buffer of ones): the audit's
+# other-weights model perturbs its weights, so these use their weights and are not flagged weights_ignored
+DEFAULT_INIT_WEIGHTS = {
+    "layernorm": "self.norm = nn.LayerNorm(32)",
+    "groupnorm": "self.norm = nn.GroupNorm(4, 32)",
+    "batchnorm_eval": "self.norm = nn.BatchNorm1d(32).eval()",
+    "rmsnorm": "self.norm = nn.RMSNorm(32)",
+    "scale_buffer": "self.register_buffer('scale', torch.full((32,), 2.0))\n                self.norm = lambda x: x * self.scale",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULT_INIT_WEIGHTS))
+def test_default_initialized_weights_are_not_judged_ignored(evaluator, tmp_path, name):
+    body = f"""
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {DEFAULT_INIT_WEIGHTS[name]}
+            def forward(self, x):
+                return self.norm(x)
+        def get_inputs():
+            return [torch.randn(64, 32) * 3 + 1]
+        def get_init_inputs():
+            return []
+    """
+    flags = {f.flag for f in evaluator.audit(problem_file(tmp_path, name, body)).flags}
+    # (eval-mode BatchNorm with fresh running statistics is x / sqrt(1 + eps): returning the input passes)
+    assert flags == ({"returns_input"} if name == "batchnorm_eval" else set())
+
+
+def test_perturbed_weights_move_every_floating_tensor_and_keep_integers():
+    from kernelrl.verify.degeneracy import perturbed
+
+    bn = nn.BatchNorm1d(8)
+    before = {k: v.clone() for k, v in bn.state_dict().items()}
+    perturbed(bn)
+    after = bn.state_dict()
+    assert all(not after[k].equal(before[k]) for k in ("weight", "bias", "running_mean", "running_var"))
+    assert after["num_batches_tracked"].equal(before["num_batches_tracked"])
+    again = nn.BatchNorm1d(8)
+    assert perturbed(again).state_dict()["weight"].equal(after["weight"])  # seeded: the same every audit

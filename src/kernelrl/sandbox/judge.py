@@ -433,7 +433,7 @@ class Judge:
         """Flags for one input set, and the eager median (ms) when it was timed."""
         from kernelrl.sandbox.tensorio import dtype_name
         from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
-        from kernelrl.verify.degeneracy import output_flags
+        from kernelrl.verify.degeneracy import output_flags, perturbed
         from kernelrl.verify.tolerance import tolerance_for
 
         torch = self.torch
@@ -458,7 +458,7 @@ class Judge:
                 torch.manual_seed(43)
                 init_inputs = call_with(module.get_init_inputs, params)
                 torch.manual_seed(43)
-                reinit_run = self._runner(module.Model(*init_inputs).to(self.device))
+                reinit_run = self._runner(perturbed(module.Model(*init_inputs).to(self.device)))  # not ones/zeros
             found = output_flags(run, fresh, tol.atol, tol.rtol, reinit_run, partial(self._float64.of, model),
                                  req.ref_error_k or 0.0)
             if self.gpu and req.timing and name == timing_set(list(sets)):
