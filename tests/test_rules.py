@@ -1,13 +1,15 @@
 """The static analyzer (kernelrl.candidates.rules) against an exploit corpus.
 
-Every file in tests/exploits/ is a candidate module with a three-line header:
+Every file in tests/exploits/ is a candidate module with a header (tests/corpus.py):
 
     # problem: level0/1_relu        a built-in problem id
     # expect: <rule-id>             a rule analyze_rules must reject it with; `correct` for an honest twin;
                                     `MISSED <rule-id>` for a known gap of the analyzer (reported as xfail)
+    # device: gpu                   optional: evaluated only where a GPU is (CUDA C++)
     # technique: ...                one line on the hack (or on what the honest twin imitates)
 
-The files are data, never imported here: analyze_rules reads their source; a few are evaluated end to end.
+The files are data, never imported here: analyze_rules reads their source; some exploits and every honest twin
+(h*: false rejections are bugs of the same weight as holes) are evaluated end to end.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ EXPLOITS = HERE / "exploits"
 PACKAGE = Path(kernelrl.__file__).parent
 SOLUTIONS = PACKAGE / "problems" / "suites" / "builtin" / "solutions"
 EXAMPLES = PACKAGE / "examples"
-PROBLEMS = ("level0/1_relu", "level1/1_row_softmax", "level0/2_scale_shift")
+PROBLEMS = set(kernelrl.load_suite().ids())
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Case:
     problem: str
     expect: str  # a rule id, 'correct', or 'MISSED <rule-id>'
     technique: str
+    device: str = "cpu"  # 'gpu': evaluated end to end only on a GPU (CUDA C++)
 
     @property
     def name(self) -> str:
@@ -59,13 +62,16 @@ class Case:
 
 
 def _parse(path: Path) -> Case:
-    lines = path.read_text().splitlines()[:3]
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("# problem:") and lines[1].startswith("# expect:"), f"{path.name}: header order"
     fields = {}
-    for key, line in zip(("problem", "expect", "technique"), lines, strict=False):
-        prefix = f"# {key}:"
-        assert line.startswith(prefix), f"{path.name}: header line should start with {prefix!r}: {line!r}"
-        fields[key] = line[len(prefix):].strip()
-    assert len(fields) == 3, f"{path.name}: needs the three header lines problem/expect/technique"
+    for line in lines:
+        if not line.startswith("# ") or ":" not in line:
+            break
+        key, _, value = line[2:].partition(":")
+        assert key in ("problem", "expect", "technique", "device"), f"{path.name}: unknown header line {line!r}"
+        fields[key] = value.strip()
+    assert {"problem", "expect", "technique"} <= set(fields), f"{path.name}: needs problem/expect/technique lines"
     return Case(path, **fields)
 
 
@@ -93,11 +99,14 @@ def test_header_is_well_formed(case):
     rule = case.missed or (None if case.honest else case.expect)
     assert rule is None or rule in RULES_BY_ID, f"unknown rule id {rule!r}"
     assert "class ModelNew" in case.source()
+    assert case.device in ("cpu", "gpu")
 
 
 def test_corpus_size():
     assert len(DETECTED) >= 30, f"only {len(DETECTED)} detected exploit files"
-    assert len(HONEST) >= 5, f"only {len(HONEST)} honest twins"
+    # issue 16 item 9: at least 30 honest but unusual candidates, across the suite's problems
+    assert len(HONEST) >= 30, f"only {len(HONEST)} honest twins"
+    assert len({c.problem for c in HONEST}) >= 15, "honest twins should span the suite, not one problem"
 
 
 def test_every_reject_rule_is_covered_by_an_exploit():
@@ -167,11 +176,11 @@ def test_policy_warn_and_off():
 
 E2E_EXPLOITS = ["x01_decoy_kernel.py", "x02_lazy_copy_kernel.py", "x10_try_fallback.py",
                 "x19_patch_perf_counter.py", "x22_exec_string.py"]
-# h12: @triton.autotune needs the sandbox's untimed autotuner in CPU mode (no driver to benchmark with)
-E2E_TWINS = ["h01_relu_helper_function.py", "h12_relu_autotune.py", "h13_relu_heuristics.py",
-              # the op census's honest twins (metadata in hooks and grids, layout copies, atomics, views, clones)
-              "h16_relu_grid_class_hook.py", "h17_relu_transposed_layout.py", "h18_relu_zeros_atomic.py",
-              "h19_relu_per_row_views.py", "h20_relu_scratch_clone.py"]
+# every honest twin, end to end with the default checks (static rules, op census, frontend): a false rejection is
+# a bug of the same weight as a hole. CPU mode runs the Triton ones (@triton.autotune through the sandbox's untimed
+# autotuner); `device: gpu` ones (CUDA C++) run in the gpu test set
+E2E_TWINS = [c for c in HONEST if c.device == "cpu"]
+GPU_TWINS = [c for c in HONEST if c.device == "gpu"]
 
 
 @pytest.fixture(scope="module")
@@ -194,15 +203,29 @@ def test_exploit_end_to_end_is_hack_detected(evaluator, suite, name):
     assert case.expect in result.feedback
 
 
-@pytest.mark.parametrize("name", E2E_TWINS)
-def test_honest_twin_end_to_end_is_correct(evaluator, suite, name):
-    case = BY_NAME[name]
+@pytest.mark.parametrize("case", E2E_TWINS, ids=_ids(E2E_TWINS))
+def test_honest_twin_end_to_end_is_correct(evaluator, suite, case):
     result = evaluator.evaluate(suite.get(case.problem), case.source())
     assert result.status is Status.CORRECT, (result.status, result.message, result.feedback)
     assert not _rejected(result.findings)
 
 
-HONEST = (Path(__file__).parents[1] / "src" / "kernelrl" / "examples" / "relu_triton.py").read_text()
+@pytest.mark.gpu
+def test_honest_twins_end_to_end_are_correct_on_gpu(suite):
+    """Every honest twin on a GPU, the real oracle (CUDA C++ ones only run there), with timing on."""
+    wrong = []
+    with Evaluator(device="cuda", trials=2) as ev:
+        for case in HONEST:
+            result = ev.evaluate(suite.get(case.problem), case.source())
+            print(case.name, result.status.value, result.message)
+            if result.status is not Status.CORRECT:
+                wrong.append((case.name, result.status.value, result.message, result.feedback[-2000:]))
+    assert not wrong, wrong
+    assert GPU_TWINS, "no CUDA C++ honest twin"
+
+
+# (the relu example; named apart from HONEST, the honest twins, which it used to shadow in test_corpus_size)
+RELU_EXAMPLE = (Path(__file__).parents[1] / "src" / "kernelrl" / "examples" / "relu_triton.py").read_text()
 
 
 @pytest.mark.parametrize("before, after", [
@@ -215,15 +238,88 @@ HONEST = (Path(__file__).parents[1] / "src" / "kernelrl" / "examples" / "relu_tr
     ("        super().__init__()", "        super().__init__()\n        self.kernel = relu_kernel"),
 ])
 def test_legitimate_variants_are_not_rejected(before, after):
-    source = HONEST.replace(before, after)
+    source = RELU_EXAMPLE.replace(before, after)
     if "self.kernel = relu_kernel" in source:
         source = source.replace("        relu_kernel[(triton.cdiv(n, block),)]", "        self.kernel[(triton.cdiv(n, block),)]")
-    assert source != HONEST
+    assert source != RELU_EXAMPLE
     assert [f for f in analyze_rules(source) if f.policy == "reject"] == []
 
 
 def test_kernel_made_by_calling_triton_jit_counts():
-    source = HONEST.replace("@triton.jit\ndef relu_kernel(", "def _relu_impl(").replace(
+    source = RELU_EXAMPLE.replace("@triton.jit\ndef relu_kernel(", "def _relu_impl(").replace(
         "class ModelNew", "relu_kernel = triton.jit(_relu_impl)\n\n\nclass ModelNew")
     assert "triton.jit(_relu_impl)" in source
     assert [f for f in analyze_rules(source) if f.policy == "reject"] == []
+
+
+# helper classes: what runs in forward is checked, what ran when they were built (in __init__) is not
+HELPER_MODULE = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+
+
+class Norm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(d))
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        k[(1,)](x, y, x.numel(), BLOCK=1024)
+        return y
+
+
+class ModelNew(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(d))
+        self.norm = Norm(d)
+
+    def forward(self, x):
+        return self.norm(x)
+'''
+
+
+@pytest.mark.parametrize("before, after, rejected", [
+    # the honest form (corpus h35): a helper module built in __init__, torch.randn in both __init__s
+    ("", "", False),
+    # built in forward, the helper's __init__ runs in forward: its torch.randn counts
+    ("        return self.norm(x)", "        return Norm(x.shape[-1])(x)", True),
+    # the helper's forward computing with torch still counts
+    ("        y = torch.empty_like(x)\n", "        y = x.relu()\n", True),
+    # a name that is also bound to something else is no helper any more: .norm(...) may be Tensor.norm
+    ("        self.norm = Norm(d)", "        self.norm = Norm(d)\n        self.norm = self.bias", True),
+    # a lambda's body runs when called: a helper built there runs its __init__ in forward
+    ("        self.norm = Norm(d)", "        self.norm = lambda x: Norm(x.shape[-1])(x)", True),
+    # a classmethod factory returns a helper: its forward is reached (and checked)
+    ("        self.norm = Norm(d)", "        self.norm = Norm.create(d)", False),
+    # Base.method(self) reaches that method of the module's base classes, torch compute in it counts
+    ("        return self.norm(x)", "        return Base.helper(self, self.norm(x))", True),
+])
+def test_helper_classes_are_checked_where_they_run(before, after, rejected):
+    source = HELPER_MODULE.replace(before, after) if before else HELPER_MODULE
+    source = source.replace("class Norm(nn.Module):", "class Base:\n    def helper(self, x):\n        return x.sum()\n\n\n"
+                            "class Norm(nn.Module):\n    @classmethod\n    def create(cls, d):\n        return cls(d)\n")
+    assert before in HELPER_MODULE
+    found = _rejected(analyze_rules(source))
+    assert (found == {"torch-compute"}) if rejected else not found, (after, found)
+    if "Norm.create" in source:  # the factory's instance is the helper: nothing else changes
+        assert _rejected(analyze_rules(source.replace("y = torch.empty_like(x)", "y = x.exp()"))) == {"torch-compute"}
+
+
+def test_a_per_call_helpers_super_init_does_not_reach_model_init():
+    """A launcher built in forward calls super().__init__() of a module-defined base (corpus h39): that reaches the
+    base's __init__, not every __init__ (ModelNew's draws its parameters with torch.randn at init time)."""
+    source = BY_NAME["h39_scale_shift_launcher_subclass_per_call.py"].source()
+    assert not _rejected(analyze_rules(source))
+    base_computes = source.replace("        self.n = n\n", "        self.n = n\n        torch.relu(torch.ones(1))\n")
+    assert base_computes != source
+    assert _rejected(analyze_rules(base_computes)) == {"torch-compute"}

@@ -44,20 +44,7 @@ def python_containers(tree: ast.Module) -> set[str]:
     """Names only ever bound to a new Python set, list or dict (`seen = set()`), anywhere in the module: their
     .add(...) or .sort() is no tensor method. A name bound any other way anywhere (a parameter, a loop, an import,
     a tensor, `del`) does not count, nor does any once `set`, `list` or `dict` themselves are rebound."""
-    bindings: list[tuple[str, ast.AST]] = []  # (name, the node that binds it)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bindings.append((node.id, node))
-        elif isinstance(node, ast.arg):
-            bindings.append((node.arg, node))
-        elif isinstance(node, ast.alias):
-            bindings.append(((node.asname or node.name).split(".")[0], node))  # `*` binds unknown names
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bindings.append((node.name, node))
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar | ast.MatchMapping):
-            name = node.rest if isinstance(node, ast.MatchMapping) else node.name
-            if name:
-                bindings.append((name, node))
+    bindings = name_bindings(tree)
     bound = {name for name, _ in bindings}
     if "*" in bound:
         return set()
@@ -73,6 +60,25 @@ def python_containers(tree: ast.Module) -> set[str]:
     return bound - {name for name, node in bindings if id(node) not in builders}
 
 
+def name_bindings(tree: ast.Module) -> list[tuple[str, ast.AST]]:
+    """(name, the node that binds it) for every binding of a plain name in the module, at any depth."""
+    bindings: list[tuple[str, ast.AST]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bindings.append((node.id, node))
+        elif isinstance(node, ast.arg):
+            bindings.append((node.arg, node))
+        elif isinstance(node, ast.alias):
+            bindings.append(((node.asname or node.name).split(".")[0], node))  # `*` binds unknown names
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bindings.append((node.name, node))
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar | ast.MatchMapping):
+            name = node.rest if isinstance(node, ast.MatchMapping) else node.name
+            if name:
+                bindings.append((name, node))
+    return bindings
+
+
 class ModuleIndex:
     """Index of the candidate module: functions, classes, kernels, imports, extension handles."""
 
@@ -84,6 +90,11 @@ class ModuleIndex:
         self.aliases: dict[str, str] = {}  # local name -> imported module path
         self.extensions: set[str] = set()  # names bound to load_inline / load results
         self.containers = python_containers(tree)  # names only ever bound to a new set, list or dict
+        counts: dict[str, int] = {}
+        for name, _ in name_bindings(tree):
+            counts[name] = counts.get(name, 0) + 1
+        self.bound = set(counts)  # every plain name bound anywhere in the module
+        self.bound_once = {name for name, n in counts.items() if n == 1}  # e.g. a class name never rebound
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 (self.kernels if is_jit(node) else self.functions)[node.name] = node
@@ -113,6 +124,45 @@ class ModuleIndex:
                 for name in names:  # `_act = torch.relu`, `cuda = torch.cuda`
                     if name not in self.aliases:
                         self.aliases[name] = self.resolve(dotted)
+
+    def built_class(self, value: ast.expr | None) -> ast.ClassDef | None:
+        """The module-defined class an expression builds: `Helper(...)`, or a factory on it, `Helper.create(...)`
+        (a classmethod or staticmethod is taken to return an instance of its class)."""
+        func = value.func if isinstance(value, ast.Call) else None
+        if isinstance(func, ast.Attribute):
+            func = func.value
+        return self.classes.get(func.id) if isinstance(func, ast.Name) else None
+
+    def helper_attributes(self) -> set[str]:
+        """Attribute names only ever bound (`x.attr = value`, anywhere) to an instance of a module-defined class:
+        `self.norm(x)` with `self.norm = TritonRMSNorm(d)` calls that helper, not the tensor method `.norm`. An
+        attribute also bound any other way (unpacking, a loop, another value, a class-level name) does not count."""
+        good: set[str] = set()
+        bad: set[str] = set()
+        direct = {id(t) for n in ast.walk(self.tree) if isinstance(n, ast.Assign) and
+                  (built := self.built_class(n.value)) is not None and built.name in self.bound_once
+                  for t in n.targets if isinstance(t, ast.Attribute)}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+                (good if id(node) in direct else bad).add(node.attr)
+            elif isinstance(node, ast.ClassDef):  # class-level names are attributes of its instances too
+                for stmt in node.body:
+                    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                        bad.add(stmt.name)
+                    else:
+                        bad.update(t.id for t in ast.walk(stmt) if isinstance(t, ast.Name) and
+                                   not isinstance(t.ctx, ast.Load))
+        return good - bad
+
+    def lineage(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
+        """The class and its module-defined base classes, recursively."""
+        found, todo = [], [cls]
+        while todo:
+            c = todo.pop()
+            if all(c is not f for f in found):
+                found.append(c)
+                todo.extend(self.classes[b.id] for b in c.bases if isinstance(b, ast.Name) and b.id in self.classes)
+        return found
 
     def resolve(self, dotted: str) -> str:
         head, _, rest = dotted.partition(".")
@@ -187,11 +237,15 @@ def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
         for target in node.targets if isinstance(node, ast.Assign) else []:
             if isinstance(target, ast.Attribute):
                 held.setdefault(f".{target.attr}", []).append(node.value)
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
-            if node.value.func.id in mod.classes:
-                for target in node.targets:
-                    if isinstance(target, ast.Attribute):
-                        instances[target.attr] = mod.classes[node.value.func.id]
+        if isinstance(node, ast.Assign) and (built := mod.built_class(node.value)) is not None:
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    instances[target.attr] = built
+    held_values = {id(v) for values in held.values() for v in values}
+    # super().method / Base.method(self) reach that method of the module's base classes only, never every
+    # method of that name (a helper's super().__init__() would otherwise reach ModelNew.__init__, whose init-time
+    # torch.randn is no forward compute)
+    bases = [b for c in mod.classes.values() for b in mod.lineage(c)[1:]]
     seen: set[int] = set()
     subscript_launch = False
     bodies: list[ast.AST] = []
@@ -205,13 +259,28 @@ def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
         seen.add(id(fn))
         bodies.append(fn)
         bound = launchers(fn)
+        # what a called attribute or name holds was built outside forward (`self.norm = Helper(d)` in __init__):
+        # calling it runs the helper's forward/__call__ (below), not its __init__ again; a lambda's body in it runs
+        # when called, so a class built there does run its __init__
+        built_elsewhere: set[int] = set()
+        if id(fn) in held_values:
+            deferred = {id(n) for lam in ast.walk(fn) if isinstance(lam, ast.Lambda) for n in ast.walk(lam.body)}
+            built_elsewhere = {id(n) for n in ast.walk(fn)} - deferred
         for node in ast.walk(fn):
             # a function or method named, called or not (`helper(x)`, `f = helper`, `map(helper, ...)`), may run;
             # obj.method reaches any method of that name
             if isinstance(node, ast.Name) and node.id in mod.functions:
                 queue.append(mod.functions[node.id])
             elif isinstance(node, ast.Attribute):
-                queue.extend(all_methods.get(node.attr, []))
+                owner = node.value
+                if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super" \
+                        and "super" not in mod.bound:
+                    queue.extend(m for c in bases for name, m in mod.methods(c).items() if name == node.attr)
+                elif isinstance(owner, ast.Name) and owner.id in mod.classes and owner.id in mod.bound_once:
+                    queue.extend(m for c in mod.lineage(mod.classes[owner.id])
+                                 for name, m in mod.methods(c).items() if name == node.attr)
+                else:
+                    queue.extend(all_methods.get(node.attr, []))
             if not isinstance(node, ast.Call):
                 continue
             func = called(node, bound)
@@ -225,7 +294,8 @@ def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
             if isinstance(func, ast.Name | ast.Attribute):
                 queue.extend(held.get(func.id if isinstance(func, ast.Name) else f".{func.attr}", []))
             if isinstance(func, ast.Name) and func.id in mod.classes:
-                queue.extend(mod.methods(mod.classes[func.id]).values())
+                queue.extend(m for name, m in mod.methods(mod.classes[func.id]).items()
+                             if not (id(node) in built_elsewhere and name == "__init__"))
             elif isinstance(func, ast.Attribute):
                 base = dotted_name(func.value)
                 if base in mod.extensions:

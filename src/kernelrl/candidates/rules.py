@@ -163,6 +163,7 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: ModuleIndex) -> list[tuple[in
     layers: dict[str, str] = {}
     for cls in mod.classes.values():
         layers.update(mod.nn_layers(cls))
+    helpers = mod.helper_attributes()  # self.norm(x) with self.norm = TritonRMSNorm(d): a helper, not Tensor.norm
     for body in bodies:
         for node in ast.walk(body):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
@@ -181,6 +182,8 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: ModuleIndex) -> list[tuple[in
                     continue
             if isinstance(node.func, ast.Attribute) and node.func.attr in COMPUTE_METHODS:
                 base = dotted_name(node.func.value) or ""
+                if base == "self" and node.func.attr in helpers:
+                    continue
                 root = mod.resolve(base).split(".")[0] if base else ""
                 # numpy over host metadata (np.prod(x.shape)); numpy over tensor values is a host read the runtime
                 # census (kernelrl.sandbox.opcensus) rejects
