@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"  # allowed before or after the return type
 _GLOBAL_FN = re.compile(r"__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS + r"(\w+)\s*\(")
@@ -58,7 +59,10 @@ class LaunchCensus:
         def run(self, *args, grid, warmup, **kwargs):
             fn = getattr(self, "fn", None)
             mine = not warmup and getattr(fn, "__module__", None) == census.candidate_module
-            if mine and interpreted and census.frontend is not None:
+            # a body written in the candidate's file is compiled for a GPU first even when its __module__ was
+            # reassigned to disown it (it is then not counted as the candidate's launch, but its body is the
+            # candidate's code: unchecked, the interpreter would run numpy in it; corpus f04)
+            if interpreted and census.frontend is not None and not warmup and (mine or census.defined_by_candidate(fn)):
                 census.frontend.check(self, args, kwargs)
             observer = census.observer
             if observer is not None and not warmup:
@@ -75,6 +79,12 @@ class LaunchCensus:
                     observer.launch_exit(mine, interpreted, args, kwargs)
 
         cls.run = run
+
+    def defined_by_candidate(self, fn) -> bool:
+        """Whether `fn` was defined in the candidate's module, whatever its `__module__` says: a function's
+        `__module__` can be reassigned, its `__globals__` (the namespace its body runs in) cannot."""
+        module = sys.modules.get(self.candidate_module)
+        return module is not None and getattr(fn, "__globals__", None) is vars(module)
 
     def _wrap_loader(self, loader):
         census = self
