@@ -1,0 +1,47 @@
+"""Verdicts on corpus files from whatever kernelrl PYTHONPATH points at (tests/test_mutants.py points it at a
+mutated copy). Prints one JSON line naming the kernelrl it imported, then one per case:
+{"name", "status", "message", "rules"} (rules: the static rules that reject it).
+
+    python tests/corpus_runner.py exploits/x01_decoy_kernel.py exploits_values/v02_gelu_sigmoid_approximation.py
+
+Static-layer classes are only analyzed (no sandbox); the others are evaluated in CPU mode, with the static rules
+first where their class keeps them on (kernelrl.candidates.rules, the evaluator's own first step)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import corpus
+
+
+def main(names: list[str]) -> None:
+    import kernelrl
+    from kernelrl.candidates.rules import analyze_rules
+
+    print(json.dumps({"kernelrl": kernelrl.__file__}), flush=True)
+    cases = [corpus.case(name) for name in names]
+    verdicts: dict[str, dict] = {}
+    to_run = []
+    for c in cases:
+        rules = sorted({f.rule for f in analyze_rules(c.source()) if f.policy == "reject"})
+        if c.cls.layer == "static" or (c.cls.static_checks and rules):
+            verdicts[c.name] = {"status": "hack_detected" if rules else "correct",
+                                "message": f"static check {rules[0]}" if rules else "", "rules": rules}
+        else:
+            to_run.append(c)
+    if to_run:
+        from kernelrl import EvalConfig, Evaluator, load_suite
+
+        suite = load_suite()
+        config = EvalConfig(device="cpu", trials=2, static_checks=False, standby_sandboxes=1, result_cache=False)
+        with Evaluator(config) as ev:
+            for c in to_run:
+                result = ev.evaluate(suite.get(c.problem), c.source())
+                verdicts[c.name] = {"status": result.status.value, "message": result.message, "rules": []}
+    for c in cases:
+        print(json.dumps({"name": c.name, **verdicts[c.name]}), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
