@@ -135,7 +135,7 @@ def test_zygote_child_has_the_full_isolation_list(pooled, relu):
     iso = result.environment.isolation
     assert iso[-1] == "zygote-standby"
     expected = {"process-group", "private-tmpdir", "env-allowlist", "netns", "rlimit-fsize", "no-new-privs",
-                "rlimit-as", "readonly-fs", "no-capabilities", "pidns"}
+                "rlimit-as", "readonly-fs", "no-capabilities", "pidns", "seccomp"}
     assert expected <= set(iso), iso
     with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=False) as fresh:
         old = fresh.evaluate(relu, PROBE)

@@ -357,6 +357,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
         applied.append("no-capabilities")
     if in_pid_namespace:
         applied.append("pidns")
+    if isolation.seccomp_filter():  # last: after CUDA start-up, the read-only remount and the capabilities
+        applied.append("seccomp")
     marks["capabilities"] = _clock()
     device = torch.device("cuda" if gpu else "cpu")
     host_stage = HostStage()  # large GPU tensors to and from files through pinned memory

@@ -147,3 +147,66 @@ def group_rss_bytes(pgid: int) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+# syscalls a candidate has no use for and that widen what it can reach: other processes' memory, new
+# namespaces (a user namespace brings back every capability inside it), mounts, kernel modules and keys, eBPF,
+# perf counters, io_uring and userfaultfd (large kernel attack surfaces). Numbers per architecture
+# (asm/unistd_64.h, asm-generic/unistd.h); the kernel's io_uring and mount-API calls share their numbers.
+_DENIED_SYSCALLS = {
+    "x86_64": (0xC000003E, {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "unshare": 272,
+                            "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "bpf": 321,
+                            "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
+                            "request_key": 249, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
+                            "finit_module": 313, "delete_module": 176, "open_by_handle_at": 304,
+                            "name_to_handle_at": 303}, 56),
+    "aarch64": (0xC00000B7, {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "unshare": 97,
+                             "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "bpf": 280,
+                             "perf_event_open": 241, "userfaultfd": 282, "keyctl": 219, "add_key": 217,
+                             "request_key": 218, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
+                             "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265,
+                             "name_to_handle_at": 264}, 220),
+}
+_SHARED_DENIED = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
+                  "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "mount_setattr": 442}
+_CLONE3 = 435  # its flags sit behind a pointer the filter cannot read: ENOSYS, and libc falls back to clone
+_CLONE_NAMESPACES = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
+_EPERM, _ENOSYS = 1, 38
+
+
+def denied_syscalls() -> list[str]:
+    """The syscalls `seccomp_filter` refuses on this machine's architecture (plus clone into new namespaces)."""
+    table = _DENIED_SYSCALLS.get(os.uname().machine)
+    return sorted([*table[1], *_SHARED_DENIED, "clone3"]) if table else []
+
+
+def seccomp_filter() -> bool:
+    """Install a seccomp filter on this process and everything it starts: the syscalls of `denied_syscalls`,
+    clone into a new namespace and the other architectures' ABIs (x32 included) fail with EPERM; the rest is
+    allowed. Needs no_new_privs. After CUDA start-up (a filter before it broke CUDA's, DESIGN.md); the Triton
+    and CUDA-extension compilers it starts only fork and exec. False where it cannot be installed."""
+    table = _DENIED_SYSCALLS.get(os.uname().machine)
+    if table is None:
+        return False
+    arch, numbers, clone = table
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS, JMP|JEQ/JGE/JSET|K, RET|K
+    allow, deny, nosys = 0x7FFF0000, 0x00050000 | _EPERM, 0x00050000 | _ENOSYS  # SECCOMP_RET_ALLOW / ERRNO
+    denied = sorted({*numbers.values(), *_SHARED_DENIED.values()})
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, deny),  # seccomp_data.arch: only the native ABI
+            (ld, 0, 0, 0), (jge, 0, 1, 0x40000000), (ret, 0, 0, deny),  # .nr; x32 calls have bit 30 set
+            (jeq, 0, 1, _CLONE3), (ret, 0, 0, nosys)]
+    for nr in denied:  # a hit falls through onto its RET; a miss skips it
+        prog += [(jeq, 0, 1, nr), (ret, 0, 0, deny)]
+    # clone: denied when its flags (args[0], low word) ask for a new namespace
+    prog += [(jeq, 0, 3, clone), (ld, 0, 0, 16), (jset, 0, 1, _CLONE_NAMESPACES), (ret, 0, 0, deny),
+             (ret, 0, 0, allow)]
+
+    class Instruction(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Instruction))]
+
+    instructions = (Instruction * len(prog))(*[Instruction(*i) for i in prog])
+    program = Program(len(prog), instructions)
+    return _libc().prctl(22, 2, ctypes.byref(program), 0, 0) == 0  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
