@@ -167,6 +167,8 @@ def test_device_memory_learns_each_problems_need():
     assert plan_device_memory(None, 3.0) is None and plan_device_memory(80 * GiB, 0) is None
     planned = plan_device_memory(80 * GiB, 2.0)
     assert planned.budget_bytes == int(0.8 * 80 * GiB) and planned.need("x") == 2 * GiB
+    assert plan_device_memory(80 * GiB, 2.0, budget_gb=25.6).budget_bytes == int(25.6 * GiB)  # beside a trainer
+    assert plan_device_memory(10 * GiB, 2.0, budget_gb=25.6).budget_bytes == 8 * GiB  # never above what is free
     with pytest.raises(ValueError):
         DeviceMemory(0, GiB)
 

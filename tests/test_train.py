@@ -44,7 +44,13 @@ from kernelrl.train.data import (  # noqa: E402
     sft_rows,
 )
 from kernelrl.train.grpo import run_grpo  # noqa: E402
-from kernelrl.train.model import evaluator_shares_gpu, load_base_model, merge_adapter, placement  # noqa: E402
+from kernelrl.train.model import (  # noqa: E402
+    evaluator_gpu_budget_gb,
+    evaluator_shares_gpu,
+    load_base_model,
+    merge_adapter,
+    placement,
+)
 from kernelrl.train.reward import KernelReward, neutral_fill  # noqa: E402
 from kernelrl.train.rundir import read_metrics  # noqa: E402
 from kernelrl.train.sft import run_sft  # noqa: E402
@@ -318,6 +324,22 @@ def test_training_memory_cap_applies_when_the_evaluator_shares_the_gpu():
     assert evaluator_shares_gpu("auto", 0) and evaluator_shares_gpu("cuda", 0) and evaluator_shares_gpu("cuda:1", 1)
     assert not evaluator_shares_gpu("cpu", 0) and not evaluator_shares_gpu("cuda:1", 0)
     assert not evaluator_shares_gpu("auto", 1)
+    # the evaluator's GPU memory budget beside a trainer capped at 0.6 of an 80 GiB card: 0.8 of the other 0.4
+    assert evaluator_gpu_budget_gb(80 << 30, 0.6) == pytest.approx(25.6)
+
+
+def test_the_trainers_evaluator_gets_the_gpu_budget_its_placement_leaves(tmp_path):
+    from kernelrl.train.model import Placement
+    from kernelrl.train.session import Session
+
+    for budget in (25.6, None):
+        session = Session(SFTConfig(run_dir=str(tmp_path), eval_device="cpu"), None, None, [],
+                          Placement("cuda", False, False, budget), None)
+        evaluator = session.scorer(None)
+        try:
+            assert evaluator.config.gpu_memory_budget_gb == budget
+        finally:
+            evaluator.close()
 
 
 # --------------------------------------------------------------------------------------------------------------

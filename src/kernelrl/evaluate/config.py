@@ -14,7 +14,7 @@ GiB = 1 << 30
 # EvalConfig fields that cannot change a verdict's content (device: the result key has the device's name)
 NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache", "warm_pool", "max_concurrency",
                                "standby_sandboxes", "compile_slots", "sandbox_memory_gb",
-                               "sandbox_gpu_memory_gb"})
+                               "sandbox_gpu_memory_gb", "gpu_memory_budget_gb"})
 BASELINE_SOURCES = ("measure", "cache")
 RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for a whole process (CI, tests)
 
@@ -97,6 +97,9 @@ class EvalConfig:
     # it); after that, what evaluations of the problem used (kernelrl.evaluate.slots.DeviceMemory). 0: no GPU
     # memory admission. On an H100, 32 level-1 evaluations at once without it ran out in 73 of 93 (2026-11-25)
     sandbox_gpu_memory_gb: float = 3.0
+    # what all evaluations of the device may hold at once; None: 0.8 x the memory free when the judge started.
+    # kernelrl's trainer sets it when it shares the GPU (the judge starts before the trainer reaches its cap)
+    gpu_memory_budget_gb: float | None = None
     # training profile: time a correct candidate until the speedup's relative standard error (its median's and
     # the cached eager baseline's, stats.speedup_rse) is at most this, within timer.max_ms; None: the timer's
     # own rule (a fixed rep count, or timer.rse_target on the candidate's median alone)
@@ -133,6 +136,8 @@ class EvalConfig:
             raise ValueError("sandbox_memory_gb must be at least 0 (0: no memory bound)")
         if self.sandbox_gpu_memory_gb < 0:
             raise ValueError("sandbox_gpu_memory_gb must be at least 0 (0: no GPU memory admission)")
+        if self.gpu_memory_budget_gb is not None and not self.gpu_memory_budget_gb > 0:
+            raise ValueError("gpu_memory_budget_gb must be positive (or None: from the free memory)")
         if self.speedup_rse_target is not None and not 0 < self.speedup_rse_target < 1:
             raise ValueError(f"speedup_rse_target must lie in (0, 1), got {self.speedup_rse_target!r}")
         if self.baseline_source not in BASELINE_SOURCES:

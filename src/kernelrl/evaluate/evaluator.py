@@ -375,7 +375,8 @@ class Evaluator:
         with self._device_memory_lock:
             if not self._device_memory_planned:
                 self._device_memory = plan_device_memory(self._judge_info().get("memory_free_bytes"),
-                                                         self.config.sandbox_gpu_memory_gb)
+                                                         self.config.sandbox_gpu_memory_gb,
+                                                         self.config.gpu_memory_budget_gb)
                 self._device_memory_planned = True
         return self._device_memory
 

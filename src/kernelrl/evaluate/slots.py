@@ -229,9 +229,14 @@ class DeviceMemory:
             self._need[key] = min(2 * self._need.get(key, self.default_bytes), self.budget_bytes)
 
 
-def plan_device_memory(free_bytes: int | None, default_gb: float) -> DeviceMemory | None:
-    """The admission for a GPU whose judge saw `free_bytes` free at its start; None where there is nothing to
-    bound (no GPU, the free memory unknown, or `default_gb` 0: admission off)."""
+def plan_device_memory(free_bytes: int | None, default_gb: float, budget_gb: float | None = None
+                       ) -> DeviceMemory | None:
+    """The admission for a GPU whose judge saw `free_bytes` free at its start: `budget_gb`, else 0.8 x that,
+    never more than that; None where there is nothing to bound (no GPU, the free memory unknown, or
+    `default_gb` 0: admission off)."""
     if not free_bytes or default_gb <= 0:
         return None
-    return DeviceMemory(max(1, int(MEMORY_FRACTION * free_bytes)), max(1, int(default_gb * GiB)))
+    budget = int(MEMORY_FRACTION * free_bytes)
+    if budget_gb is not None:
+        budget = min(budget, int(budget_gb * GiB))
+    return DeviceMemory(max(1, budget), max(1, int(default_gb * GiB)))

@@ -31,6 +31,8 @@ class Placement:
     device: str  # 'cuda' or 'cpu'
     bf16: bool
     gradient_checkpointing: bool
+    # GPU memory an evaluator sharing the training GPU may hold (what the trainer's cap leaves); None: no cap
+    evaluator_gpu_budget_gb: float | None = None
 
 
 def placement(config: CommonConfig) -> Placement:
@@ -49,7 +51,17 @@ def placement(config: CommonConfig) -> Placement:
             fraction = SHARED_GPU_MEMORY_FRACTION
         if fraction is not None and fraction < 1:
             torch.cuda.set_per_process_memory_fraction(fraction)
+            if evaluator_shares_gpu(config.eval_device, torch.cuda.current_device()):
+                total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+                budget = evaluator_gpu_budget_gb(total, fraction)
+                return Placement("cuda", bf16, checkpointing, budget)
     return Placement("cuda" if gpu else "cpu", bf16, checkpointing)
+
+
+def evaluator_gpu_budget_gb(total_bytes: int, trainer_fraction: float) -> float:
+    """The evaluator's GPU memory admission budget beside a trainer capped at `trainer_fraction`: 0.8 of what
+    the cap leaves (the judge measures free memory when it starts, before the trainer has grown to its cap)."""
+    return round(0.8 * (1 - trainer_fraction) * total_bytes / (1 << 30), 2)
 
 
 SHARED_GPU_MEMORY_FRACTION = 0.6

@@ -65,7 +65,8 @@ class Session:
             from kernelrl.evaluate import EvalConfig, Evaluator
 
             self._owned[timing] = Evaluator(EvalConfig(device=self.config.eval_device, timing=timing,
-                                                       max_concurrency=self.config.eval_concurrency))
+                                                       max_concurrency=self.config.eval_concurrency,
+                                                       gpu_memory_budget_gb=self.placement.evaluator_gpu_budget_gb))
         return self._owned[timing]
 
     def heldout_fn(self, scorer: Scorer | None, label: str) -> Callable[[Any, int], None] | None:
