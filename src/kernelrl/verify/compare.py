@@ -57,22 +57,23 @@ class _Allowance:
         return None if self.err is None else self.err[start:start + _CHUNK].to(torch.float64)
 
 
-def _widened(exp: torch.Tensor, act: torch.Tensor, tol: _Allowance, start: int):
+def _widened(exp: torch.Tensor, act: torch.Tensor, tol: _Allowance, start: int, ratios: bool = False):
     """Both in float64 (complex128), |act - exp|, which elements are close (allclose; NaN where NaN; or within
-    the float64 allowance) and each element's error over what it was allowed (the smaller of the two models')."""
+    the float64 allowance) and, with `ratios` (the mismatch report only), each element's error over what it was
+    allowed (the smaller of the two models')."""
     wide = torch.complex128 if exp.is_complex() else torch.float64
     exp, act = exp.to(wide), act.to(wide)
     diff = (act - exp).abs()
     allowed = tol.atol + tol.rtol * exp.abs()
     ok = (diff <= allowed) | (act == exp) | (torch.isnan(exp) & torch.isnan(act))
-    ratio = diff / allowed
+    ratio = diff / allowed if ratios else None
     err = tol.chunk(start)
     if err is not None:
         exact = exp + err
         diff_exact = (act - exact).abs()
         allowed_exact = tol.atol + tol.rtol * exact.abs() + tol.k * err.abs()
         ok |= diff_exact <= allowed_exact
-        ratio = torch.fmin(ratio, diff_exact / allowed_exact)
+        ratio = torch.fmin(ratio, diff_exact / allowed_exact) if ratios else None
     return exp, act, diff, ok, ratio
 
 
@@ -92,7 +93,7 @@ def _mismatch_report(flat_exp: torch.Tensor, flat_act: torch.Tensor, shape: tupl
     exp_v = act_v = 0.0
     for start in range(first_chunk, numel, _CHUNK):
         exp, act, diff, ok, ratio = _widened(flat_exp[start:start + _CHUNK], flat_act[start:start + _CHUNK], tol,
-                                             start)
+                                             start, ratios=True)
         bad = ~ok
         count = int(bad.sum())
         if count and first is None:
