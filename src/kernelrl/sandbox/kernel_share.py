@@ -7,13 +7,20 @@ contains host time (a slow `grid` callable, Python between launches). Inside the
 - each launch of a candidate kernel (the launch census's hooks) is bracketed by an event pair: "mine";
 - each PyTorch op (a dispatch mode, which also sees ATen calls made from inside a C++ extension: they go
   through the dispatcher too) by another pair: "other"; views and allocations launch nothing and are skipped;
+- except the op census's named layout copies (`opcensus.LAYOUT_COPIES`: `clone`/`contiguous`, `copy_`,
+  `_to_copy`, ...) that keep the dtype: "layout". They move bytes and compute nothing, and the op census allows
+  them (a transpose made contiguous around the kernel), so their time is neutral: out of the share's numerator
+  and out of its denominator. A copy that changes dtype (`.to(torch.float16)`, `copy_` across dtypes), or
+  resolves a negated or conjugated view, is compute done by PyTorch: "other", as the op census treats it;
 - the whole forward by a pair on the stream, so work neither of those sees (a CUDA graph replay) still counts.
 Nested intervals count once, to the innermost (an extension calling ATen, a custom op launching a Triton kernel).
-Share = mine / max(whole forward, mine + other).
+Share = mine / max(whole forward - layout, mine + other).
 
 If the gate ended before the forward was fully enqueued (the forward synchronized, or enqueueing took longer
 than the gate), intervals may contain host time: `measure` returns None and the caller uses the profiler.
-Side streams (static rules reject them) are made to wait for the gate when first seen.
+Side streams (static rules reject them) are made to wait for the gate when first seen. The profiler fallback
+(`profiled_gpu_fraction`, only when the gate fails) sees kernels, not ops: it still counts layout copies against
+the candidate.
 """
 
 from __future__ import annotations
@@ -23,18 +30,47 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kernelrl.sandbox.opcensus import LAYOUT_COPIES
+
 # ATen ops that never launch a kernel: timing them would only add event pairs
 _UNTIMED = frozenset({
     "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "detach", "alias", "lift_fresh",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_contiguous", "resize_",
 })
+# read through TensorBase's own descriptors, captured before the candidate is imported (it may patch torch.Tensor)
+_TENSOR = torch._C.TensorBase
+_DTYPE = torch._C.TensorBase.dtype.__get__
+_IS_NEG, _IS_CONJ = torch._C.TensorBase.is_neg, torch._C.TensorBase.is_conj
+
+
+def _span_kind(name: str, args, kwargs) -> str:
+    """"layout" for a named layout copy whose tensors (arguments, `out=`, nested lists) share one dtype and that
+    asks for no other (`_to_copy`'s `dtype`), else "other". These ops' results take their dtype from exactly
+    those (a copy's source or destination, `_to_copy`'s `dtype` or its input), so the inputs decide it before the
+    op runs, when its interval opens."""
+    if name not in LAYOUT_COPIES:
+        return "other"
+    dtype = kwargs.get("dtype")
+    pending = [*args, *kwargs.values()]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, _TENSOR):
+            if _IS_NEG(value) or _IS_CONJ(value):  # the copy negates or conjugates: arithmetic
+                return "other"
+            if dtype is None:
+                dtype = _DTYPE(value)
+            elif _DTYPE(value) != dtype:
+                return "other"
+        elif isinstance(value, list | tuple):
+            pending.extend(value)
+    return "layout"
 
 
 @dataclass
 class Span:
     """One bracketed interval: `ms` once resolved; `children` are intervals enqueued while it was open."""
 
-    kind: str  # "mine" or "other"
+    kind: str  # "mine", "other" or "layout"
     name: str
     start: object = None
     end: object = None
@@ -46,8 +82,9 @@ class Span:
 
 
 def share_of(spans: list[Span], forward_ms: float) -> dict:
-    """The candidate's share from resolved spans (any nesting) and the whole forward's time on the stream."""
-    totals = {"mine": 0.0, "other": 0.0}
+    """The candidate's share from resolved spans (any nesting) and the whole forward's time on the stream;
+    "layout" time is taken out of the forward and counted nowhere else."""
+    totals = {"mine": 0.0, "other": 0.0, "layout": 0.0}
     by_name: dict[str, float] = {}
     pending = list(spans)
     while pending:
@@ -57,13 +94,14 @@ def share_of(spans: list[Span], forward_ms: float) -> dict:
         totals[span.kind] += ms
         key = f"{span.name} [{span.kind}]"
         by_name[key] = by_name.get(key, 0.0) + ms
-    denominator = max(forward_ms, totals["mine"] + totals["other"])
+    denominator = max(forward_ms - totals["layout"], totals["mine"] + totals["other"])
     top = sorted(by_name.items(), key=lambda kv: -kv[1])[:6]
     return {
         "fraction": totals["mine"] / denominator if denominator > 0 else None,
         "total_us": denominator * 1e3,
         "mine_us": totals["mine"] * 1e3,
         "other_us": totals["other"] * 1e3,
+        "layout_us": totals["layout"] * 1e3,
         "forward_us": forward_ms * 1e3,
         "top": [[name, ms * 1e3] for name, ms in top],
     }
@@ -85,7 +123,7 @@ class _TimedOps(TorchDispatchMode):
         name = func.overloadpacket.__name__
         if func.is_view or name in _UNTIMED:
             return func(*args, **kwargs)
-        span = self.tracer.begin("other", name)
+        span = self.tracer.begin(_span_kind(name, args, kwargs), name)
         try:
             return func(*args, **kwargs)
         finally:
