@@ -274,6 +274,7 @@ def test_gpu_memory_admission_learns_from_the_first_evaluation(suite, tmp_path):
         assert memory is not None and memory.budget_bytes > 8 * GiB
         learned = memory.need(problem.sha256)
         assert CUDA_CONTEXT_BYTES < learned != memory.default_bytes, learned
+        assert ev.gpu_memory()["need_bytes"] == {problem.sha256: learned}  # what the bench reports
         results = list(ev.evaluate_many([(problem, code + f"\n# variant {k}\n") for k in range(8)]))
         assert all(r.status is Status.CORRECT for r in results), [r.message for r in results]
         assert memory.slots.peak <= memory.budget_bytes and memory.slots.held == 0

@@ -164,6 +164,8 @@ def test_device_memory_learns_each_problems_need():
         memory.ran_out("q")
     assert memory.need("q") == 40 * GiB  # capped at the budget: such an evaluation runs alone
     assert memory.need("other") == 3 * GiB
+    assert memory.snapshot() == {"budget_bytes": 40 * GiB, "default_bytes": 3 * GiB,
+                                 "need_bytes": {"p": 2 * learned, "q": 40 * GiB}}
     assert plan_device_memory(None, 3.0) is None and plan_device_memory(80 * GiB, 0) is None
     planned = plan_device_memory(80 * GiB, 2.0)
     assert planned.budget_bytes == int(0.8 * 80 * GiB) and planned.need("x") == 2 * GiB

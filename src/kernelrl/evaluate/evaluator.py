@@ -206,6 +206,11 @@ class Evaluator:
             stats["results"] = self._result_cache.stats
         return stats
 
+    def gpu_memory(self) -> dict | None:
+        """The GPU memory admission's state (`DeviceMemory.snapshot`, needs keyed by problem sha256); None in CPU
+        mode, when admission is off, or before the first GPU evaluation planned it."""
+        return self._device_memory.snapshot() if self._device_memory is not None else None
+
     def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False) -> TimingReport:
         """Eager and Inductor times of the problem's reference (GPU only), from the baseline cache in
         `cache_dir` when it has them (`TimingStats.source == "cache"`); `fresh` re-times and overwrites them."""

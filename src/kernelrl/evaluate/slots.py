@@ -224,6 +224,12 @@ class DeviceMemory:
         with self._lock:  # never lowered: a need raised by running out stays raised
             self._need[key] = max(used, self._need.get(key, 0))
 
+    def snapshot(self) -> dict:
+        """The budget, the default charge and each problem's learned charge, in bytes (for reports)."""
+        with self._lock:
+            return {"budget_bytes": self.budget_bytes, "default_bytes": self.default_bytes,
+                    "need_bytes": dict(self._need)}
+
     def ran_out(self, key: str) -> None:
         with self._lock:
             self._need[key] = min(2 * self._need.get(key, self.default_bytes), self.budget_bytes)
