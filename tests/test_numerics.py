@@ -165,9 +165,9 @@ def test_widen_computes_the_float64_reference_only_for_a_value_mismatch():
     assert widened is None and "no float64 reference: TypeError: x" in found["detail"]
     # the judge's per-trial state: the float64 model is made once, the errors once per trial
     model = _MatVec()
-    state = {"calls": [(model, [{"tensor": 0}, {"tensor": 1}])] * 2, "originals": [[torch.randn(4, 6), torch.randn(6)]] * 2,
-             "refs": [], "errors": {}}
-    state["refs"] = [[state["originals"][0][0] @ state["originals"][0][1]]] * 2
+    inputs = [torch.randn(4, 6), torch.randn(6)]
+    state = {"calls": [(model, [{"tensor": 0}, {"tensor": 1}])] * 2, "inputs": lambda index: inputs,
+             "refs": [[inputs[0] @ inputs[1]]] * 2, "errors": {}}
     references = FloatReferences()
     first = references.errors(state, 0)
     assert references.errors(state, 0) is first and set(state["errors"]) == {0}

@@ -20,6 +20,7 @@ import platform
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from functools import partial
 
 from kernelrl.problems.input_sets import (
@@ -52,8 +53,22 @@ from kernelrl.sandbox.protocol import (
     TrialPlan,
     parse_judge_request,
 )
+from kernelrl.timing.device_limits import copy_bandwidth, peak_matmul_flops, reference_flops
 
 _clock = time.perf_counter
+
+
+def _trial_inputs(originals: list, index: int) -> list:
+    """Trial `index`'s input tensors as drawn: held, or drawn again (see `_prepare_trials`)."""
+    kept = originals[index]
+    return kept() if callable(kept) else kept
+
+
+def _trial_refs(refs: list, index: int) -> list:
+    """Trial `index`'s reference outputs, computed now if they were left for later (and then kept)."""
+    if callable(refs[index]):
+        refs[index] = refs[index]()
+    return refs[index]
 
 
 def _flatten(out, torch) -> list:
@@ -132,6 +147,22 @@ class Judge:
         self._draw_on[key] = "cpu"
         return draw_inputs(self.torch, module.get_inputs, params, seed, "cpu", self.device)
 
+    def _reference_outputs(self, model, args: list[dict], tensors: list) -> list:
+        """The reference's outputs for one trial's arguments (given copies: a reference may write its inputs)."""
+        torch = self.torch
+        call_args = [tensors[a["tensor"]].clone() if "tensor" in a else a["value"] for a in args]
+        with torch.no_grad():
+            outputs = [t.detach().clone() for t in _flatten(model(*call_args), torch)]
+        self._sync()
+        return outputs
+
+    def _redrawn_reference(self, model, args: list[dict], originals: list, index: int) -> list:
+        return self._reference_outputs(model, args, _trial_inputs(originals, index))
+
+    def _redraw_tensors(self, module, params: dict, seed: int) -> list:
+        """The tensors of one draw again (the same bytes: the draw was checked to be reproducible)."""
+        return [v for v in self._inputs(module, params, seed) if isinstance(v, self.torch.Tensor)]
+
     def _is_reproducible(self, sha: str, module, set_name: str, params: dict, values: list, seed: int) -> bool:
         """Whether a second draw with the same seed gives the same bytes (no unseeded randomness, no clock),
         checked once per problem and set: then the sandbox draws the inputs itself instead of reading files."""
@@ -150,55 +181,22 @@ class Judge:
             self._reproducible[key] = len(again) == len(values) and all(map(same, values, again))
         return self._reproducible[key]
 
-    def _flops(self, sha: str, module, params: dict, args: list[dict], tensors: list) -> int | None:
-        """Matmul/convolution FLOPs of one reference forward (torch's FlopCounterMode), counted on the meta
-        device: shapes only, no compute and no device memory. Cached per problem and input set (shapes do not
-        depend on the seed). None when the model or an op has no meta support."""
-        from torch.utils.flop_counter import FlopCounterMode
-
-        torch = self.torch
+    def _flops(self, sha: str, module, params: dict, args: list[dict], inputs: Callable[[], list]) -> int | None:
+        """The reference forward's FLOPs (kernelrl.timing.device_limits), per problem and input set (shapes do
+        not depend on the seed)."""
         key = (sha, repr(sorted(params.items())))
         if key not in self._flop_counts:
-            try:
-                init_inputs = call_with(module.get_init_inputs, params)
-                with torch.device("meta"):
-                    model = module.Model(*init_inputs)
-                call = [tensors[a["tensor"]].to("meta") if "tensor" in a else a["value"] for a in args]
-                with FlopCounterMode(display=False) as counter, torch.no_grad():
-                    model(*call)
-                self._flop_counts[key] = int(counter.get_total_flops())
-            except Exception:  # noqa: BLE001 - no FLOP floor for this problem
-                self._flop_counts[key] = None
+            self._flop_counts[key] = reference_flops(self.torch, module, params, args, inputs)
         return self._flop_counts[key]
 
     def peak_flops(self, req: object = None) -> dict:
         """The fastest dense matmul rate this device reaches (FLOP/s), fp16 and fp32-with-TF32, best of a few
         8192^3 products: the FLOP floor divides a problem's FLOPs by it, so no honest kernel (whatever tensor
         cores it uses) can be faster."""
-        torch = self.torch
         if not self.gpu:
             return PeakFlopsReply(flops_per_s=None).fields()
         if self._peak_flops is None:
-            n, best = 8192, 0.0
-            allow = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = True
-            try:
-                for dtype in (torch.float16, torch.float32):
-                    a = torch.randn(n, n, device=self.device, dtype=dtype)
-                    b = torch.randn(n, n, device=self.device, dtype=dtype)
-                    a @ b
-                    for _ in range(3):
-                        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        start.record()
-                        a @ b
-                        end.record()
-                        end.synchronize()
-                        best = max(best, 2 * n**3 / (start.elapsed_time(end) / 1e3))
-                    del a, b
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = allow
-            torch.cuda.empty_cache()
-            self._peak_flops = best
+            self._peak_flops = peak_matmul_flops(self.torch, self.device)
         return PeakFlopsReply(flops_per_s=self._peak_flops).fields()
 
     def _ipc_offers(self, outputs: list) -> tuple[list, list]:
@@ -297,7 +295,8 @@ class Judge:
         seeds = [int(hashlib.sha256(f"{req.master_seed}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]
         trials, refs, originals, offers = [], [], [], {}
-        self.evals[req.eval_id] = {"refs": refs, "originals": originals, "ipc": offers, "calls": [], "errors": {}}
+        self.evals[req.eval_id] = {"refs": refs, "originals": originals, "inputs": partial(_trial_inputs, originals),
+                                   "ipc": offers, "calls": [], "errors": {}}
         try:
             self._prepare_trials(req, module, sets, plan, seeds, checked, trials, refs, originals, offers)
         except BaseException:
@@ -306,12 +305,13 @@ class Judge:
         timed_trial = next((i for i, name in enumerate(plan) if name == timed), None)
         return PrepareReply(
             timing_flops=None if timed_trial is None else self._flops(
-                req.problem_sha256, module, sets[timed], trials[timed_trial].args, originals[timed_trial]),
+                req.problem_sha256, module, sets[timed], trials[timed_trial].args,
+                partial(_trial_inputs, originals, timed_trial)),
             trials=trials,
             sets=names,
             timing_set=timing_set(list(sets)),
             seeds_sha256=hashlib.sha256(json.dumps(seeds).encode()).hexdigest(),
-            output_dtypes=sorted({dtype_name(t.dtype) for ref in refs for t in ref}),
+            output_dtypes=sorted({dtype_name(t.dtype) for ref in refs if not callable(ref) for t in ref}),
             input_dtypes=sorted({m["dtype"] for trial in trials for m in trial.inputs}),
             outputs=[tensor_meta(t) for t in refs[0]],
             device_bytes=self._device_bytes(refs, originals, offers) if self.gpu else None,
@@ -319,7 +319,9 @@ class Judge:
 
     def _device_bytes(self, refs: list, originals: list, offers: dict) -> int:
         """What this evaluation's state holds on the device: its inputs, references and shared buffers."""
-        tensors = [t for group in (*refs, *originals) for t in group if t.device.type == "cuda"]
+        # a redrawn trial keeps no inputs, a timed one no references until its output is compared
+        kept = [group for group in (*refs, *originals) if not callable(group)]
+        tensors = [t for group in kept for t in group if t.device.type == "cuda"]
         held = sum(t.numel() * t.element_size() for t in tensors)
         return held + sum(entry[1] for buffers in offers.values() for entry in buffers if entry is not None)
 
@@ -348,10 +350,10 @@ class Judge:
                 else:
                     raise TypeError(f"get_inputs() returned a {type(value).__name__}; only tensors and plain "
                                     "numbers/strings are supported")
-            call_args = [tensors[a["tensor"]].clone() if "tensor" in a else a["value"] for a in args]
-            with torch.no_grad():
-                outputs = [t.detach().clone() for t in _flatten(model(*call_args), torch)]
-            self._sync()
+            # a timed call's reference is computed when its output is compared: timing runs one evaluation at a
+            # time, so the timed references of only one are on the device at once instead of every waiting one's
+            lazy = redraw and index >= checked
+            outputs = None if lazy else self._reference_outputs(model, args, tensors)
             draw = Draw(seed=seed, on=self._draw_on.get(module.__name__, self.device.type),
                         probe=input_probe(torch, values)) if redraw else None
             ipc = None
@@ -359,8 +361,11 @@ class Judge:
                 offers[index], ipc = self._ipc_offers(outputs)
             trials.append(TrialPlan(index=index, set=set_name, inputs=metas, args=args, timed_only=index >= checked,
                                     draw=draw, ipc=ipc))
-            refs.append(outputs)
-            originals.append(tensors)
+            refs.append(partial(self._redrawn_reference, model, args, originals, index) if lazy else outputs)
+            # inputs that a draw reproduces are drawn again on the rare paths that need them (an input the
+            # sandbox changed, the float64 reference, FLOPs) instead of held: bench-sized inputs of several
+            # trials are GBs of device memory for the whole evaluation, which bounds how many run at once
+            originals.append(partial(self._redraw_tensors, module, sets[set_name], seed) if redraw else tensors)
             self.evals[req.eval_id]["calls"].append((model, args))  # for a float64 recomputation
 
     def compare(self, req: CompareRequest | dict) -> dict:
@@ -372,7 +377,7 @@ class Judge:
         index = req.trial
         out_dir = req.out_dir
         prefix = req.prefix or f"trial{index}"  # timed calls' outputs come as timed{n}_out{k}.bin
-        expected, originals = state["refs"][index], state["originals"][index]
+        expected = _trial_refs(state["refs"], index)
         metas = req.outputs
         k_ref = req.ref_error_k or 0.0  # the tolerance model's k (kernelrl.verify.tolerance)
         errors_of = partial(self._float64.errors, state, index)  # the float64 reference, on a value mismatch
@@ -391,8 +396,9 @@ class Judge:
         mismatch, widened = widen(lambda errs, kk: compare_outputs(expected, actual, req.atol, req.rtol, errs, kk),
                                   errors_of, k_ref)
         # inputs the sandbox saw change (it compares each with a pristine copy) come back as files
+        originals = state["inputs"](index) if mismatch is None and req.changed_inputs else []
         changed = [k for k in req.changed_inputs if 0 <= k < len(originals)]
-        if mismatch is None and changed:
+        if changed:
             after = [
                 read_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), {
                     "dtype": str(originals[k].dtype).removeprefix("torch."), "shape": list(originals[k].shape)},
@@ -485,23 +491,10 @@ class Judge:
     def bandwidth(self, req: object = None) -> dict:
         """Device memory bandwidth (bytes/s) of a large device-to-device copy, the best of a few: the
         speed-of-light floor divides bytes by it."""
-        torch = self.torch
         if not self.gpu:
             return BandwidthReply(bytes_per_s=None).fields()
         if self._bandwidth is None:
-            src = torch.empty(1 << 30, dtype=torch.uint8, device=self.device)
-            dst = torch.empty_like(src)
-            best = float("inf")
-            for _ in range(6):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                dst.copy_(src)
-                end.record()
-                end.synchronize()
-                best = min(best, start.elapsed_time(end) / 1e3)
-            del src, dst
-            torch.cuda.empty_cache()
-            self._bandwidth = 2 * (1 << 30) / best  # read + write
+            self._bandwidth = copy_bandwidth(self.torch, self.device)
         return BandwidthReply(bytes_per_s=self._bandwidth).fields()
 
     def release(self, req: ReleaseRequest | dict) -> dict:

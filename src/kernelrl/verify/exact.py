@@ -97,8 +97,9 @@ class FloatReferences:
 
     def errors(self, state: dict, index: int) -> tuple[list[torch.Tensor | None], str | None]:
         """Trial `index`'s errors, from the judge's state of one evaluation: per trial its reference model and
-        forward arguments ("calls": (model, [{"tensor": k} | {"value": v}])), input tensors ("originals"),
-        reference outputs ("refs"), and the errors computed so far ("errors")."""
+        forward arguments ("calls": (model, [{"tensor": k} | {"value": v}])), its input tensors ("inputs", a
+        function of the trial: held or drawn again), reference outputs ("refs"), and the errors computed so far
+        ("errors")."""
         cache = state["errors"]
         if index not in cache:
             model, args = state["calls"][index]
@@ -106,7 +107,8 @@ class FloatReferences:
             try:
                 if id(model) not in self._models:
                     self._models[id(model)] = double_model(model)
-                call = [state["originals"][index][a["tensor"]] if "tensor" in a else a["value"] for a in args]
+                tensors = state["inputs"](index)
+                call = [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in args]
                 cache[index] = reference_errors(self._models[id(model)], call, refs)
             except Exception as exc:  # noqa: BLE001 - e.g. a model deepcopy refuses: plain allclose as before
                 cache[index] = [None] * len(refs), f"{type(exc).__name__}: {str(exc)[:200]}"

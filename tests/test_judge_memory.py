@@ -1,0 +1,66 @@
+"""The judge's memory per evaluation: inputs a draw reproduces are drawn again when needed instead of held, and a
+timed call's reference is computed when its output is compared (GPU memory admission charges what it holds)."""
+
+import torch
+
+from kernelrl.sandbox.judge import Judge
+from kernelrl.sandbox.tensorio import tensor_meta, write_tensor
+
+DOUBLE = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+          "    def forward(self, x):\n        return x * 2\n"
+          "def get_inputs():\n    return [{draw}]\ndef get_init_inputs():\n    return []\n")
+
+
+def _prepare(judge: Judge, tmp_path, name: str, draw: str) -> dict:
+    path = tmp_path / f"{name}.py"
+    path.write_text(DOUBLE.format(draw=draw))
+    (tmp_path / f"in_{name}").mkdir()
+    return judge.prepare({"eval_id": name, "problem_path": str(path), "problem_sha256": name * 8,
+                          "master_seed": 11, "min_trials": 2, "input_sets": [],
+                          "in_dir": str(tmp_path / f"in_{name}"), "timing_variants": 3})
+
+
+def test_reproducible_inputs_are_drawn_again_and_timed_references_computed_when_compared(tmp_path):
+    judge = Judge("cpu")
+    prepared = _prepare(judge, tmp_path, "seeded", "torch.randn(16, 8)")
+    trials = prepared["trials"]
+    assert [t.get("timed_only", False) for t in trials] == [False, False, True]
+    state = judge.evals["seeded"]
+    assert all(callable(kept) for kept in state["originals"])  # no input held
+    assert not callable(state["refs"][0]) and not callable(state["refs"][1]) and callable(state["refs"][2])
+    for trial in trials:  # drawn again: the same bytes as the sandbox's draw from the trial's seed
+        redrawn = state["inputs"](trial["index"])[0]
+        torch.manual_seed(trial["draw"]["seed"])
+        assert torch.equal(redrawn, torch.randn(16, 8))
+
+    out = tmp_path / "out"
+    out.mkdir()
+    torch.manual_seed(trials[2]["draw"]["seed"])
+    answer = torch.randn(16, 8) * 2
+    request = {"eval_id": "seeded", "trial": 2, "out_dir": str(out), "atol": 1e-5, "rtol": 1e-5,
+               "prefix": "timed0", "outputs": [tensor_meta(answer)]}
+    write_tensor(out / "timed0_out0.bin", answer)
+    assert judge.compare(request)["mismatch"] is None
+    assert torch.equal(state["refs"][2][0], answer)  # computed for that comparison, then kept
+    write_tensor(out / "timed1_out0.bin", answer + 1)
+    assert judge.compare({**request, "prefix": "timed1"})["mismatch"] is not None
+
+    # an input the sandbox says it changed is compared with a fresh draw of the original
+    torch.manual_seed(trials[0]["draw"]["seed"])
+    x = torch.randn(16, 8)
+    write_tensor(out / "trial0_out0.bin", x * 2)
+    write_tensor(out / "trial0_in0.bin", x + 1)
+    check = {"eval_id": "seeded", "trial": 0, "out_dir": str(out), "atol": 1e-5, "rtol": 1e-5,
+             "outputs": [tensor_meta(x)]}
+    assert judge.compare(check)["mismatch"] is None
+    assert judge.compare({**check, "changed_inputs": [0]})["mismatch"] is not None
+    judge.release({"eval_id": "seeded"})
+
+
+def test_inputs_a_draw_does_not_reproduce_are_held_with_their_references(tmp_path):
+    judge = Judge("cpu")
+    prepared = _prepare(judge, tmp_path, "unseeded", "torch.randn(16, 8) + __import__('random').random()")
+    state = judge.evals["unseeded"]
+    assert len(prepared["trials"]) == 3
+    assert not any(callable(kept) for kept in (*state["originals"], *state["refs"]))
+    judge.release({"eval_id": "unseeded"})
