@@ -370,6 +370,9 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
             ev.evaluate(problem, fresh(code, f"{run}-warm"))
         print(f"{mode}: warm-up ({len(warm)} problems: judge, audits, baselines) {time.monotonic() - started:.1f} s",
               flush=True)
+        if ev.gpu_memory() is not None:  # now, so that a run stopped early still says what bounds it
+            print(f"{mode}: GPU memory admission after the warm-up: {memory_summary(ev.gpu_memory(), suite)}",
+                  flush=True)
         if mode == "grpo-batch":  # completions, as the policy wrote them (the code block is extracted)
             items = [(suite.get(pid), as_completion(fresh(code, f"{run}-{k}")) if code else text)
                      for k, (kind, pid, text, code) in enumerate(batch)]
@@ -410,12 +413,7 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
     # memory admission, the timing slot) is the bound
     row["mean_granted"] = round(sum(r.wall_time_s - r.phases_s.get("queue", 0.0) for r in results) / total, 2)
     if memory is not None:
-        ids = {p.sha256: p.id for p, _ in items}
-        gib = 1 << 30
-        row["gpu_memory"] = {"budget_gib": round(memory["budget_bytes"] / gib, 2),
-                             "default_gib": round(memory["default_bytes"] / gib, 2),
-                             "need_gib": {ids.get(k, k): round(v / gib, 2)
-                                          for k, v in sorted(memory["need_bytes"].items(), key=lambda kv: -kv[1])}}
+        row["gpu_memory"] = memory_gib(memory, suite)
     if mode == "grpo-batch":
         row["reward_batch_wall_s"] = round(total, 2)
         by_kind: dict[str, dict[str, int]] = {}
@@ -469,6 +467,22 @@ def compare_profiles(default: dict, training: dict) -> dict:
             "max_abs_rel_diff": round(max(diffs), 4) if diffs else None, "per_problem": rows}
 
 
+def memory_gib(memory: dict, suite) -> dict:
+    """`Evaluator.gpu_memory()` in GiB, the learned charges by problem id, largest first."""
+    ids = {p.sha256: p.id for p in suite}
+    gib = 1 << 30
+    return {"budget_gib": round(memory["budget_bytes"] / gib, 2), "default_gib": round(memory["default_bytes"] / gib, 2),
+            "need_gib": {ids.get(k, k): round(v / gib, 2)
+                         for k, v in sorted(memory["need_bytes"].items(), key=lambda kv: -kv[1])}}
+
+
+def memory_summary(memory: dict, suite) -> str:
+    found = memory_gib(memory, suite)
+    needs = list(found["need_gib"].values())
+    return (f"budget {found['budget_gib']} GiB, default charge {found['default_gib']} GiB; learned charges (GiB) "
+            f"median {statistics.median(needs) if needs else None}, largest {list(found['need_gib'].items())[:5]}")
+
+
 def print_fresh(row: dict) -> None:
     print(f"{row['mode']:>16}: {row['evals_per_min']:6.1f} evals/min  {row['evaluations']} evaluations in "
           f"{row['total_s']} s  median wall {row['median_wall_s']} s  p90 {row['p90_wall_s']} s  {row['statuses']}"
@@ -484,8 +498,7 @@ def print_fresh(row: dict) -> None:
     if row.get("gpu_memory"):
         memory = row["gpu_memory"]
         needs = list(memory["need_gib"].values())
-        print(f"{'':>16}  GPU memory admission: budget {memory['budget_gib']} GiB, default charge "
-              f"{memory['default_gib']} GiB; learned charges (GiB) median "
+        print(f"{'':>16}  GPU memory admission: budget {memory['budget_gib']} GiB; learned charges (GiB) median "
               f"{statistics.median(needs) if needs else None}, largest {list(memory['need_gib'].items())[:5]}",
               flush=True)
     if "statuses_by_kind" in row:
