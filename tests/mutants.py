@@ -145,4 +145,7 @@ MUTANTS = (
            "sandbox/runner.py", "watch_child",
            "if token_asked or (token_allowed is not None and not token_allowed()):", "if False:",
            ("exploits_sandbox/s01_forged_timing_token.py",), (CONTROL,)),
+    Mutant("event-order-unchecked", "messages out of the stub's order, or a second one of a kind, are accepted",
+           "sandbox/runner.py", "EventOrder.check", "last = self.seen[-1] if self.seen else None", "return None",
+           ("exploits_sandbox/s02_forged_census_from_forward.py",), (CONTROL,)),
 )

@@ -375,6 +375,44 @@ def test_the_real_child_reads_its_typed_request_and_sends_typed_events(tmp_path,
         assert (error.stage, error.exc_type, error.message) == ("correctness", "builtins.RuntimeError", "boom")
 
 
+@pytest.mark.parametrize("kinds", [
+    ["ready", "imported", "initialized", "trial", "trial", "census", "timing_token", "timing", "done"],  # GPU
+    ["ready", "imported", "initialized", "trial", "trial", "done"],  # CPU: no census, no timing
+    ["ready", "imported", "initialized", "trial", "error", "terminated"],
+    ["ready", "inputs_unavailable", "terminated"],
+    ["ready", "imported", "exit", "terminated"],
+    ["error", "terminated"],  # the stub failed before it was ready
+    ["terminated"],
+])
+def test_the_stubs_message_orders_are_accepted(kinds):
+    from kernelrl.sandbox.runner import EventOrder
+
+    order = EventOrder()
+    assert [order.check(kind) for kind in kinds] == [None] * len(kinds)
+
+
+@pytest.mark.parametrize(("kinds", "says"), [
+    (["ready", "imported", "initialized", "trial", "initialized"], "out of order"),  # forged from forward
+    (["ready", "imported", "initialized", "trial", "census", "census"], "out of order"),  # a second census
+    (["ready", "imported", "initialized", "trial", "census", "trial"], "out of order"),
+    (["ready", "imported", "initialized", "trial", "timing"], "without the timing token"),
+    (["ready", "imported", "initialized", "trial", "timing_token", "timing", "timing"], "out of order"),
+    (["ready", "imported", "initialized", "trial", "done", "trial"], "after 'done'"),
+    (["ready", "imported", "error", "done"], "after 'error'"),
+    (["ready", "ready"], "out of order"),
+    (["imported"], "out of order"),
+    (["ready", "imported", "inputs_unavailable"], "out of order"),
+    (["ready", "timing_granted"], "not a message the stub sends"),  # the runner's own, never the child's
+    (["terminated", "ready"], "after 'terminated'"),
+])
+def test_messages_out_of_the_stubs_order_are_refused(kinds, says):
+    from kernelrl.sandbox.runner import EventOrder
+
+    order = EventOrder()
+    found = [order.check(kind) for kind in kinds]
+    assert found[:-1] == [None] * (len(kinds) - 1) and says in found[-1]
+
+
 BIG_PROBLEM = PROBLEM.replace("torch.randn(16, 8)", "torch.randn(4096, 1024)")  # 16 MiB: shared buffers, samples
 
 

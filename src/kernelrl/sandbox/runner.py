@@ -24,6 +24,40 @@ MAX_PROTOCOL_LINE = 1 << 20
 # phase entered when an event arrives -> the timeout that governs it
 PHASE_AFTER_EVENT = {"ready": "import", "imported": "run"}
 
+# the stub's messages in the order it sends them (one may be missing; only "trial" repeats). Candidate code shares
+# the stub's process and can write its pipe: a message out of this order or a second one of a kind is not the
+# stub's, and what it claims (a census, timer numbers) must not replace the stub's own report
+EVENT_RANK = {"ready": 0, "imported": 1, "initialized": 2, "trial": 3, "census": 4, "timing_token": 5, "timing": 6,
+              "done": 7}
+LAST_MESSAGES = frozenset({"inputs_unavailable", "error", "exit", "done"})  # the stub's; "terminated" may follow
+
+
+class EventOrder:
+    """Checks the order and count of one child's messages (`check` each as it arrives)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.rank = -1
+
+    def check(self, kind: str) -> str | None:
+        """None when a message of `kind` may come now; else why it cannot be the stub's."""
+        last = self.seen[-1] if self.seen else None
+        if last == "terminated" or (last in LAST_MESSAGES and kind != "terminated"):
+            return f"{kind[:40]!r} message after {last!r}"
+        if kind in EVENT_RANK:
+            rank = EVENT_RANK[kind]
+            if rank < self.rank or (rank == self.rank and kind != "trial") or (self.rank < 0 and kind != "ready"):
+                return f"{kind!r} message out of order (after {last!r})"
+            if kind == "timing" and "timing_token" not in self.seen:
+                return "'timing' message without the timing token"
+            self.rank = rank
+        elif kind == "inputs_unavailable" and self.rank != 0:  # drawn after 'ready', before the import
+            return f"'inputs_unavailable' message out of order (after {last!r})"
+        elif kind not in LAST_MESSAGES and kind != "terminated":
+            return f"{kind[:40]!r} is not a message the stub sends"
+        self.seen.append(kind)
+        return None
+
 
 class LogBuffer:
     """Keeps the head and the tail of a stream; counts what was dropped in between."""
@@ -209,7 +243,8 @@ def watch_child(
     honest stub asks only after its last trial); a request before that is a protocol violation. A standby's
     `standby` message (it waits for its assignment) is not an event. `validate` (the sandbox's: the typed wire,
     `kernelrl.sandbox.protocol`) returns the event as the verdict may read it, or raises ValueError: a
-    malformed or unknown event is then a protocol violation. `cancelled()` true (a batch's deadline passed):
+    malformed or unknown event is then a protocol violation, and so is one out of the stub's order
+    (`EventOrder`). `cancelled()` true (a batch's deadline passed):
     the child is stopped and `outcome.cancelled` set.
     """
     outcome = ChildOutcome()
@@ -231,6 +266,7 @@ def watch_child(
     open_streams = 2
     next_memory_check = 0.0
     token_asked = False
+    order = EventOrder()
     finished = False
     try:
         while open_streams:
@@ -282,6 +318,10 @@ def watch_child(
                             break
                     if event["event"] == "standby":
                         continue
+                    out_of_order = order.check(event["event"]) if validate is not None else None
+                    if out_of_order:
+                        outcome.protocol_error = out_of_order
+                        break
                     outcome.events.append(event)
                     if event["event"] in PHASE_AFTER_EVENT:
                         phase, phase_start = PHASE_AFTER_EVENT[event["event"]], time.monotonic()
