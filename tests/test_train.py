@@ -226,8 +226,10 @@ def test_cli_config_file_values_are_used_and_the_command_line_wins(sft_run):
 def grpo_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("grpo") / "run"
     config = GRPOConfig(**GRPO_TINY, run_dir=str(run_dir), problems=(RELU, SCALE_SHIFT), max_completion_length=32,
-                        reward="train_rewards:text_hash", curriculum=True, micro_batch=1)
-    return config, run_grpo(config)  # micro_batch 1: the step's 2 completions in 2 accumulated passes
+                        reward="train_rewards:text_hash", curriculum=True, micro_batch=1, continuous_batching=True)
+    # micro_batch 1: the step's 2 completions in 2 accumulated passes; generated with transformers' continuous
+    # batching (the two-stage runs below generate the default way)
+    return config, run_grpo(config)
 
 
 def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite):
@@ -255,6 +257,7 @@ def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite
     # micro_batch 1: one optimizer step accumulated over the step's 2 completions, one pass each
     args = torch.load(run_dir / "checkpoints" / "checkpoint-1" / "training_args.bin", weights_only=False)
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (1, 2)
+    assert args.use_transformers_continuous_batching is True
 
 
 def test_grpo_curriculum_state_and_stats(grpo_run, suite):

@@ -148,6 +148,9 @@ class GRPOConfig(CommonConfig):
     num_iterations: int = field(default=1, metadata={"help": "Optimization passes per generated batch."})
     epochs: float = field(default=1.0, metadata={"help": "Passes over the prompts (when max_steps is -1)."})
     use_vllm: bool = field(default=False, metadata={"help": "Generate with vLLM (GPU, TRL's colocate mode)."})
+    continuous_batching: bool = field(default=False, metadata={
+        "help": "Generate with transformers' continuous batching (paged attention: a finished completion frees "
+                "its slot at once instead of waiting for the longest in the batch)."})
     curriculum: bool = field(default=True, metadata={
         "help": "Start on the lowest level and promote when the running solve rate passes the threshold."})
     curriculum_key: str = field(default="level", metadata={"help": "Tiers by level or difficulty."})

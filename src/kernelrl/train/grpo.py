@@ -123,6 +123,7 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
         save_steps=config.save_steps, save_total_limit=2, seed=config.seed, bf16=place.bf16,
         gradient_checkpointing=place.gradient_checkpointing, report_to=[], use_cpu=place.device == "cpu",
         dataloader_pin_memory=place.device != "cpu", use_vllm=config.use_vllm, vllm_mode="colocate",
+        use_transformers_continuous_batching=config.continuous_batching,
         ignore_data_skip=curriculum is not None, lr_scheduler_type="constant", warmup_steps=0,
         **({"max_prompt_length": config.max_prompt_length} if config.max_prompt_length else {}))
     model, peft_config = session.load_model()
