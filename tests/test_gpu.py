@@ -275,6 +275,9 @@ def test_gpu_memory_admission_learns_from_the_first_evaluation(suite, tmp_path):
         learned = memory.need(problem.sha256)
         assert CUDA_CONTEXT_BYTES < learned != memory.default_bytes, learned
         assert ev.gpu_memory()["need_bytes"] == {problem.sha256: learned}  # what the bench reports
+        # the audit's estimate for a first wave (timing off: one variant) against what was learned
+        assert ev.audit(problem).timing_set_bytes == 2 * GiB  # 1 GiB in, 1 GiB out
+        print(f"first-wave estimate {ev._first_need(problem) / GiB:.2f} GiB, learned {learned / GiB:.2f} GiB")
         results = list(ev.evaluate_many([(problem, code + f"\n# variant {k}\n") for k in range(8)]))
         assert all(r.status is Status.CORRECT for r in results), [r.message for r in results]
         assert memory.slots.peak <= memory.budget_bytes and memory.slots.held == 0

@@ -64,3 +64,13 @@ def test_inputs_a_draw_does_not_reproduce_are_held_with_their_references(tmp_pat
     assert len(prepared["trials"]) == 3
     assert not any(callable(kept) for kept in (*state["originals"], *state["refs"]))
     judge.release({"eval_id": "unseeded"})
+
+
+def test_the_audit_reports_one_calls_bytes_on_the_timing_set(tmp_path):
+    """What the GPU memory admission charges a problem's first evaluations from (`slots.first_need`)."""
+    judge = Judge("cpu")
+    path = tmp_path / "double.py"
+    path.write_text(DOUBLE.format(draw="torch.randn(16, 8)"))
+    report = judge.audit({"problem_path": str(path), "problem_sha256": "a" * 64, "timing": False,
+                          "tolerances": {}, "input_sets": []})
+    assert report["timing_set_bytes"] == 2 * 16 * 8 * 4  # the input and the output, float32

@@ -84,7 +84,7 @@ JUDGE_REPLIES = {
     "bandwidth": {"ok": True, "bytes_per_s": 3.1e12},
     "peak_flops": {"ok": True, "flops_per_s": None},
     "audit": {"ok": True, "flags": [{"flag": "launch_bound", "input_set": "bench", "detail": "eager takes 20 us"}],
-              "eager_ms": {"bench": 0.02}},
+              "eager_ms": {"bench": 0.02}, "timing_set_bytes": 2048},
 }
 
 

@@ -20,6 +20,7 @@ from kernelrl.evaluate.slots import (
     FairSlots,
     GiB,
     HeldSlot,
+    first_need,
     plan_device_memory,
     plan_slots,
 )
@@ -166,6 +167,16 @@ def test_device_memory_learns_each_problems_need():
     assert memory.need("other") == 3 * GiB
     assert memory.snapshot() == {"budget_bytes": 40 * GiB, "default_bytes": 3 * GiB,
                                  "need_bytes": {"p": 2 * learned, "q": 40 * GiB}}
+    # before its first evaluation finishes, a problem known to be heavy is charged its estimate, never less
+    # than the default; what its evaluations then use replaces the estimate, and running out doubles it
+    heavy = first_need(2 * GiB, 4)
+    assert heavy == int(NEED_MARGIN * (CUDA_CONTEXT_BYTES + 8 * 2 * GiB))
+    assert memory.need("h", heavy) == heavy and memory.need("h", GiB) == memory.need("h") == 3 * GiB
+    assert memory.need("h", 100 * GiB) == 40 * GiB and first_need(None, 4) is None
+    memory.ran_out("h", heavy)
+    assert memory.need("h", heavy) == 40 * GiB  # 2 x 20.7 GiB, capped
+    memory.observed("s", sandbox_peak_bytes=GiB, judge_bytes=0)
+    assert memory.need("s", heavy) == int(NEED_MARGIN * (CUDA_CONTEXT_BYTES + GiB))
     assert plan_device_memory(None, 3.0) is None and plan_device_memory(80 * GiB, 0) is None
     planned = plan_device_memory(80 * GiB, 2.0)
     assert planned.budget_bytes == int(0.8 * 80 * GiB) and planned.need("x") == 2 * GiB

@@ -33,6 +33,7 @@ from kernelrl.evaluate.slots import (
     FairSlots,
     HeldSlot,
     SlotPlan,
+    first_need,
     plan_device_memory,
     plan_slots,
 )
@@ -366,7 +367,7 @@ class Evaluator:
             first_s, first_message = time.monotonic() - started, result.message
             memory = self._gpu_admission(env)
             if memory is not None:
-                memory.ran_out(problem.sha256)
+                memory.ran_out(problem.sha256, self._first_need(problem))
             with self._slots.exclusive():
                 result = self._attempt(problem, code, env, base, caller, deadline)
             result.phases_s["oom_retry"] = round(first_s, 4)  # the first attempt's wall time
@@ -385,6 +386,12 @@ class Evaluator:
                 self._device_memory_planned = True
         return self._device_memory
 
+    def _first_need(self, problem: Problem) -> int | None:
+        """The admission's charge for a problem none of whose evaluations finished yet, from its audit."""
+        audit = self._audits.get(problem.sha256)
+        variants = self.config.timing_variants if self.config.timing else 1
+        return first_need(audit.timing_set_bytes, variants) if audit is not None else None
+
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
                  deadline: _Deadline | None = None) -> EvalResult:
         queued = time.monotonic()
@@ -394,7 +401,7 @@ class Evaluator:
         memory = self._gpu_admission(env)
         with HeldSlot(self._sandbox_slots, caller, cancel) as sandbox_slot, \
                 HeldSlot(memory.slots if memory else None, caller, cancel,
-                         memory.need(problem.sha256) if memory else 1) as device_bytes, \
+                         memory.need(problem.sha256, self._first_need(problem)) if memory else 1) as device_bytes, \
                 HeldSlot(self._compile_slots, caller, cancel) as compile_slot:
             granted = time.monotonic()
             if not sandbox_slot.held or not device_bytes.held or not compile_slot.held:

@@ -199,10 +199,23 @@ CUDA_CONTEXT_BYTES = 600 << 20  # a sandbox's CUDA context and loaded modules, o
 NEED_MARGIN = 1.25  # over the largest need seen: inputs differ by seed only in values, allocators in rounding
 
 
+def first_need(call_bytes: int | None, timing_variants: int) -> int | None:
+    """A problem's charge before any evaluation of it finished, from one reference call's inputs and outputs on
+    its timing set (the judge's audit): the sandbox holds the inputs of every timed variant and, around a
+    trial, copies of inputs and outputs, the judge a checked trial's reference and shared buffer, the allocator
+    rounds up. Calibrated on an H100: `level1/1_row_softmax` (2 GiB a call) learned 13.24 GiB with timing off
+    (one variant), which this gives; with timing's four variants it says 20.8 GiB, an upper guess."""
+    if not call_bytes:
+        return None
+    return int(NEED_MARGIN * (CUDA_CONTEXT_BYTES + (max(timing_variants, 1) + 4) * call_bytes))
+
+
 class DeviceMemory:
     """GPU memory admission for one device: `slots` hands out bytes of `budget_bytes`; `need(key)` is what an
-    evaluation of problem `key` is charged: NEED_MARGIN x the most one has used so far (`observed`), or
-    `default_bytes` before the first, doubled each time one runs out of memory beside others (`ran_out`)."""
+    evaluation of problem `key` is charged: NEED_MARGIN x the most one has used so far (`observed`), or before
+    the first, the larger of `default_bytes` and the estimate given (`first_need`: a first wave of a heavy
+    problem's evaluations would otherwise all start at the default and run out together), doubled each time one
+    runs out of memory beside others (`ran_out`)."""
 
     def __init__(self, budget_bytes: int, default_bytes: int) -> None:
         if budget_bytes < 1 or default_bytes < 1:
@@ -212,9 +225,9 @@ class DeviceMemory:
         self._need: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def need(self, key: str) -> int:
+    def need(self, key: str, first: int | None = None) -> int:
         with self._lock:
-            return min(self._need.get(key, self.default_bytes), self.budget_bytes)
+            return min(self._need.get(key, max(self.default_bytes, first or 0)), self.budget_bytes)
 
     def observed(self, key: str, sandbox_peak_bytes: int | None, judge_bytes: int | None) -> None:
         """One evaluation's use: the sandbox allocator's peak reservation and the judge's state for it."""
@@ -230,9 +243,10 @@ class DeviceMemory:
             return {"budget_bytes": self.budget_bytes, "default_bytes": self.default_bytes,
                     "need_bytes": dict(self._need)}
 
-    def ran_out(self, key: str) -> None:
+    def ran_out(self, key: str, first: int | None = None) -> None:
         with self._lock:
-            self._need[key] = min(2 * self._need.get(key, self.default_bytes), self.budget_bytes)
+            charged = self._need.get(key, max(self.default_bytes, first or 0))
+            self._need[key] = min(2 * charged, self.budget_bytes)
 
 
 def plan_device_memory(free_bytes: int | None, default_gb: float, budget_gb: float | None = None

@@ -32,6 +32,7 @@ class ProblemAudit:
     problem_sha256: str
     flags: tuple[AuditFlag, ...] = ()
     eager_ms: dict[str, float] = field(default_factory=dict)  # per timed input set (GPU audits)
+    timing_set_bytes: int | None = None  # one reference call's inputs and outputs on the timing set
 
     @property
     def unwaived(self) -> tuple[AuditFlag, ...]:
@@ -51,4 +52,5 @@ def audit_from_report(problem: Problem, report: dict) -> ProblemAudit:
     problem's waivers applied. The judge call itself lives with the evaluator (`Evaluator.audit`)."""
     waivers = problem.metadata.get("audit_waivers") or {}
     flags = tuple(AuditFlag(f["flag"], f["input_set"], f["detail"], waivers.get(f["flag"])) for f in report["flags"])
-    return ProblemAudit(problem.id, problem.sha256, flags, dict(report.get("eager_ms", {})))
+    return ProblemAudit(problem.id, problem.sha256, flags, dict(report.get("eager_ms", {})),
+                        report.get("timing_set_bytes"))

@@ -417,13 +417,15 @@ class Judge:
         except Exception as exc:  # noqa: BLE001 - an unloadable problem is the finding
             detail = f"{type(exc).__name__}: {exc}"[:500]
             return AuditReply(flags=[AuditFlag(flag="reference_raises", input_set=None, detail=detail)]).fields()
-        flags, eager_ms = [], {}
+        flags, eager_ms, timing_bytes = [], {}, None
         for name in names:
-            found, median = self._audit_set(req, module, sets, name)
+            found, median, call_bytes = self._audit_set(req, module, sets, name)
             flags.extend(AuditFlag(flag=flag, input_set=name, detail=detail) for flag, detail in found)
             if median is not None:
                 eager_ms[name] = median
-        return AuditReply(flags=flags, eager_ms=eager_ms).fields()
+            if name == timing_set(list(sets)):
+                timing_bytes = call_bytes
+        return AuditReply(flags=flags, eager_ms=eager_ms, timing_set_bytes=timing_bytes).fields()
 
     def _runner(self, model):
         torch = self.torch
@@ -435,8 +437,10 @@ class Judge:
 
         return run
 
-    def _audit_set(self, req: AuditRequest, module, sets: dict, name: str) -> tuple[list[tuple[str, str]], float | None]:
-        """Flags for one input set, and the eager median (ms) when it was timed."""
+    def _audit_set(self, req: AuditRequest, module, sets: dict, name: str
+                   ) -> tuple[list[tuple[str, str]], float | None, int | None]:
+        """Flags for one input set, the eager median (ms) when it was timed, and the bytes of one call's
+        inputs and outputs (what the GPU memory admission estimates a problem's first evaluations from)."""
         from kernelrl.sandbox.tensorio import dtype_name
         from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
         from kernelrl.verify.degeneracy import output_flags, perturbed
@@ -452,11 +456,13 @@ class Judge:
                 drawn[seed] = self._inputs(module, params, seed)
             return drawn[seed]
 
-        median = None
+        median = call_bytes = None
         try:
             model = self._model(req.problem_sha256, module, params)
             run = self._runner(model)
             probe = run(fresh(1001))
+            call_bytes = sum(v.numel() * v.element_size() for v in [*fresh(1001), *probe]
+                             if isinstance(v, torch.Tensor))
             overrides = {k: tuple(v) for k, v in req.tolerances.items()}
             tol = tolerance_for(sorted({dtype_name(t.dtype) for t in probe}), overrides)
             reinit_run = None
@@ -482,11 +488,11 @@ class Judge:
                 median = sorted(raw["times_ms"])[len(raw["times_ms"]) // 2]
                 if median < 0.1:
                     found.append(("launch_bound", f"eager takes {median * 1000:.0f} us (< 100 us)"))
-            return found, median
+            return found, median, call_bytes
         except torch.cuda.OutOfMemoryError as exc:
-            return [("too_large", f"out of GPU memory: {str(exc)[:200]}")], median
+            return [("too_large", f"out of GPU memory: {str(exc)[:200]}")], median, call_bytes
         except Exception as exc:  # noqa: BLE001 - the reference failing is the finding
-            return [("reference_raises", f"{type(exc).__name__}: {exc}"[:500])], median
+            return [("reference_raises", f"{type(exc).__name__}: {exc}"[:500])], median, call_bytes
 
     def bandwidth(self, req: object = None) -> dict:
         """Device memory bandwidth (bytes/s) of a large device-to-device copy, the best of a few: the

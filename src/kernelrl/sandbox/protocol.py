@@ -453,6 +453,7 @@ class AuditFlag(Message):
 class AuditReply(JudgeReply):
     flags: list[AuditFlag] = _field(_list(_message(AuditFlag)))
     eager_ms: dict[str, float] | None = _field(_optional(_map(_number)), default=None, omit_none=True)
+    timing_set_bytes: int | None = _field(_optional(_int), default=None, omit_none=True)  # one call's in + out
 
 
 # -- the judge's requests -----------------------------------------------------------------------------------------
