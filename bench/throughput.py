@@ -48,6 +48,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 from kernelrl import EvalConfig, Evaluator, load_suite
@@ -365,9 +366,13 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
             ev.audit(problem)
             if ev.environment().mode == "gpu" and config.timing:
                 ev.time_baselines(problem)
-            # one at a time, as a trainer past its first steps has: each problem's GPU memory need is learned
-            # from a run that had the device to itself (a first wave of unseen heavy problems would run out)
-            ev.evaluate(problem, fresh(code, f"{run}-warm"))
+            if not args.warm_batch:  # one at a time: each problem's GPU memory need learned with the device to itself
+                ev.evaluate(problem, fresh(code, f"{run}-warm"))
+        if args.warm_batch:  # all at once, as a trainer's first step: unseen problems charged their audit's estimate
+            warmed = list(ev.evaluate_many([(suite.get(pid), fresh(code, f"{run}-warm")) for pid, code in warm.items()]))
+            print(f"{mode}: warm-up batch of {len(warmed)} unseen problems: "
+                  f"{sum('oom_retry' in r.phases_s for r in warmed)} out-of-memory retries, statuses "
+                  f"{dict(Counter(r.status.value for r in warmed))}", flush=True)
         print(f"{mode}: warm-up ({len(warm)} problems: judge, audits, baselines) {time.monotonic() - started:.1f} s",
               flush=True)
         if ev.gpu_memory() is not None:  # now, so that a run stopped early still says what bounds it
@@ -531,6 +536,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile-slots", type=int, help="EvalConfig.compile_slots (default: the host's cores)")
     parser.add_argument("--sandbox-memory-gb", type=float, help="EvalConfig.sandbox_memory_gb (default 2)")
     parser.add_argument("--batch", type=int, default=64, help="grpo-batch: completions in the reward batch")
+    parser.add_argument("--warm-batch", action="store_true",
+                        help="fresh-candidates/grpo-batch: evaluate the warm-up candidates as one batch (a first "
+                             "training step's first wave: unseen problems charged their audit's estimate) instead "
+                             "of one at a time, and print its out-of-memory retries")
     parser.add_argument("--progress", type=Path, default=None,
                         help="fresh-candidates/grpo-batch: append one JSON line per finished evaluation here")
     parser.add_argument("--cpu-timing", action="store_true",
