@@ -461,23 +461,26 @@ def test_kernel_share_counts_nested_intervals_once_and_work_it_never_saw():
     assert share_of([], forward_ms=0.0)["fraction"] is None
 
 
+class SpanRecorder:
+    """A stand-in for the kernel share's tracer: records the (kind, name) of each interval it is asked to open."""
+
+    def __init__(self):
+        self.opened = []
+
+    def begin(self, kind, name):
+        self.opened.append((kind, name))
+        return name
+
+    def end(self, span):
+        pass
+
+
 def test_kernel_share_times_ops_that_launch_work_and_skips_views_and_allocations():
     import torch
 
     from kernelrl.sandbox.kernel_share import _TimedOps
 
-    class Names:  # the tracer's two calls, recorded
-        def __init__(self):
-            self.opened = []
-
-        def begin(self, kind, name):
-            self.opened.append((kind, name))
-            return name
-
-        def end(self, span):
-            pass
-
-    names = Names()
+    names = SpanRecorder()
     x = torch.randn(8, 8)
     with _TimedOps(names):
         y = torch.matmul(x, x).relu()
@@ -530,18 +533,7 @@ def test_kernel_share_classifies_copies_by_whether_they_keep_the_dtype():
     assert kind(aten.clone.default, x._neg_view()) == "other"  # materializing a negated view negates
     assert kind(aten.add.Tensor, x, x) == "other"
 
-    class Kinds:
-        def __init__(self):
-            self.opened = []
-
-        def begin(self, kind, name):
-            self.opened.append((kind, name))
-            return name
-
-        def end(self, span):
-            pass
-
-    kinds = Kinds()
+    kinds = SpanRecorder()
     with _TimedOps(kinds):
         x.t().contiguous()
         x.to(torch.float16)

@@ -148,11 +148,8 @@ class Judge:
         return draw_inputs(self.torch, module.get_inputs, params, seed, "cpu", self.device)
 
     def _reference_outputs(self, model, args: list[dict], tensors: list) -> list:
-        """The reference's outputs for one trial's arguments (given copies: a reference may write its inputs)."""
-        torch = self.torch
-        call_args = [tensors[a["tensor"]].clone() if "tensor" in a else a["value"] for a in args]
-        with torch.no_grad():
-            outputs = [t.detach().clone() for t in _flatten(model(*call_args), torch)]
+        """The reference's outputs for one trial's arguments (`_runner`: it gets copies, it may write inputs)."""
+        outputs = self._runner(model)([tensors[a["tensor"]] if "tensor" in a else a["value"] for a in args])
         self._sync()
         return outputs
 
