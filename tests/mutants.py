@@ -103,6 +103,9 @@ MUTANTS = (
     Mutant("reference-model-unchecked", "subclassing or calling the reference Model is let through",
            "candidates/rules.py", "_check_reference_model", None, "None",
            ("exploits/x11_subclass_model.py", "exploits/x12_calls_reference_model.py")),
+    Mutant("call-resolution-unchecked", "calls reachable from forward are not resolved against the allow-list "
+           "(host reads and string-named methods let through)", "candidates/resolve.py", "_check_call", None, "None",
+           ("exploits/x48_numpy_host_math_in_helper.py", "exploits/x49_operator_methodcaller.py")),
     Mutant("reach-stops-at-forward", "reachability does not follow calls of module-level helper functions",
            "candidates/reach.py", "reachable", "queue.append(mod.functions[node.id])", "pass",
            ("exploits/x05_softmax_in_helper.py",)),

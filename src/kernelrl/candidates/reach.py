@@ -15,6 +15,20 @@ ALLOWED_TORCH_CALLS = frozenset({
     "is_tensor", "is_floating_point", "no_grad", "inference_mode", "get_device", "current_device",
     "device_count", "is_available", "get_device_properties", "numel", "result_type", "promote_types",
 })
+# tensor methods that compute (a method call with one of these names is treated as PyTorch compute)
+COMPUTE_METHODS = frozenset({
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "cumprod", "softmax",
+    "log_softmax", "matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "einsum", "relu", "relu_",
+    "gelu", "silu", "sigmoid", "tanh", "exp", "exp_", "log", "log1p", "sqrt", "rsqrt", "pow", "norm", "var",
+    "std", "topk", "sort", "clamp", "clamp_", "clip", "abs", "sin", "cos", "erf", "add", "add_", "sub", "sub_",
+    "mul", "mul_", "div", "div_", "addcmul", "maximum", "minimum", "logsumexp", "layer_norm", "conv1d",
+    "conv2d", "linear", "masked_fill", "masked_fill_", "where", "lerp", "square", "reciprocal", "neg",
+    "cross_entropy", "mse_loss", "gather", "scatter", "scatter_add", "index_select", "embedding", "baddbmm_",
+    "logical_and", "logical_or", "eq", "ne", "gt", "lt", "ge", "le", "all", "any", "count_nonzero",
+    "group_norm", "batch_norm", "avg_pool2d", "max_pool2d", "adaptive_avg_pool2d", "scaled_dot_product_attention",
+    "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "softplus", "hardtanh", "elu", "leaky_relu",
+    "sigmoid_", "tanh_", "floor", "ceil", "round", "sign", "trunc", "frac", "fmod", "remainder",
+})
 # nn layers whose call runs PyTorch compute (nn.Parameter and containers are fine)
 NN_CONTAINERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Identity"})
 
@@ -250,8 +264,12 @@ def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
     subscript_launch = False
     bodies: list[ast.AST] = []
     launched: set[str] = set()
-    # a kernel's decorators run candidate code at launch (autotune hooks and pruners, heuristics' lambdas)
-    queue: list[ast.AST] = [*starts, *(d for k in mod.kernels.values() for d in getattr(k, "decorator_list", []))]
+    # a kernel's decorators run candidate code at launch (autotune hooks and pruners, heuristics' lambdas), and so
+    # does a hook registered on it (`kernel.add_pre_run_hook(fn)`, wherever that call is)
+    hooks = [n for n in ast.walk(mod.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+             n.func.attr == "add_pre_run_hook"]
+    queue: list[ast.AST] = [*starts, *hooks,
+                            *(d for k in mod.kernels.values() for d in getattr(k, "decorator_list", []))]
     while queue:
         fn = queue.pop()
         if id(fn) in seen:

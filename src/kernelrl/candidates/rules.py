@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from kernelrl.candidates.reach import (
     ALLOWED_TORCH_CALLS,
+    COMPUTE_METHODS,
     NN_CONTAINERS,
     ModuleIndex,
     called,
@@ -22,6 +23,7 @@ from kernelrl.candidates.reach import (
     launchers,
     reachable,
 )
+from kernelrl.candidates.resolve import resolve_calls
 from kernelrl.pyparse import parse_python
 from kernelrl.results import Finding
 
@@ -46,20 +48,6 @@ TORCH_VALUES = frozenset({
 })
 TORCH_DTYPE = re.compile(r"(u?int|float|bfloat|complex|qu?int|bits)\d*(_\w+)?|half|double|long|short|bool|cfloat|"
                          r"cdouble|chalf")
-# tensor methods that compute (a method call with one of these names is treated as PyTorch compute)
-COMPUTE_METHODS = frozenset({
-    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "cumprod", "softmax",
-    "log_softmax", "matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "einsum", "relu", "relu_",
-    "gelu", "silu", "sigmoid", "tanh", "exp", "exp_", "log", "log1p", "sqrt", "rsqrt", "pow", "norm", "var",
-    "std", "topk", "sort", "clamp", "clamp_", "clip", "abs", "sin", "cos", "erf", "add", "add_", "sub", "sub_",
-    "mul", "mul_", "div", "div_", "addcmul", "maximum", "minimum", "logsumexp", "layer_norm", "conv1d",
-    "conv2d", "linear", "masked_fill", "masked_fill_", "where", "lerp", "square", "reciprocal", "neg",
-    "cross_entropy", "mse_loss", "gather", "scatter", "scatter_add", "index_select", "embedding", "baddbmm_",
-    "logical_and", "logical_or", "eq", "ne", "gt", "lt", "ge", "le", "all", "any", "count_nonzero",
-    "group_norm", "batch_norm", "avg_pool2d", "max_pool2d", "adaptive_avg_pool2d", "scaled_dot_product_attention",
-    "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "softplus", "hardtanh", "elu", "leaky_relu",
-    "sigmoid_", "tanh_", "floor", "ceil", "round", "sign", "trunc", "frac", "fmod", "remainder",
-})
 PATCHABLE_MODULES = frozenset({
     "torch", "triton", "tl", "time", "builtins", "sys", "os", "F", "nn", "math", "numpy", "np", "gc", "inspect",
     "functools", "importlib", "kernelrl", "random",
@@ -226,7 +214,8 @@ def _torch_values(mod: ModuleIndex) -> list[tuple[int, str]]:
 class RuleContext:
     """What every rule's check reads, computed once per candidate: the source, its tree, the module index
     (`resolve` turns a local dotted name into the imported path), ModelNew, the function bodies reachable from
-    its forward and the kernels they launch, and the uses of banned names (`uses[rule_id]`)."""
+    its forward and the kernels they launch, the uses of banned names (`uses[rule_id]`) and the reachable calls
+    that do not resolve to a known-safe target (`calls[rule_id]`, kernelrl.candidates.resolve)."""
 
     source: str
     tree: ast.Module
@@ -235,15 +224,19 @@ class RuleContext:
     bodies: list[ast.AST]
     launched: set[str]
     uses: dict[str, list[tuple[int | None, str]]]
+    calls: dict[str, list[tuple[int | None, str]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, source: str) -> RuleContext:
         tree = parse_python(source)
         mod = ModuleIndex(tree)
         bodies, launched = reachable(mod)
-        ctx = cls(source, tree, mod, mod.classes.get("ModelNew"), bodies, launched, {})
+        calls = resolve_calls(mod, bodies)  # also launches that only tracing values shows (a factory's launcher)
+        ctx = cls(source, tree, mod, mod.classes.get("ModelNew"), bodies, launched | calls.launched, {})
         for rule_id, line, detail in _banned_uses(ctx):
             ctx.uses.setdefault(rule_id, []).append((line, detail))
+        for rule_id, line, detail in calls.findings:
+            ctx.calls.setdefault(rule_id, []).append((line, detail))
         return ctx
 
     def resolve(self, dotted: str) -> str:
@@ -371,6 +364,15 @@ def _check_banned_uses(rule_id: str) -> Callable[[RuleContext], Finds]:
     return check
 
 
+def _check_calls(rule_id: str) -> Callable[[RuleContext], Finds]:
+    """The check of a rule of the call-resolution pass (kernelrl.candidates.resolve)."""
+    def check(ctx: RuleContext) -> Finds:
+        return ctx.calls.get(rule_id, [])
+
+    check.__name__ = f"_check_{rule_id.replace('-', '_')}"
+    return check
+
+
 RULES: tuple[Rule, ...] = (
     Rule("no-custom-kernel", "reject",
          "ModelNew.forward never launches a custom kernel: launch a @triton.jit kernel with kernel[grid](...) "
@@ -414,6 +416,26 @@ RULES: tuple[Rule, ...] = (
          "CUDA C++ source must not create streams, synchronize the device, call cuBLAS/cuDNN or other vendor "
          "libraries, or paste tokens (##).",
          check=_check_cuda_source),
+    # the allow-list over every call reachable from forward (kernelrl.candidates.resolve): reject only where no
+    # honest candidate does it (the runtime census rejects both too); what cannot be verified is shown, not punished
+    Rule("host-read", "reject",
+         "tensor values read on the host (.tolist(), .numpy(), .item(), .apply_(), .map_()) are computation outside "
+         "your kernel: load the values inside the kernel instead.",
+         check=_check_calls("host-read")),
+    Rule("dynamic-attribute", "reject",
+         "a method named by a string built at run time (getattr(x, name) with a computed name, "
+         "operator.methodcaller/attrgetter) cannot be verified: call the method by its name.",
+         check=_check_calls("dynamic-attribute")),
+    Rule("unresolved-call", "warn",
+         "a call through a subscript, an argument, a loop variable or another call's result whose target cannot be "
+         "traced cannot be verified: launch the kernel directly (kernel[grid](...), a literal table of your "
+         "kernels, launch = kernel[grid]) or call your own function or helper by name.",
+         check=_check_calls("unresolved-call")),
+    Rule("unknown-call", "warn",
+         "a call that is not on the allow-list (kernel launches, allocation, views, shape and dtype queries, your "
+         "own functions, Python builtins over shapes and ints): if it computes on tensor values, do that in your "
+         "kernel; on shapes and ints it is fine.",
+         check=_check_calls("unknown-call")),
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 assert set(BANNED_MODULES.values()) | set(BANNED_CALLS.values()) | set(BANNED_ATTRIBUTES.values()) | set(
