@@ -43,6 +43,9 @@ CLASSES = (
     CorpusClass("exploits_values", "v", "wrong answers only the comparison catches (off by one, a near miss "
                 "just outside the tolerance, an input written)", "evaluate"),
     CorpusClass("exploits_sandbox", "s", "forgeries of the sandbox's protocol", "evaluate", static_checks=False),
+    CorpusClass("exploits_sandbox", "p", "probes for the reference inside the sandbox (the problem module, Model, "
+                "get_inputs, the problem file): each raises LEAK when it finds something, so `correct` means it "
+                "found nothing", "evaluate", static_checks=False),
 )
 BY_KEY = {(c.directory, c.prefix): c for c in CLASSES}
 

@@ -151,4 +151,10 @@ MUTANTS = (
     Mutant("event-order-unchecked", "messages out of the stub's order, or a second one of a kind, are accepted",
            "sandbox/runner.py", "EventOrder.check", "last = self.seen[-1] if self.seen else None", "return None",
            ("exploits_sandbox/s02_forged_census_from_forward.py",), (CONTROL,)),
+    Mutant("reference-kept-in-sandbox", "the stub keeps the problem's Model past the candidate's import, unwatched",
+           "sandbox/problem_data.py", "_draw", "reference=reference), watched", "reference=(module.Model, [])), []",
+           ("exploits_sandbox/p01_reference_hunt.py",), (CONTROL,)),
+    Mutant("problem-file-visible", "the problem file stays readable at its path inside the sandbox",
+           "sandbox/isolation.py", "hide_files", None, "True", ("exploits_sandbox/p01_reference_hunt.py",),
+           (CONTROL,)),
 )

@@ -96,7 +96,7 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
         return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                           message="the sandbox could not reproduce the problem's inputs (a problem or harness "
                                   "error, not the candidate's)",
-                          feedback=f"{trials.inputs_unavailable}. get_inputs() must depend only on torch's seed.",
+                          feedback=trials.inputs_unavailable,  # the stub's detail says what the problem must do
                           **base)
     if trials.mismatch is not None:
         m = trials.mismatch

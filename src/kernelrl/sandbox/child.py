@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 
-from kernelrl.sandbox import isolation
+from kernelrl.sandbox import isolation, problem_data
 from kernelrl.sandbox.protocol import (
     CensusEvent,
     DoneEvent,
@@ -94,31 +94,6 @@ def read_request(path: str) -> SandboxRequest | StandbyRequest:
         data = f.read()
     os.unlink(path)
     return parse_request(data)
-
-
-def _trial_inputs(request: SandboxRequest, trial: TrialPlan, problem, sets: dict, device, torch, host_stage) -> list:
-    """One trial's input tensors, before any candidate code runs: drawn here from the trial's seed when the
-    judge found the draw reproducible (checked against the judge's probe), else read from the judge's files,
-    which are then deleted (a candidate could read them and precompute answers)."""
-    from kernelrl.problems.input_sets import draw_inputs, input_probe
-    from kernelrl.sandbox.tensorio import read_tensor
-
-    draw = trial.draw
-    if draw is None:
-        tensors = []
-        for k, meta in enumerate(trial.inputs):
-            path = os.path.join(request.in_dir, f"trial{trial.index}_in{k}.bin")
-            tensors.append(read_tensor(path, meta, device, host_stage))
-            os.unlink(path)
-        return tensors
-    values = draw_inputs(torch, problem.get_inputs, sets[trial.set], draw.seed, draw.on, device)
-    if input_probe(torch, values) != draw.probe:
-        raise _InputsMismatch(f"trial {trial.index} (input set {trial.set})")
-    return [v for v in values if isinstance(v, torch.Tensor)]
-
-
-class _InputsMismatch(Exception):
-    pass
 
 
 def _args_for(trial: TrialPlan, tensors: list) -> list:
@@ -307,7 +282,6 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
 
     import torch
 
-    from kernelrl.problems.input_sets import call_with, input_sets
     from kernelrl.sandbox.census import LaunchCensus, untimed_autotune
     from kernelrl.sandbox.frontend import GpuFrontend
     from kernelrl.sandbox.kernel_share import EventShare
@@ -348,10 +322,14 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
         # address-space caps break CUDA start-up (see DESIGN.md); on GPU the parent's RSS watchdog caps memory
         if isolation.set_limit(resource.RLIMIT_AS, request.memory_limit_bytes):
             applied.append("rlimit-as")
+    problem_source = problem_data.read_source(request.problem_path)  # before the file is hidden below
     if in_pid_namespace and request.readonly_fs:
         # after CUDA start-up; the Triton, Inductor and CUDA-extension caches live in the writable paths
         if isolation.readonly_filesystem(request.writable_paths):
             applied.append("readonly-fs")
+            # the candidate reads the problem neither at its path nor from a bytecode cache beside it
+            if isolation.hide_files([request.problem_path, importlib.util.cache_from_source(request.problem_path)]):
+                applied.append("problem-hidden")
     marks["readonly_fs"] = _clock()
     if isolation.drop_capabilities():  # after CUDA start-up, which may need them
         applied.append("no-capabilities")
@@ -392,16 +370,13 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     stage = "import"
     try:
         import_marks = {"start": _clock()}
-        problem = load(request.problem_path, "kernelrl_problem")
-        sets = input_sets(problem)
-        import_marks["problem"] = _clock()
-        try:  # every trial's inputs exist before the candidate does; forward gets copies
-            pristine = {t.index: _trial_inputs(request, t, problem, sets, device, torch, host_stage)
-                        for t in request.trials}
-        except Exception as exc:  # noqa: BLE001 - no candidate code has run: a problem or harness failure
-            what = "differ from the judge's" if isinstance(exc, _InputsMismatch) else "could not be drawn"
-            channel.send(InputsUnavailableEvent(detail=f"the inputs {what}: {type(exc).__name__}: {str(exc)[:300]}"))
+        try:  # every trial's inputs and constructor arguments exist before the candidate does; the problem does not
+            drawn = problem_data.take(request, problem_source, device, torch, host_stage)
+        except problem_data.Unavailable as exc:  # no candidate code has run: a problem or harness failure
+            channel.send(InputsUnavailableEvent(detail=str(exc)[:500]))
             os._exit(0)
+        del problem_source
+        pristine = drawn.inputs  # forward gets copies
         if gpu:
             sync()
         import_marks["inputs"] = _clock()
@@ -417,14 +392,12 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
         models: dict[str, object] = {}
 
         def model_for(set_name: str):
-            # same sequence as the reference: seed, constructor args, seed, construct
+            # as the judge builds the reference: seed 42, construct (the arguments were drawn after seeding 42)
             if set_name not in models:
-                torch.manual_seed(42)
-                init_inputs = call_with(problem.get_init_inputs, sets[set_name])
                 torch.manual_seed(42)
                 if gpu:
                     torch.cuda.manual_seed(42)
-                models[set_name] = model_cls(*init_inputs).to(device)
+                models[set_name] = model_cls(*drawn.init_args[set_name]).to(device)
             return models[set_name]
 
         def stray_threads() -> list[str]:
@@ -555,12 +528,12 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             if not gpu:
                 raw = time_host(call, clock=_clock, settings=TimerSettings(**request.timer), prepare=refill,
                                 inspect=check)
-            elif request.paired_baseline:  # the problem's own Model, built as the judge builds it
-                torch.manual_seed(42)
-                init_inputs = call_with(problem.get_init_inputs, sets[timed_trials[0].set])
+            elif request.paired_baseline:  # the problem's own Model, built as the judge builds it: the one mode
+                # that keeps the reference in this process (problem_data), cross-checked with the judge's eager time
                 torch.manual_seed(42)
                 torch.cuda.manual_seed(42)
-                reference = problem.Model(*init_inputs).to(device)
+                reference_cls, reference_args = drawn.reference
+                reference = reference_cls(*reference_args).to(device)
 
                 def reference_call():
                     with torch.no_grad():

@@ -99,6 +99,27 @@ def readonly_filesystem(writable: list[str]) -> bool:
     return True
 
 
+def hide_files(paths: list[str]) -> bool:
+    """Bind /dev/null over each existing file of `paths`, so this process's mount namespace reads them empty.
+    Only after `readonly_filesystem` made every mount private (a bind would otherwise reach the host's
+    namespace); needs CAP_SYS_ADMIN. True when every existing one now reads empty."""
+    libc = _libc()
+    ms_bind = 4096
+    for path in paths:
+        real = os.path.realpath(path)
+        if not os.path.isfile(real):
+            continue
+        if libc.mount(b"/dev/null", real.encode(), None, ms_bind, None) != 0:
+            return False
+        try:
+            with open(real, "rb") as f:
+                if f.read(1):
+                    return False
+        except OSError:  # unreadable is hidden too (a nodev /dev)
+            pass
+    return True
+
+
 def drop_capabilities() -> bool:
     """Empty this process's capability sets (a no-op for non-root). Root without CAP_SYS_PTRACE cannot read
     an undumpable process's memory, and without CAP_KILL cannot signal other users' processes."""

@@ -235,7 +235,8 @@ class InitializedEvent(Event):
 
 @_message_type
 class InputsUnavailableEvent(Event):
-    """The inputs could not be drawn or differ from the judge's (before any candidate code ran)."""
+    """The inputs could not be drawn, differ from the judge's, or the problem stayed reachable after the stub
+    dropped it (before any candidate code ran; `kernelrl.sandbox.problem_data`)."""
 
     kind = "inputs_unavailable"
     detail: str = _field(_str(500))
