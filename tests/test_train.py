@@ -314,6 +314,8 @@ def test_no_verdict_completions_get_their_groups_mean_reward(tmp_path, suite, pr
     recorded = jsonl(rollouts)
     assert [r["status"] for r in recorded] == ["correct", "format_error", "correct", "format_error", "runtime_error"]
     assert "reference failed" in recorded[4]["message"] and recorded[4]["reward"] is None
+    # where each evaluation's time went (a step waits for its slowest completion)
+    assert recorded[0]["eval_wall_s"] > 0 and recorded[0]["eval_phases_s"]["first_trial"] > 0
     assert scored[0] == scored[2] > scored[1]
     assert scored[4] == scored[3]  # the group's mean of the others: advantage 0
     assert logged["kernelrl/no_verdict_rate"] == pytest.approx(1 / 5)

@@ -156,6 +156,9 @@ class KernelReward:
                 "completion": text, "status": result.status.value,
                 "reward": reward if reward is not None and math.isfinite(reward) else None,
                 "compiled": result.compiled, "speedup_vs_eager": s, "message": result.message[:300],
-                "cached": result.cached, "time": time.time()}))
+                "cached": result.cached, "time": time.time(),
+                # where the evaluation's time went: a step waits for its slowest completion
+                "eval_wall_s": round(result.wall_time_s, 3),
+                "eval_phases_s": {k: round(v, 3) for k, v in result.phases_s.items()}}))
         with self._write_lock, self.rollouts.open("a") as f:
             f.write("\n".join(lines) + "\n")
