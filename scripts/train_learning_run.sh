@@ -32,7 +32,7 @@ for phase in "${PHASES[@]}"; do
         --heldout-max-tokens 1024 --max-steps "${GRPO_STEPS:-40}" --prompts-per-step "${GRPO_PROMPTS:-4}" \
         --num-generations 8 \
         --max-completion-length 640 --temperature 0.8 --learning-rate 1e-4 --lora-r 8 --lora-alpha 16 \
-        --reward composite --format-weight 0.1 --no-eval-timing --micro-batch 8 --eval-concurrency 16 \
+        --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 8 --eval-concurrency 16 \
         --save-steps 1 --curriculum ${GRPO_ARGS:-} ;;
     *) echo "unknown phase $phase (sft, sft-heldout, grpo)" >&2; exit 2 ;;
   esac

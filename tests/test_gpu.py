@@ -283,3 +283,24 @@ def test_gpu_memory_admission_learns_from_the_first_evaluation(suite, tmp_path):
         assert memory.slots.peak <= memory.budget_bytes and memory.slots.held == 0
         print(f"budget {memory.budget_bytes / GiB:.1f} GiB, need {learned / GiB:.2f} GiB, peak held "
               f"{memory.slots.peak / GiB:.2f} GiB")
+
+
+def test_correctness_without_the_bench_inputs_still_times_on_them(suite, tmp_path):
+    """bench_correctness=False (the trainer's --no-eval-bench-inputs): the correctness trials cover check and
+    sweeps only, an untimed evaluation needs far less GPU memory, and a timed one still times on the bench set."""
+    problem, code = suite.get("level1/1_row_softmax"), example("softmax_triton.py")
+    needs = {}
+    for bench, timing in ((True, False), (False, False), (False, True)):
+        with Evaluator(device="cuda", cache_dir=tmp_path / f"{bench}{timing}", result_cache=False,
+                       bench_correctness=bench, timing=timing) as ev:
+            result = ev.evaluate(problem, code)
+            record(f"softmax bench_correctness={bench} timing={timing}", result)
+            assert result.status is Status.CORRECT, result.feedback
+            assert ("bench" in result.correctness.input_sets) is bench, result.correctness.input_sets
+            t = result.timing
+            assert bool(t and t.candidate and t.candidate.median_ms > 0) is timing
+            if not timing:
+                needs[bench] = ev._device_memory.need(problem.sha256)
+    print(f"learned need untimed: with the bench set {needs[True] / 2**30:.2f} GiB, without "
+          f"{needs[False] / 2**30:.2f} GiB")
+    assert needs[False] < 0.5 * needs[True]

@@ -347,6 +347,21 @@ def test_the_trainers_evaluator_gets_the_gpu_budget_its_placement_leaves(tmp_pat
             evaluator.close()
 
 
+def test_rewards_can_skip_the_bench_sized_inputs_but_heldout_evaluations_check_them(tmp_path):
+    from kernelrl.train.model import Placement
+    from kernelrl.train.session import Session
+
+    config = SFTConfig(run_dir=str(tmp_path), eval_device="cpu", eval_timing=False, eval_bench_inputs=False)
+    session = Session(config, None, None, [], Placement("cpu", False, False), None)
+    try:
+        rewards, heldout = session.scorer(None), session.scorer(None, timing=True)
+        assert (rewards.config.timing, rewards.config.bench_correctness) == (False, False)
+        assert (heldout.config.timing, heldout.config.bench_correctness) == (True, True)
+        assert session.scorer(None) is rewards
+    finally:
+        session.close()
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Two-stage
 

@@ -264,6 +264,7 @@ def test_input_set_helpers():
     names = list(input_sets(hooked))
     assert correctness_sets(names, gpu=False) == ["check", "sweep_a", "sweep_b"]
     assert correctness_sets(names, gpu=True)[-1] == "bench" and timing_set(names) == "bench"
+    assert correctness_sets(names, gpu=True, bench=False) == ["check", "sweep_a", "sweep_b"]
     for bad in ({"bench": {}}, {"bench": {}, "check": {}, "huge": {}}, {"bench": 1, "check": {}}):
         with pytest.raises(InputSetError):
             input_sets(types.SimpleNamespace(get_input_sets=lambda bad=bad: bad))

@@ -30,6 +30,10 @@ class EvalConfig:
     trials: int = field(default=5, metadata={
         "help": "Correctness trials, fresh random inputs each (at least one per input set)."})
     input_sets: tuple[str, ...] | None = None  # None: check + sweep* (+ bench on a GPU); see docs/problem-format.md
+    # on a GPU, the bench-sized set is among the default correctness sets; False: check and sweeps only (KB to
+    # MB instead of up to GBs an evaluation: more evaluations fit beside each other). Timed calls still run on
+    # the bench set, their outputs checked at secret positions
+    bench_correctness: bool = True
     seed: int | None = field(default=None, metadata={
         "help": "Master seed (default: a fresh secret one per evaluation)."})
     tolerances: dict[str, tuple[float, float]] | None = None  # dtype name -> (atol, rtol) overrides

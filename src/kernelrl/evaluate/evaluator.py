@@ -438,6 +438,7 @@ class Evaluator:
             prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
                                            problem_sha256=problem.sha256, master_seed=master,
                                            min_trials=cfg.trials, input_sets=list(cfg.input_sets or []), in_dir=str(in_dir),
+                                           bench_correctness=cfg.bench_correctness,
                                            timing_variants=cfg.timing_variants if env.mode == "gpu" and cfg.timing else 0)
         except JudgeError as exc:
             return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,

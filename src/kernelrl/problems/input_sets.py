@@ -41,8 +41,10 @@ def call_with(fn: Callable, params: dict) -> Any:
     return fn(**{k: v for k, v in params.items() if k in signature.parameters})
 
 
-def correctness_sets(names: list[str], gpu: bool, requested: list[str] | None = None) -> list[str]:
-    """Sets to check, in order: check, sweeps, then bench on a GPU (bench is too big for the interpreter)."""
+def correctness_sets(names: list[str], gpu: bool, requested: list[str] | None = None, bench: bool = True
+                     ) -> list[str]:
+    """Sets to check, in order: check, sweeps, then bench on a GPU (bench is too big for the interpreter) unless
+    `bench` is False."""
     if requested:
         unknown = [n for n in requested if n not in names]
         if unknown:
@@ -51,7 +53,7 @@ def correctness_sets(names: list[str], gpu: bool, requested: list[str] | None = 
     if names == [DEFAULT_SET]:
         return names
     sweeps = sorted(n for n in names if n.startswith("sweep"))
-    return [CHECK_SET, *sweeps, *([BENCH_SET] if gpu else [])]
+    return [CHECK_SET, *sweeps, *([BENCH_SET] if gpu and bench else [])]
 
 
 def timing_set(names: list[str]) -> str:

@@ -282,12 +282,12 @@ class Judge:
 
         req = PrepareRequest.coerce(req)
         module, sets = self._module(req.problem_path, req.problem_sha256)
-        names = correctness_sets(list(sets), self.gpu, req.input_sets)
+        names = correctness_sets(list(sets), self.gpu, req.input_sets, bench=req.bench_correctness)
         count = max(req.min_trials, len(names))
         plan = [names[i % len(names)] for i in range(count)]
         timed = timing_set(list(sets))
         checked = len(plan)  # trials run for correctness; the rest only feed the timed calls
-        if timed in names:  # the timed calls rotate through this many different inputs of the timing set
+        if req.timing_variants and timed in sets:  # the timed calls rotate through this many different inputs
             plan += [timed] * max(0, req.timing_variants - plan.count(timed))
         seeds = [int(hashlib.sha256(f"{req.master_seed}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]

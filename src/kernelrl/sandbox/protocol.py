@@ -489,6 +489,8 @@ class PrepareRequest(JudgeRequest):
     master_seed: int = _field(_int)
     min_trials: int = _field(_int)
     input_sets: list[str] = _field(_list(_STR), factory=list)  # empty: the problem's default sets
+    # default sets on a GPU: the bench set among them (False: check and sweeps; timed calls still use bench)
+    bench_correctness: bool = _field(_bool, default=True)
     in_dir: str = _field(_STR)
     timing_variants: int = _field(_int, default=0)
 

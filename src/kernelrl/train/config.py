@@ -63,6 +63,10 @@ class CommonConfig:
                 "the same GPU, so its sandboxes and reference outputs find room; else none)."})
     eval_timing: bool = field(default=True, metadata={
         "help": "Time correct kernels (GPU): off for correctness-only rewards, which then need no timing slot."})
+    eval_bench_inputs: bool = field(default=True, metadata={
+        "help": "Rewards (GPU): check correctness on the bench-sized inputs too; off: check and sweep sizes only "
+                "(far less GPU memory an evaluation, so more run at once; held-out evaluations always check "
+                "them)."})
     heldout_every: int = field(default=0, metadata={
         "help": "Held-out evaluation on the test split every N steps (0: only at the start and end; -1: never)."})
     heldout_at_start: bool = field(default=True, metadata={

@@ -32,7 +32,8 @@ class Session:
     problems: list[Problem]
     placement: Placement
     tokenizer: Any
-    _owned: dict[bool, Any] = field(default_factory=dict, repr=False)  # timing on/off -> Evaluator we made
+    # (timing, bench-sized correctness inputs) -> an Evaluator we made
+    _owned: dict[tuple[bool, bool], Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, config: CommonConfig) -> Session:
@@ -56,18 +57,21 @@ class Session:
         return load_policy(self.config, self.placement)
 
     def scorer(self, given: Scorer | None, timing: bool | None = None) -> Scorer:
-        """`given`, else an Evaluator on the configured device; `timing` None: the rewards' setting
-        (`eval_timing`). Held-out evaluations always time, for fast_p."""
+        """`given`, else an Evaluator on the configured device; `timing` None: the rewards' settings
+        (`eval_timing`, `eval_bench_inputs`). Held-out evaluations always time, for fast_p, and check the bench
+        inputs."""
         if given is not None:
             return given
-        timing = self.config.eval_timing if timing is None else timing
-        if timing not in self._owned:
+        rewards = timing is None
+        settings = (self.config.eval_timing if rewards else timing, self.config.eval_bench_inputs or not rewards)
+        if settings not in self._owned:
             from kernelrl.evaluate import EvalConfig, Evaluator
 
-            self._owned[timing] = Evaluator(EvalConfig(device=self.config.eval_device, timing=timing,
-                                                       max_concurrency=self.config.eval_concurrency,
-                                                       gpu_memory_budget_gb=self.placement.evaluator_gpu_budget_gb))
-        return self._owned[timing]
+            self._owned[settings] = Evaluator(EvalConfig(
+                device=self.config.eval_device, timing=settings[0], bench_correctness=settings[1],
+                max_concurrency=self.config.eval_concurrency,
+                gpu_memory_budget_gb=self.placement.evaluator_gpu_budget_gb))
+        return self._owned[settings]
 
     def heldout_fn(self, scorer: Scorer | None, label: str) -> Callable[[Any, int], None] | None:
         """The held-out evaluation the trainer callbacks run (None when switched off)."""
