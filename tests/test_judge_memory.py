@@ -74,3 +74,18 @@ def test_the_audit_reports_one_calls_bytes_on_the_timing_set(tmp_path):
     report = judge.audit({"problem_path": str(path), "problem_sha256": "a" * 64, "timing": False,
                           "tolerances": {}, "input_sets": []})
     assert report["timing_set_bytes"] == 2 * 16 * 8 * 4  # the input and the output, float32
+
+
+def test_the_first_wave_charge_counts_the_bench_set_only_when_an_evaluation_holds_it(suite):
+    """Untimed evaluations without the bench set in their correctness trials hold none of its inputs: their
+    problem's first evaluations get the default charge, not the bench set's estimate."""
+    from kernelrl import EvalConfig, Evaluator
+    from kernelrl.evaluate.slots import GiB, first_need
+    from kernelrl.problems.audit import ProblemAudit
+
+    problem = suite.get("level1/1_row_softmax")
+    expected = {(False, True): first_need(2 * GiB, 1), (True, False): first_need(2 * GiB, 4), (False, False): None}
+    for (timing, bench), need in expected.items():
+        with Evaluator(EvalConfig(device="cpu", timing=timing, bench_correctness=bench)) as ev:
+            ev._audits[problem.sha256] = ProblemAudit(problem.id, problem.sha256, timing_set_bytes=2 * GiB)
+            assert ev._first_need(problem) == need, (timing, bench)

@@ -389,8 +389,10 @@ class Evaluator:
     def _first_need(self, problem: Problem) -> int | None:
         """The admission's charge for a problem none of whose evaluations finished yet, from its audit."""
         audit = self._audits.get(problem.sha256)
+        if audit is None or not (self.config.timing or self.config.bench_correctness):
+            return None  # nothing of the timing (bench) set on the device: the default charge
         variants = self.config.timing_variants if self.config.timing else 1
-        return first_need(audit.timing_set_bytes, variants) if audit is not None else None
+        return first_need(audit.timing_set_bytes, variants)
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
                  deadline: _Deadline | None = None) -> EvalResult:
