@@ -310,9 +310,10 @@ def test_no_verdict_completions_get_their_groups_mean_reward(tmp_path, suite, pr
         scored = asyncio.run(reward(prompts=[relu.id, relu.id, relu.id, "b", "b"],
                                     completions=[[{"role": "assistant", "content": c}] for c in completions],
                                     problem_id=ids, trainer_state=SimpleNamespace(global_step=0),
-                                    log_metric=logged.__setitem__))
+                                    sampling_round=[2] * 5, log_metric=logged.__setitem__))
     recorded = jsonl(rollouts)
     assert [r["status"] for r in recorded] == ["correct", "format_error", "correct", "format_error", "runtime_error"]
+    assert {r["round"] for r in recorded} == {2}  # a dynamic-sampling round, scored like the first
     assert "reference failed" in recorded[4]["message"] and recorded[4]["reward"] is None
     # where each evaluation's time went (a step waits for its slowest completion)
     assert recorded[0]["eval_wall_s"] > 0 and recorded[0]["eval_phases_s"]["first_trial"] > 0

@@ -150,6 +150,9 @@ class GRPOConfig(CommonConfig):
     beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model is kept)."})
     loss_type: str = field(default="grpo", metadata={"help": f"TRL loss: {', '.join(LOSS_TYPES)}."})
     num_iterations: int = field(default=1, metadata={"help": "Optimization passes per generated batch."})
+    dynamic_sampling: int = field(default=0, metadata={
+        "help": "Dynamic sampling (DAPO): up to N more generation rounds a step for the groups whose rewards are "
+                "all equal (each round generates and evaluates them again; 0: off)."})
     epochs: float = field(default=1.0, metadata={"help": "Passes over the prompts (when max_steps is -1)."})
     use_vllm: bool = field(default=False, metadata={"help": "Generate with vLLM (GPU, TRL's colocate mode)."})
     continuous_batching: bool = field(default=False, metadata={
@@ -173,6 +176,8 @@ class GRPOConfig(CommonConfig):
             raise TrainConfigError("num_generations must be >= 2 (GRPO compares completions of one prompt)")
         if self.prompts_per_step < 1 or self.max_completion_length < 16 or self.num_iterations < 1:
             raise TrainConfigError("prompts_per_step >= 1, max_completion_length >= 16, num_iterations >= 1")
+        if self.dynamic_sampling < 0:
+            raise TrainConfigError(f"dynamic_sampling must be >= 0, not {self.dynamic_sampling}")
         step = self.prompts_per_step * self.num_generations
         if self.micro_batch is not None and (self.micro_batch < 1 or step % self.micro_batch):
             raise TrainConfigError(f"micro_batch must divide the step's {step} completions (prompts_per_step x "

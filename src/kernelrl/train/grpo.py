@@ -2,8 +2,9 @@
 
 A step generates `num_generations` completions for each of `prompts_per_step` prompts, sends all of them to the
 `Scorer` at once (`KernelReward`), and logs the reward components next to TRL's own metrics (reward mean/std,
-`frac_reward_zero_std`: the share of groups whose rewards are all equal and so teach nothing). With the
-curriculum on, prompts are drawn by `CurriculumSampler` from the problems the curriculum allows.
+`frac_reward_zero_std`: the share of groups whose rewards are all equal and so teach nothing); with
+`dynamic_sampling` such groups are generated again (`kernelrl.train.dynamic`). With the curriculum on, prompts
+are drawn by `CurriculumSampler` from the problems the curriculum allows.
 """
 
 from __future__ import annotations
@@ -48,13 +49,13 @@ def _curriculum(config: GRPOConfig, session: Session, run_dir: Path, rows: Seque
 
 
 def _trainer_class(curriculum: Any, row_ids: list[str]) -> type:
-    from trl import GRPOTrainer
+    from kernelrl.train.dynamic import DynamicSamplingGRPOTrainer
 
     if curriculum is None:
-        return GRPOTrainer
+        return DynamicSamplingGRPOTrainer
     from kernelrl.train.curriculum import CurriculumSampler
 
-    class CurriculumGRPOTrainer(GRPOTrainer):
+    class CurriculumGRPOTrainer(DynamicSamplingGRPOTrainer):
         """GRPOTrainer drawing its prompts from the curriculum (same index layout as its RepeatSampler)."""
 
         def _get_train_sampler(self, dataset: Any = None) -> Any:
@@ -133,7 +134,8 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
     callbacks = make_callbacks(run_dir, "grpo", config.stage, session.heldout_fn(scorer, label), config.heldout_every,
                                      config.heldout_at_start)
     trainer = trainer_class(model=model, reward_funcs=[reward], args=args, train_dataset=Dataset.from_list(rows),
-                            processing_class=session.tokenizer, peft_config=peft_config, callbacks=callbacks)
+                            processing_class=session.tokenizer, peft_config=peft_config, callbacks=callbacks,
+                            dynamic_sampling=config.dynamic_sampling)
     resume = last_checkpoint(run_dir)
     session.train(trainer, resume)
     adapter = run_dir / ADAPTER

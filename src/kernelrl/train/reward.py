@@ -4,8 +4,9 @@ TRL calls reward functions with `prompts, completions, completion_ids`, the data
 among them), `trainer_state` and `log_metric`; an async `__call__` runs on TRL's event loop, so evaluation
 overlaps nothing else in the step but never blocks other async reward terms. Any `Scorer` works: an `Evaluator`
 on a device of the user's choosing (CPU mode, a GPU the policy does not train on), a `MultiDeviceEvaluator`, or a
-remote one. Each completion is recorded in `rollouts.jsonl` with its prompt, verdict and reward, so a run's
-trajectories become the next SFT set.
+remote one. Each completion is recorded in `rollouts.jsonl` with its prompt, verdict and reward (and its
+dynamic-sampling round, from the `sampling_round` column; 1 without it), so a run's trajectories become the next
+SFT set.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ class KernelReward:
         return float(r)
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None, *,
-                       problem_id: list[str], trainer_state: Any = None,
+                       problem_id: list[str], trainer_state: Any = None, sampling_round: list[int] | None = None,
                        log_metric: Callable[[str, float], None] | None = None, **columns: Any) -> list[float]:
         # the optimizer step these completions first train (TRL's global_step counts finished steps)
         step = int(getattr(trainer_state, "global_step", 0) or 0) + 1
@@ -141,18 +142,19 @@ class KernelReward:
         if log_metric is not None:
             for key, value in metrics.items():
                 log_metric(key, float(value))
-        self._record(step, prompts, texts, done, scored)
+        self._record(step, sampling_round or [1] * len(texts), prompts, texts, done, scored)
         return rewards
 
-    def _record(self, step: int, prompts: list, texts: list[str], results: list[EvalResult],
+    def _record(self, step: int, rounds: list[int], prompts: list, texts: list[str], results: list[EvalResult],
                 rewards: list[float | None]) -> None:
         if self.rollouts is None:
             return
         lines = []
-        for prompt, text, result, reward in zip(prompts, texts, results, rewards, strict=True):
+        for round_, prompt, text, result, reward in zip(rounds, prompts, texts, results, rewards, strict=True):
             s = speedup(result, "eager") if result.correct else None
             lines.append(json.dumps({
-                "step": step, "stage": self.stage, "problem_id": result.problem_id, "prompt": prompt,
+                "step": step, "round": round_, "stage": self.stage, "problem_id": result.problem_id,
+                "prompt": prompt,
                 "completion": text, "status": result.status.value,
                 "reward": reward if reward is not None and math.isfinite(reward) else None,
                 "compiled": result.compiled, "speedup_vs_eager": s, "message": result.message[:300],
