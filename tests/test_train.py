@@ -252,6 +252,7 @@ def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite
     assert step["step"] == 1 and step["reward_std"] > 0 and step["frac_reward_zero_std"] == 0
     assert step["kernelrl/format_error_rate"] == sum(r["status"] == "format_error" for r in rollouts) / 2
     assert step["kernelrl/correct_rate"] == sum(r["status"] == "correct" for r in rollouts) / 2
+    assert step["kernelrl/generation_seconds"] > 0
     # LoRA's B matrices start at zero: a non-zero advantage moved them
     assert max(float(b.abs().max()) for b in lora_b(outcome.adapter)) > 0
     # micro_batch 1: one optimizer step accumulated over the step's 2 completions, one pass each

@@ -14,6 +14,7 @@ every round.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,6 +103,15 @@ class DynamicSamplingGRPOTrainer(GRPOTrainer):
                              "between processes); drop --dynamic-sampling under accelerate launch")
         self.dynamic_sampling = dynamic_sampling
         self._scored: torch.Tensor | None = None
+
+    def _generate_single_turn(self, *args: Any, **kwargs: Any) -> Any:
+        # TRL reports its own timing to wandb/mlflow only: a step's generation seconds next to
+        # kernelrl/eval_seconds in metrics.jsonl say which of the two holds a step up
+        started = time.monotonic()
+        try:
+            return super()._generate_single_turn(*args, **kwargs)
+        finally:
+            self._log_metric("kernelrl/generation_seconds", time.monotonic() - started)
 
     def _calculate_rewards(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         # each round's (completions x reward functions) rewards: which groups are still equal
