@@ -63,7 +63,7 @@ class Trials:
 
     def flag(self, check: str, detail: str = "") -> bool:
         """Record a runtime finding; False (stop the candidate) when its policy rejects."""
-        policy = self.policy.get(check, "reject")
+        policy = self.policy.get(check) or RUNTIME_CHECKS[check].default_policy(self.device)
         if policy == "off":
             return True
         self.findings.append(Finding(rule=check, policy=policy, message=RUNTIME_CHECKS[check].message,
@@ -129,7 +129,15 @@ class Trials:
                     "rt-deferred-write", f"output {k} of trial {self.run - 1} changed after a device-wide sync"):
                 return False
         threads = event.get("threads")
-        return not threads or self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive")
+        if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive"):
+            return False
+        return self._native_threads(event, f"after trial {self.run - 1}")
+
+    def _native_threads(self, event: dict, where: str) -> bool:
+        native = event.get("native_threads")
+        if not isinstance(native, list) or not native:
+            return True
+        return self.flag("rt-native-thread", f"{where}: " + "; ".join(str(x) for x in native[:2]))
 
     def _runtime_facts(self, event: dict, raw: list[dict]) -> bool:
         for k, meta in enumerate(raw):
@@ -213,6 +221,8 @@ class Trials:
                                   f"timed call {check.get('rep')} (inputs of trial {trial}): {found.get('detail', '')}")
         threads = event.get("threads")
         if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive during or after timing"):
+            return False
+        if not self._native_threads(event, "during or after timing"):
             return False
         calls, launches = event.get("calls"), event.get("launches")
         if isinstance(calls, int) and isinstance(launches, int) and launches < calls:

@@ -285,6 +285,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     from kernelrl.sandbox.census import LaunchCensus, untimed_autotune
     from kernelrl.sandbox.frontend import GpuFrontend
     from kernelrl.sandbox.kernel_share import EventShare
+    from kernelrl.sandbox.native_threads import NativeThreads, warm_pools
     from kernelrl.sandbox.opcensus import OpCensus
     from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, same_bytes, tensor_meta, write_tensor
     from kernelrl.timing import cuda_timer
@@ -381,6 +382,9 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             sync()
         import_marks["inputs"] = _clock()
         threads_before = set(current_frames())
+        warm_pools(torch)  # the thread pools honest work starts lazily, started now: then the baseline
+        native = NativeThreads(current_frames)
+        native.mark()
         candidate = load(request.candidate_path, "kernelrl_candidate")
         model_cls = getattr(candidate, "ModelNew", None)
         if not isinstance(model_cls, type):
@@ -452,7 +456,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 del pristine[index]
             previous += outputs
             channel.send(TrialEvent(index=index, outputs=[OutputMeta(**m) for m in metas], launches=launched,
-                                    threads=stray_threads(), changed_inputs=changed,
+                                    threads=stray_threads(), native_threads=native.stray() or None, changed_inputs=changed,
                                     census=OpReport(**found) if found else None))
 
         # CPU mode times only when asked to (timing_mode 'host': the host clock around the interpreter)
@@ -468,11 +472,13 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             # measured before the token: other sandboxes time meanwhile (a timed run pauses this one)
             if request.kernel_share and gpu:
                 measured = _candidate_gpu_fraction(torch, share, census, model, args)
-                channel.send(CensusEvent(fraction=measured.pop("fraction"), method=measured.pop("method"),
-                                         details=measured))
+                method = measured.pop("method")
+                if method == "profiler":  # CUPTI's threads are the stub's own (the trials were checked before)
+                    native.absorb()
+                channel.send(CensusEvent(fraction=measured.pop("fraction"), method=method, details=measured))
             _wait_for_timing_token(channel, control_fd)
             granted = _clock()
-            state: dict = {"variant": 0, "checks": set(), "check_s": 0.0, "threads": set()}
+            state: dict = {"variant": 0, "checks": set(), "check_s": 0.0, "threads": set(), "native": []}
             checked: list[TimedCheck] = []
 
             def refill() -> None:
@@ -485,6 +491,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 # after every call, not only once the timing ends: a thread that lives for some of the timed
                 # calls could launch work while the launch cover holds the GPU, outside the timed region
                 state["threads"].update(stray_threads())
+                state["native"] = state["native"] or native.stray()
                 if i is not None and reps > state.get("planned", 0):
                     # which timed calls are checked: secret, drawn once the rep count is known, and again from
                     # each batch an adaptive timer adds (a candidate must not behave for the first batch only)
@@ -547,7 +554,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             found = ops.report()
             channel.send(TimingEvent(timer=raw, paired_reference=paired_reference, checked=checked,
                                      calls=state["calls"], launches=census.launches - launches,
-                                     threads=sorted(state["threads"].union(stray_threads()))[:8], marks=timing_marks,
+                                     threads=sorted(state["threads"].union(stray_threads()))[:8],
+                                     native_threads=state["native"] or native.stray() or None, marks=timing_marks,
                                      census=OpReport(**found) if found else None))
     except SystemExit as exc:
         channel.send(ExitEvent(stage=stage, code=str(exc.code)[:200]))

@@ -262,6 +262,8 @@ class TrialEvent(Event):
     launches: int = _field(_int)  # candidate kernel launches during the call
     threads: list[str] = _field(_THREADS)  # threads the candidate left running
     changed_inputs: list[int] = _field(_list(_int, limit=64))  # inputs forward wrote to (the files say how)
+    # OS threads new since the candidate's import that are not Python's (kernelrl.sandbox.native_threads)
+    native_threads: list[str] | None = _field(_optional(_THREADS), default=None, omit_none=True)
     census: OpReport | None = _field(_optional(_message(OpReport)), default=None, omit_none=True)
 
 
@@ -303,6 +305,7 @@ class TimingEvent(Event):
     launches: int = _field(_int)
     threads: list[str] = _field(_THREADS)
     marks: dict[str, float] = _field(_MARKS)
+    native_threads: list[str] | None = _field(_optional(_THREADS), default=None, omit_none=True)
     census: OpReport | None = _field(_optional(_message(OpReport)), default=None, omit_none=True)
 
     def raw(self) -> dict:

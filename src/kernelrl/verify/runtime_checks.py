@@ -12,6 +12,10 @@ class RuntimeCheck:
     id: str
     message: str
     gpu_only: bool = False
+    gpu_policy: str = "reject"  # the default policy on a GPU (on the CPU every check rejects by default)
+
+    def default_policy(self, device: str) -> str:
+        return self.gpu_policy if device == "cuda" else "reject"
 
 
 RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
@@ -23,6 +27,11 @@ RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
                                             "caller still holds; allocate a new output tensor per call"),
     RuntimeCheck("rt-thread-left-running", "a thread the candidate started is still running after forward "
                                            "returned; do all work inside forward, on the calling thread"),
+    # warn on a GPU until GPU runs show that honest work there (CUDA, Triton, cuBLAS) starts no thread after the
+    # stub's baseline; on the CPU the honest corpus and every reference solution start none (tests/test_rules.py)
+    RuntimeCheck("rt-native-thread", "an OS thread the candidate started (in C, outside Python's threading) is "
+                                     "still running after forward returned; do all work inside forward, on the "
+                                     "calling thread", gpu_policy="warn"),
     RuntimeCheck("rt-no-kernel-launched", "forward returned without launching any kernel the candidate defines; "
                                           "the custom kernel must do the work on every call"),
     RuntimeCheck("rt-aten-op", "forward ran PyTorch ops outside the allow-list (allocation, views, metadata, "
