@@ -193,8 +193,8 @@ def rules_cmd(json_output: JsonOpt = False) -> None:
     from kernelrl.candidates.rules import RULES
     from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 
-    runtime = [{"id": c.id, "policy": "reject", "message": c.message, "kind": "runtime",
-                "gpu_only": c.gpu_only} for c in RUNTIME_CHECKS.values()]
+    runtime = [{"id": c.id, "policy": c.default_policy("cpu"), "gpu_policy": c.default_policy("cuda"),
+                "message": c.message, "kind": "runtime", "gpu_only": c.gpu_only} for c in RUNTIME_CHECKS.values()]
     if json_output:
         static = [{"id": r.id, "policy": r.policy, "message": r.message, "kind": "static"} for r in RULES]
         typer.echo(json.dumps(static + runtime, indent=2))
@@ -204,7 +204,9 @@ def rules_cmd(json_output: JsonOpt = False) -> None:
                                               "policy per id)", [(r.id, r.policy, r.message) for r in RULES]))
     console.print(render.rules_table(
         console, f"{len(runtime)} runtime checks (EvalConfig.runtime_policy overrides the policy per id)",
-        [(c["id"], "reject", c["message"] + (" (GPU)" if c["gpu_only"] else "")) for c in runtime]))
+        [(c["id"], c["gpu_policy"] if c["gpu_only"] or c["gpu_policy"] == c["policy"]
+          else f"{c['policy']} (GPU: {c['gpu_policy']})", c["message"] + (" (GPU)" if c["gpu_only"] else ""))
+         for c in runtime]))
 
 
 # -- audit, baselines --------------------------------------------------------------------------------------------
