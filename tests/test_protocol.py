@@ -28,7 +28,7 @@ REQUEST = {
     **SETTINGS, "problem_path": "/p/problem.py", "candidate_path": "/w/candidate.py", "in_dir": "/w/in",
     "out_dir": "/w/out", "trials": [PLANNED, PLANNED_FILES], "timing_set": "bench", "timing": True,
     "timer": {"warmup_ms": 50.0, "target_ms": 100.0, "rse_target": None}, "timing_mode": "events",
-    "paired_baseline": False, "kernel_share": True, "memory_limit_bytes": 16 << 30, "readonly_fs": True,
+    "paired_baseline": False, "kernel_share": True, "timed_mix": True, "memory_limit_bytes": 16 << 30, "readonly_fs": True,
     "writable_paths": ["/w", "/cache/triton/abc"],
 }
 
@@ -77,7 +77,7 @@ JUDGE_REQUESTS = {
 JUDGE_REPLIES = {
     "prepare": {"ok": True, "timing_flops": None, "trials": [PLANNED, PLANNED_FILES], "sets": ["check"],
                 "timing_set": "bench", "seeds_sha256": "b" * 64, "output_dtypes": ["float32"],
-                "input_dtypes": ["float32"], "outputs": [META], "device_bytes": 1 << 28},
+                "input_dtypes": ["float32"], "outputs": [META], "device_bytes": 1 << 28, "timed_mix": True},
     "compare": {"ok": True, "mismatch": {"reason": "values", "output_index": 0, "detail": "max abs diff 1.0"}},
     "release": {"ok": True},
     "baselines": {"ok": True, "eager": {"times_ms": [1.0]}, "inductor": {"times_ms": [0.9]}, "inductor_compile_s": 3.5},

@@ -59,6 +59,9 @@ class EvalConfig:
     extra_rules: tuple[str, ...] = ()
     runtime_policy: dict[str, str] | None = None  # runtime check id -> 'reject' | 'warn' | 'off' (default reject)
     timing_variants: int = 4  # different inputs the timed calls rotate through (>= 3 defeats parity caches)
+    # fresh inputs per timed call: each element from one of two variants by a secret mask (kernelrl.sandbox.timed_mix);
+    # problems with METADATA["timed_inputs"] == "rotate" keep the rotation. False: the rotation for every problem
+    fresh_timed_inputs: bool = True
     # 'events' (each call timed with CUDA events) or 'cuda-graph' (the call captured once, replays timed: no
     # launch overhead; falls back to events when the call cannot be captured). TimingStats.mode says which ran
     timing_mode: str = "events"

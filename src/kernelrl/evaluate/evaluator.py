@@ -466,6 +466,7 @@ class Evaluator:
             timer=dataclasses.asdict(self._measure.candidate_timer(problem, env)),
             timing_mode=HOST_MODE if host_timing else cfg.timing_mode,
             paired_baseline=cfg.paired_baseline,
+            timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True),
             # the measured forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
             kernel_share=cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
                 "rt-kernel-gpu-fraction", "reject") != "off",

@@ -174,8 +174,8 @@ class Trials:
                 return False
         return True
 
-    def _compare(self, trial: int, raw: list[dict], prefix: str | None, changed_inputs: object = None
-                 ) -> dict | None | bool:
+    def _compare(self, trial: int, raw: list[dict], prefix: str | None, changed_inputs: object = None,
+                 mix: dict | None = None) -> dict | None | bool:
         """The judge's mismatch for one set of output files, None when they match, False on a failure."""
         try:
             metas = [validate_meta(m, self.max_bytes) for m in raw]
@@ -196,7 +196,7 @@ class Trials:
             reply = self.judge.request("compare", eval_id=self.eval_id, trial=trial, out_dir=self.out_dir,
                                        outputs=metas, atol=self.tol.atol, rtol=self.tol.rtol, prefix=prefix,
                                        changed_inputs=[k for k in changed[:64] if isinstance(k, int)],
-                                       ref_error_k=self.ref_error_k or None)
+                                       ref_error_k=self.ref_error_k or None, **(mix or {}))
             return WIDENED if reply.get("widened") and reply["mismatch"] is None else reply["mismatch"]
         except JudgeError as exc:
             self.problem = f"outputs could not be compared: {str(exc)[-500:]}"
@@ -213,12 +213,16 @@ class Trials:
             if not isinstance(trial, int) or not 0 <= trial < len(self.plan) or not isinstance(check.get("outputs"), list):
                 self.problem = "malformed timed-call check"
                 return False
-            found = self._compare(trial, check["outputs"], f"timed{n}")
+            mix = self._mix(check, trial)  # fresh inputs: trial's mixed with another's (kernelrl.sandbox.timed_mix)
+            if mix is False:
+                return False
+            found = self._compare(trial, check["outputs"], f"timed{n}", mix=mix)
             if found is False:
                 return False
             if found is not None and found is not WIDENED:
+                inputs = f"trial {trial}" + (f" mixed with trial {mix['mix_trial']}" if mix else "")
                 return self.flag("rt-timed-output-mismatch",
-                                  f"timed call {check.get('rep')} (inputs of trial {trial}): {found.get('detail', '')}")
+                                  f"timed call {check.get('rep')} (inputs of {inputs}): {found.get('detail', '')}")
         threads = event.get("threads")
         if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive during or after timing"):
             return False
@@ -228,6 +232,17 @@ class Trials:
         if isinstance(calls, int) and isinstance(launches, int) and launches < calls:
             return self.flag("rt-no-kernel-launched", f"{launches} candidate kernel launches in {calls} timed calls")
         return self._op_census(event.get("census"), "timed calls")
+
+    def _mix(self, check: dict, trial: int) -> dict | None | bool:
+        """A timed check's mix (the other variant's trial, of the same set, and the mask seed), None without one."""
+        other, seed = check.get("mix_trial"), check.get("mix_seed")
+        if other is None and seed is None:
+            return None
+        if not (isinstance(other, int) and isinstance(seed, int) and 0 <= other < len(self.plan) and 0 <= seed < 2**63
+                and self.plan[other]["set"] == self.plan[trial]["set"]):
+            self.problem = "malformed timed-call check"
+            return False
+        return {"mix_trial": other, "mix_seed": seed}
 
     def _mismatch(self, output_index: int, reason: str, detail: str) -> bool:
         self.mismatch = Mismatch(trial=self.run - 1, output_index=output_index, reason=reason, detail=detail,

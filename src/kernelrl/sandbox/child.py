@@ -43,6 +43,7 @@ from kernelrl.sandbox.protocol import (
     TrialPlan,
     parse_request,
 )
+from kernelrl.sandbox.timed_mix import SEED_BITS, Mixer
 
 _clock = time.perf_counter  # captured before any candidate code exists
 _TIMED_CHECKS = 4  # timed calls whose outputs go to the judge (one more per batch an adaptive timer adds)
@@ -353,6 +354,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     secret = random.Random(int.from_bytes(os.urandom(16), "little"))  # which timed calls are checked
     current_frames = sys._current_frames
     tensor_copy = torch.Tensor.copy_  # refills the timed calls' inputs; taken before any candidate code runs
+    mixer = Mixer(torch)  # fresh timed inputs (kernelrl.sandbox.timed_mix): its functions taken now, likewise
     timer_ops = TimerOps.capture(torch) if gpu else None  # the flush and the launch cover, likewise
     ipc = _shared_buffers() if gpu else None  # large correctness outputs into the judge's buffers
     # the evaluator's GPU memory admission learns from it; taken now, before the candidate can patch it
@@ -464,7 +466,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             stage = "timing"
             model = model_for(timed_trials[0].set)
             # the timed calls rotate through the timing set's trials (their pristine inputs), refilled into the
-            # same buffers before each call, never the same inputs twice in a row; a secret subset of calls is
+            # same buffers before each call, never the same inputs twice in a row; with timed_mix each call gets
+            # fresh inputs, every element from variant a or b by a secret mask; a secret subset of calls is
             # checked, large outputs at secret positions
             variants = [pristine[t.index] for t in timed_trials]
             buffers = [t.clone() for t in variants[0]]
@@ -484,6 +487,11 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             def refill() -> None:
                 if len(variants) > 1:
                     state["variant"] = secret.choice([v for v in range(len(variants)) if v != state["variant"]])
+                if request.timed_mix and len(variants) > 1:  # outside the timed region, like the copy
+                    other = secret.choice([v for v in range(len(variants)) if v != state["variant"]])
+                    state["mix"] = (timed_trials[other].index, secret.getrandbits(SEED_BITS))
+                    mixer.into(buffers, variants[state["variant"]], variants[other], state["mix"][1])
+                    return
                 for dst, src in zip(buffers, variants[state["variant"]], strict=True):
                     tensor_copy(dst, src)
 
@@ -516,8 +524,9 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                         else:
                             write_tensor(path, t, host_stage)
                     metas.append(meta)
-                checked.append(TimedCheck(rep=i, trial=timed_trials[state["variant"]].index,
-                                          outputs=[OutputMeta(**m) for m in metas]))
+                mix_trial, mix_seed = state.get("mix", (None, None))
+                checked.append(TimedCheck(rep=i, trial=timed_trials[state["variant"]].index, mix_trial=mix_trial,
+                                          mix_seed=mix_seed, outputs=[OutputMeta(**m) for m in metas]))
                 state["check_s"] += _clock() - began
 
             def call():  # counted: a CUDA graph's replays run no Python, so its calls are the captures

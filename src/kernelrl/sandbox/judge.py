@@ -53,6 +53,7 @@ from kernelrl.sandbox.protocol import (
     TrialPlan,
     parse_judge_request,
 )
+from kernelrl.sandbox.timed_mix import mixed_reference, mixes
 from kernelrl.timing.device_limits import copy_bandwidth, peak_matmul_flops, reference_flops
 
 _clock = time.perf_counter
@@ -312,6 +313,7 @@ class Judge:
             input_dtypes=sorted({m["dtype"] for trial in trials for m in trial.inputs}),
             outputs=[tensor_meta(t) for t in refs[0]],
             device_bytes=self._device_bytes(refs, originals, offers) if self.gpu else None,
+            timed_mix=mixes(getattr(module, "METADATA", None)),
         ).fields()
 
     def _device_bytes(self, refs: list, originals: list, offers: dict) -> int:
@@ -374,10 +376,13 @@ class Judge:
         index = req.trial
         out_dir = req.out_dir
         prefix = req.prefix or f"trial{index}"  # timed calls' outputs come as timed{n}_out{k}.bin
-        expected = _trial_refs(state["refs"], index)
+        if req.mix_trial is not None:  # a timed call's fresh inputs: rebuilt from its two variants and mask seed
+            expected, errors_of = mixed_reference(self.torch, state, index, req.mix_trial, req.mix_seed or 0,
+                                                  self._reference_outputs, self._float64.errors)
+        else:  # errors_of: the float64 reference, on a value mismatch
+            expected, errors_of = _trial_refs(state["refs"], index), partial(self._float64.errors, state, index)
         metas = req.outputs
         k_ref = req.ref_error_k or 0.0  # the tolerance model's k (kernelrl.verify.tolerance)
-        errors_of = partial(self._float64.errors, state, index)  # the float64 reference, on a value mismatch
         if any(m.get("sampled") for m in metas):  # a timed call's large outputs, sampled at secret positions
             def read(k: int, meta: dict, ref):
                 header = {"dtype": meta["dtype"], "shape": [meta["sampled"]]} if meta.get("sampled") else meta

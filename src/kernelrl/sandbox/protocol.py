@@ -130,6 +130,7 @@ class SandboxRequest(SandboxSettings):
     timing_mode: str = _field(_STR)
     paired_baseline: bool = _field(_bool)
     kernel_share: bool = _field(_bool)  # measure the candidate's share of the GPU time before timing
+    timed_mix: bool = _field(_bool, default=False)  # fresh inputs per timed call (kernelrl.sandbox.timed_mix)
     memory_limit_bytes: int = _field(_int)
     readonly_fs: bool = _field(_bool)
     writable_paths: list[str] = _field(_list(_STR))
@@ -202,6 +203,9 @@ class TimedCheck(Message):
     rep: int = _field(_int)
     trial: int = _field(_int)
     outputs: list[OutputMeta] = _field(_list(_message(OutputMeta)))
+    # fresh inputs (kernelrl.sandbox.timed_mix): `trial`'s inputs mixed with `mix_trial`'s under mask seed `mix_seed`
+    mix_trial: int | None = _field(_optional(_int), default=None, omit_none=True)
+    mix_seed: int | None = _field(_optional(_int), default=None, omit_none=True)
 
 
 _MARKS = _map(_number)  # diagnostics: seconds from a start to each milestone
@@ -411,6 +415,7 @@ class PrepareReply(JudgeReply):
     outputs: list[dict] = _field(_list(_dict))  # headers of the first trial's reference outputs
     # GPU: device memory the judge holds for this evaluation until its release (inputs, references, buffers)
     device_bytes: int | None = _field(_optional(_int), default=None, omit_none=True)
+    timed_mix: bool = _field(_bool, default=True)  # False: METADATA["timed_inputs"] == "rotate"
 
 
 @_message_type
@@ -514,6 +519,8 @@ class CompareRequest(JudgeRequest):
     changed_inputs: list[int] = _field(_list(_int), factory=list)
     # k of the float64-reference allowance for a value mismatch (kernelrl.verify.tolerance); None or 0: allclose only
     ref_error_k: float | None = _field(_optional(_number), default=None, omit_none=True)
+    mix_trial: int | None = _field(_optional(_int), default=None, omit_none=True)  # a timed call's mixed inputs
+    mix_seed: int | None = _field(_optional(_int), default=None, omit_none=True)
 
 
 @_message_type

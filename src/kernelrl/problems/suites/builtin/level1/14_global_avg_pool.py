@@ -2,7 +2,9 @@ import torch
 import torch.nn as nn
 
 METADATA = {"tags": ["pooling", "reduction", "average"], "family": "global_pool", "difficulty": 2,
-            "dtype": "float32"}
+            "dtype": "float32",
+            # a per-channel offset shared by the whole draw: an element-wise mix of two draws breaks it
+            "timed_inputs": "rotate"}
 
 
 class Model(nn.Module):

@@ -1,7 +1,9 @@
 import torch
 import torch.nn as nn
 
-METADATA = {"tags": ["reduction", "norm", "broadcast", "division", "fused"], "family": "row_l2_normalize", "difficulty": 2, "dtype": "float32"}
+METADATA = {"tags": ["reduction", "norm", "broadcast", "division", "fused"], "family": "row_l2_normalize", "difficulty": 2, "dtype": "float32",
+            # a per-row scale shared by the row: an element-wise mix of two draws breaks it
+            "timed_inputs": "rotate"}
 
 
 class Model(nn.Module):

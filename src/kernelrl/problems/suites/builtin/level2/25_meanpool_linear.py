@@ -1,7 +1,9 @@
 import torch
 import torch.nn as nn
 
-METADATA = {"tags": ["reduction", "mean", "pooling", "gemm", "bias", "fused"], "family": "meanpool_linear", "difficulty": 2, "dtype": "float32"}
+METADATA = {"tags": ["reduction", "mean", "pooling", "gemm", "bias", "fused"], "family": "meanpool_linear", "difficulty": 2, "dtype": "float32",
+            # a per-(batch, feature) offset shared along the length: an element-wise mix of two draws breaks it
+            "timed_inputs": "rotate"}
 
 
 class Model(nn.Module):

@@ -2,7 +2,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-METADATA = {"tags": ["reduction", "dot", "norm", "cosine_similarity", "fused"], "family": "cosine_similarity", "difficulty": 2, "dtype": "float32"}
+METADATA = {"tags": ["reduction", "dot", "norm", "cosine_similarity", "fused"], "family": "cosine_similarity", "difficulty": 2, "dtype": "float32",
+            # the second input is built from the first (a per-row correlation): an element-wise mix of two draws breaks it
+            "timed_inputs": "rotate"}
 
 
 class Model(nn.Module):

@@ -1,0 +1,74 @@
+"""Fresh inputs for every timed call: each input tensor's elements taken from one of two pristine variants (trials
+of the timing set) by a secret mask, redrawn before every call outside the timed region. No two timed calls see the
+same contents, so a memo keyed by an input checksum, a pointer or a few sampled elements pays nothing; each element
+still comes from the problem's own input distribution (element-wise i.i.d. problems keep it exactly).
+
+The sandbox stub mixes into its buffers (`Mixer.into`); the judge rebuilds a checked call's inputs from the same
+(variant a, variant b, seed) (`Mixer.mixed`) and computes its reference on them. The mask of input k is
+`torch.rand(shape, generator=g) < 0.5` with `g` a generator of the tensor's own device seeded with
+`mask_seed(seed, k)`: the same seed, shape and device type (and, on a GPU, the same device: CUDA's Philox kernel's
+launch shape follows the device's SM count) give the same mask in both processes.
+
+Problems whose inputs have structure an element-wise mix breaks (sorted, symmetric, permutations, one-hot, unique
+indices, inputs that must equal each other) opt out with `METADATA["timed_inputs"] = "rotate"`: their timed calls
+rotate through the pristine variants as before."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ROTATE = "rotate"  # METADATA["timed_inputs"]: keep the rotation through pristine variants
+_GOLDEN = 0x9E3779B97F4A7C15
+SEED_BITS = 63
+
+
+def mask_seed(seed: int, k: int) -> int:
+    """Input k's generator seed: one per tensor, so a mask does not depend on the other inputs' shapes."""
+    return (seed + (k + 1) * _GOLDEN) % (1 << SEED_BITS)
+
+
+def mixes(metadata: object) -> bool:
+    """Whether a problem's timed calls may get mixed inputs (its METADATA does not opt out)."""
+    return not (isinstance(metadata, dict) and metadata.get("timed_inputs") == ROTATE)
+
+
+class Mixer:
+    """torch's functions the mix needs, taken once: the stub takes them before any candidate code runs, so a
+    patched torch.rand or torch.where cannot steer the masks."""
+
+    def __init__(self, torch: Any) -> None:
+        self._generator = torch.Generator
+        self._rand = torch.rand
+        self._where = torch.where
+        self._copy = torch.Tensor.copy_
+
+    def mask(self, like: Any, seed: int, k: int) -> Any:
+        g = self._generator(device=like.device)
+        g.manual_seed(mask_seed(seed, k))
+        return self._rand(tuple(like.shape), generator=g, device=like.device) < 0.5
+
+    def _one(self, a: Any, b: Any, seed: int, k: int) -> Any:
+        if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+            raise ValueError(f"timed input {k}: variants differ in shape, dtype or device "
+                             f"({tuple(a.shape)} {a.dtype} {a.device} vs {tuple(b.shape)} {b.dtype} {b.device})")
+        return self._where(self.mask(a, seed, k), b, a)
+
+    def into(self, buffers: list, a: list, b: list, seed: int) -> None:
+        """Fill `buffers` (same shapes as the variants) with the mix of variants `a` and `b` under `seed`."""
+        for k, (dst, x, y) in enumerate(zip(buffers, a, b, strict=True)):
+            self._copy(dst, self._one(x, y, seed, k))
+
+    def mixed(self, a: list, b: list, seed: int) -> list:
+        """The mix of variants `a` and `b` under `seed`, as new tensors (the judge's rebuild)."""
+        return [self._one(x, y, seed, k) for k, (x, y) in enumerate(zip(a, b, strict=True))]
+
+
+def mixed_reference(torch: Any, state: dict, a: int, b: int, seed: int, reference: Any, errors: Any
+                    ) -> tuple[list, Any]:
+    """The judge's reference outputs for a timed call whose inputs mixed trials `a` and `b` under `seed`, and its
+    float64 errors' function (`FloatReferences.errors` over a one-call view of the evaluation's state)."""
+    inputs = Mixer(torch).mixed(state["inputs"](a), state["inputs"](b), seed)
+    model, args = state["calls"][a]
+    refs = reference(model, args, inputs)
+    view = {"errors": {}, "calls": {0: (model, args)}, "refs": {0: refs}, "inputs": lambda _: inputs}
+    return refs, lambda *rest: errors(view, 0, *rest)
