@@ -35,10 +35,14 @@ def main(names: list[str]) -> None:
 
         suite = load_suite()
         config = EvalConfig(device="cpu", trials=2, static_checks=False, standby_sandboxes=1, result_cache=False)
-        with Evaluator(config) as ev:
-            for c in to_run:
-                result = ev.evaluate(suite.get(c.problem), c.source())
-                verdicts[c.name] = {"status": result.status.value, "message": result.message, "rules": []}
+        for timed in (False, True):  # `timing: cpu` files: timed on the host clock (corpus.timed_config)
+            group = [c for c in to_run if (c.header.get("timing") == "cpu") is timed]
+            if not group:
+                continue
+            with Evaluator(corpus.timed_config(config) if timed else config) as ev:
+                for c in group:
+                    result = ev.evaluate(suite.get(c.problem), c.source())
+                    verdicts[c.name] = {"status": result.status.value, "message": result.message, "rules": []}
     for c in cases:
         print(json.dumps({"name": c.name, **verdicts[c.name]}), flush=True)
 

@@ -160,4 +160,8 @@ MUTANTS = (
     Mutant("problem-file-visible", "the problem file stays readable at its path inside the sandbox",
            "sandbox/isolation.py", "hide_files", None, "True", ("exploits_sandbox/p01_reference_hunt.py",),
            (CONTROL,)),
+    Mutant("timed-mix-off", "the timed calls rotate through pristine variants instead of getting fresh inputs",
+           "evaluate/evaluator.py", "Evaluator._run",
+           'timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True)', "timed_mix=False",
+           ("exploits_runtime/r07_memo_by_sampled_key.py",), (CONTROL,)),
 )
