@@ -32,7 +32,7 @@ from kernelrl.evaluate import EvalConfig, Evaluator  # noqa: E402
 from kernelrl.problems import load_problem, load_suite  # noqa: E402
 from kernelrl.prompts import TEMPLATE_DIR, Prompts  # noqa: E402
 from kernelrl.results import Status  # noqa: E402
-from kernelrl.train.config import GRPOConfig, SFTConfig  # noqa: E402
+from kernelrl.train.config import GRPOConfig, SFTConfig, TrainConfigError  # noqa: E402
 from kernelrl.train.curriculum import Curriculum, CurriculumConfig  # noqa: E402
 from kernelrl.train.data import (  # noqa: E402
     TrainDataError,
@@ -321,6 +321,17 @@ def test_no_verdict_completions_get_their_groups_mean_reward(tmp_path, suite, pr
     assert scored[0] == scored[2] > scored[1]
     assert scored[4] == scored[3]  # the group's mean of the others: advantage 0
     assert logged["kernelrl/no_verdict_rate"] == pytest.approx(1 / 5)
+
+
+def test_heldout_generation_calls_hold_whole_groups_up_to_the_batch():
+    from kernelrl.train.heldout import generation_chunks
+
+    # 16 test problems x 8 samples: one call at the default 128 sequences, two at 64
+    assert generation_chunks(16, 8, 128) == [range(0, 16)]
+    assert generation_chunks(16, 8, 64) == [range(0, 8), range(8, 16)]
+    assert generation_chunks(3, 8, 4) == [range(0, 1), range(1, 2), range(2, 3)]  # a group is never split
+    with pytest.raises(TrainConfigError):
+        SFTConfig(run_dir="r", heldout_batch=0)
 
 
 def test_neutral_fill():

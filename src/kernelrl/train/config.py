@@ -76,6 +76,9 @@ class CommonConfig:
     heldout_problems: int | None = field(default=None, metadata={
         "help": "Evaluate only the first N test-split problems (quick runs)."})
     heldout_max_tokens: int = field(default=1024, metadata={"help": "Token limit of a held-out completion."})
+    heldout_batch: int = field(default=128, metadata={
+        "help": "Sequences a held-out generate call decodes at once (a small model's call costs mostly per-token "
+                "host overhead, so fewer, larger calls are faster; lower it when the KV cache does not fit)."})
 
     def __post_init__(self) -> None:
         if self.lora_r < 1 or self.lora_alpha < 1 or not 0 <= self.lora_dropout < 1:
@@ -92,6 +95,8 @@ class CommonConfig:
             raise TrainConfigError("heldout_every must be >= -1 and heldout_samples >= 0")
         if self.heldout_problems is not None and self.heldout_problems < 1:
             raise TrainConfigError("heldout_problems must be >= 1")
+        if self.heldout_batch < 1:
+            raise TrainConfigError("heldout_batch must be >= 1")
         if self.prompt_style not in ("full", "compact"):
             raise TrainConfigError(f"prompt_style must be full or compact, not {self.prompt_style!r}")
         if self.backend not in ("triton", "cuda"):

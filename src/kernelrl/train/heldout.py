@@ -20,24 +20,28 @@ from kernelrl.prompts import Prompts
 from kernelrl.train.rundir import append_metrics, read_metrics
 
 SAMPLING_TEMPERATURE = 0.8  # pass@k samples; greedy decoding gives the single-attempt numbers
-GENERATION_BATCH = 64  # sequences per generate call
+def generation_chunks(conversations: int, n: int, batch: int) -> list[range]:
+    """Conversations per generate call: as many as keep n completions each within `batch` sequences (at least
+    one conversation a call)."""
+    per_call = max(1, batch // n)
+    return [range(start, min(start + per_call, conversations)) for start in range(0, conversations, per_call)]
 
 
 def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, str]]], n: int,
-                     temperature: float, max_tokens: int) -> list[list[dict[str, Any]]]:
-    """n completions for each conversation: [{"text", "tokens_in", "tokens_out", "finish_reason"}] per one."""
+                     temperature: float, max_tokens: int, batch: int) -> list[list[dict[str, Any]]]:
+    """n completions for each conversation: [{"text", "tokens_in", "tokens_out", "finish_reason"}] per one;
+    at most `batch` sequences a generate call."""
     import torch
 
     device = next(model.parameters()).device
     texts = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in conversations]
-    per_call = max(1, GENERATION_BATCH // n)
     eos = tokenizer.eos_token_id
     out: list[list[dict[str, Any]]] = []
     side = tokenizer.padding_side
     tokenizer.padding_side = "left"  # generation continues from the right end of every row
     try:
-        for start in range(0, len(texts), per_call):
-            chunk = texts[start:start + per_call]
+        for rows in generation_chunks(len(texts), n, batch):
+            chunk = texts[rows.start:rows.stop]
             encoded = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
             sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             with torch.no_grad():
@@ -61,7 +65,7 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
 
 def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], scorer: Scorer, prompts: Prompts,
                     run_dir: Path, step: int, model_label: str, samples: int, max_tokens: int,
-                    concurrency: int = 4) -> list[dict]:
+                    concurrency: int = 4, batch: int = 128) -> list[dict]:
     """Evaluate `model` on `problems`; returns the metrics records (also appended to metrics.jsonl). A greedy or
     sampled evaluation already recorded for this model label and step (a resumed run) is not repeated."""
     done = {(r.get("model_label"), r.get("step"), r.get("label")) for r in read_metrics(run_dir)
@@ -79,7 +83,7 @@ def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], sco
             bench_dir.mkdir(parents=True, exist_ok=True)
             started = time.monotonic()
             groups = generate_batched(model, tokenizer, [prompts.initial(p) for p in problems], n, temperature,
-                                      max_tokens)
+                                      max_tokens, batch)
             generation_s = time.monotonic() - started
             name = f"train:{model_label}@{step}"
             replay = write_replay(bench_dir / "completions.jsonl", [

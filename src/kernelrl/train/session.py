@@ -86,7 +86,7 @@ class Session:
             heldout_records(model, self.tokenizer, problems, self.scorer(scorer, timing=True), self.prompts,
                             self.run_dir, step,
                             "initial" if step == 0 else label, config.heldout_samples, config.heldout_max_tokens,
-                            concurrency=config.eval_concurrency)
+                            concurrency=config.eval_concurrency, batch=config.heldout_batch)
 
         return run
 
