@@ -47,16 +47,23 @@ class Mixer:
         g.manual_seed(mask_seed(seed, k))
         return self._rand(tuple(like.shape), generator=g, device=like.device) < 0.5
 
-    def _one(self, a: Any, b: Any, seed: int, k: int) -> Any:
+    def _one(self, a: Any, b: Any, seed: int, k: int, out: Any = None) -> Any:
         if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
             raise ValueError(f"timed input {k}: variants differ in shape, dtype or device "
                              f"({tuple(a.shape)} {a.dtype} {a.device} vs {tuple(b.shape)} {b.dtype} {b.device})")
-        return self._where(self.mask(a, seed, k), b, a)
+        mask = self.mask(a, seed, k)
+        return self._where(mask, b, a) if out is None else self._where(mask, b, a, out=out)
 
     def into(self, buffers: list, a: list, b: list, seed: int) -> None:
-        """Fill `buffers` (same shapes as the variants) with the mix of variants `a` and `b` under `seed`."""
+        """Fill `buffers` (same shapes as the variants) with the mix of variants `a` and `b` under `seed`: written
+        in place where the buffer is contiguous and alike (no temporary of the input's size, before every timed
+        call), else through a copy."""
         for k, (dst, x, y) in enumerate(zip(buffers, a, b, strict=True)):
-            self._copy(dst, self._one(x, y, seed, k))
+            alike = dst.shape == x.shape and dst.dtype == x.dtype and dst.device == x.device
+            if alike and dst.is_contiguous():
+                self._one(x, y, seed, k, out=dst)
+            else:
+                self._copy(dst, self._one(x, y, seed, k))
 
     def mixed(self, a: list, b: list, seed: int) -> list:
         """The mix of variants `a` and `b` under `seed`, as new tensors (the judge's rebuild)."""
