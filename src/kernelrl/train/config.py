@@ -77,8 +77,8 @@ class CommonConfig:
         "help": "Evaluate only the first N test-split problems (quick runs)."})
     heldout_max_tokens: int = field(default=1024, metadata={"help": "Token limit of a held-out completion."})
     heldout_batch: int = field(default=128, metadata={
-        "help": "Sequences a held-out generate call decodes at once (a small model's call costs mostly per-token "
-                "host overhead, so fewer, larger calls are faster; lower it when the KV cache does not fit)."})
+        "help": "Sequences a held-out generate call decodes at once (lower it when their KV cache does not "
+                "fit)."})
 
     def __post_init__(self) -> None:
         if self.lora_r < 1 or self.lora_alpha < 1 or not 0 <= self.lora_dropout < 1:
