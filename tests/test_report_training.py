@@ -201,3 +201,33 @@ def test_write_training_report_default_path(tmp_path):
     run_dir = full_run(tmp_path)
     assert write_training_report(run_dir) == run_dir / "report.html"
     assert (run_dir / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_learning_by_problem_compares_each_problems_halves(tmp_path):
+    """The per-problem table: problem C is drawn only in the second half and stays out of the mean; a gzipped
+    rollouts file is read."""
+    import gzip
+
+    def roll(step, problem, status, reward, compiled):
+        return {"step": step, "problem_id": problem, "status": status, "reward": reward, "compiled": compiled}
+    rollouts = [roll(1, "A", "compile_error", -1.0, False), roll(2, "A", "wrong_output", 0.0, True),
+                roll(1, "B", "wrong_output", 0.0, True), roll(3, "A", "correct", 1.0, True),
+                roll(4, "A", "correct", 1.0, True), roll(4, "B", "wrong_output", 0.0, True),
+                roll(3, "C", "correct", 1.0, True)]
+    run_dir = write_run(tmp_path / "train", GRPO)
+    with gzip.open(run_dir / "rollouts.jsonl.gz", "wt") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rollouts)
+    result = CliRunner().invoke(app, ["report", str(run_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    (table,) = json.loads(result.stdout)["learning_by_problem"]
+    assert table["first_steps"] == [1, 2] and table["second_steps"] == [3, 4] and table["problems"] == 2
+    assert table["first"] == {"attempts": 3, "correct": 0.0, "compiled": 0.75, "reward": -0.25}
+    assert table["second"] == {"attempts": 3, "correct": 0.5, "compiled": 1.0, "reward": 0.5}
+    result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "200"})
+    assert ("steps 1–2 → 3–4: correct 0.0% → 50.0%, compiled 75.0% → 100.0%, reward -0.250 → 0.500"
+            in result.stdout)
+    page = (run_dir / "report.html").read_text()
+    rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", page.split("Learning by problem")[1])[1:]]
+    assert [r[0] for r in rows] == ["A", "B", "mean over 2 problems"]
+    assert rows[0][1:] == ["2", "0.0%", "50.0%", "-0.5", "2", "100.0%", "100.0%", "1"]

@@ -286,6 +286,23 @@ def report_cmd(
 
 
 
+def _learning_line(table: dict) -> str:
+    """One stage's per-problem learning (kernelrl.report.learning_by_problem) as a line of the summary."""
+    a, b = table["first"], table["second"]
+
+    def change(key: str) -> str:
+        if a[key] is None or b[key] is None:
+            return f"{key} –"
+        if key == "reward":
+            return f"{key} {a[key]:.3f} → {b[key]:.3f}"
+        return f"{key} {render.pct(a[key])} → {render.pct(b[key])}"
+
+    (f1, l1), (f2, l2) = table["first_steps"], table["second_steps"]
+    stage = f" [{table['stage']}]" if table["stage"] else ""
+    return (f"rollouts by problem{stage} (mean over the {table['problems']} problems drawn in both halves), "
+            f"steps {f1}–{l1} → {f2}–{l2}: " + ", ".join(change(k) for k in ("correct", "compiled", "reward")))
+
+
 def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None:
     from kernelrl.report import load_training_run, training_summary, write_training_report
 
@@ -321,5 +338,7 @@ def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None
                  pct(r.get("compile_rate")), pct(r.get("correct_rate")), *[pct(r.get(k)) for k in ks],
                  pct(r.get("fast_1"))] for r in heldout]
         console.print(render.fit_table(console, "held-out evaluations", cols, rows))
+    for table in summary["learning_by_problem"]:
+        console.print(Text(_learning_line(table)))
     console.print(Text(f"report: {path}", style="dim"))
     raise typer.Exit(EXIT_OK)

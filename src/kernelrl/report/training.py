@@ -3,7 +3,7 @@ inline SVG line charts, the held-out evaluations and the verdicts of the GRPO ro
 bench report, no scripts, no external resources.
 
 A training run directory holds `train_config.json` and `metrics.jsonl` (one record per log event: `phase`,
-`step`, `time` and the phase's values), possibly `rollouts.jsonl` and held-out bench runs under `heldout/`.
+`step`, `time` and the phase's values), possibly `rollouts.jsonl` (or `rollouts.jsonl.gz`) and held-out bench runs under `heldout/`.
 Two-stage runs keep each stage in its own such directory (`frontend/`, `midend/`); the report reads both and
 draws a series per stage. Malformed lines are skipped and counted; values that are missing, null, NaN or not
 numbers are left out of the charts, and a chart with no values is left out of the page.
@@ -11,13 +11,14 @@ numbers are left out of the charts, and a chart with no values is left out of th
 
 from __future__ import annotations
 
+import gzip
 import html
 import json
 import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,8 @@ class Rollout:
     step: int
     status: str
     reward: float | None
+    problem_id: str | None = None
+    compiled: bool | None = None
 
 
 @dataclass
@@ -97,7 +100,8 @@ def _num(value: Any) -> float | None:
 
 
 def _lines(path: Path) -> Iterator[str]:
-    with path.open(encoding="utf-8", errors="replace") as f:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
         for line in f:
             if line.strip():
                 yield line
@@ -151,15 +155,18 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
                     if (directory / "heldout" / name).is_dir():
                         run.heldout_dirs[key] = directory / "heldout" / name
                         break
-        if (directory / ROLLOUTS).is_file():
-            for line in _lines(directory / ROLLOUTS):
+        rollouts = next((f for f in (directory / ROLLOUTS, directory / f"{ROLLOUTS}.gz") if f.is_file()), None)
+        if rollouts is not None:
+            for line in _lines(rollouts):
                 record = _parse(line)
                 if record is None or not isinstance(record.get("status"), str):
                     run.rollouts_skipped += 1
                     continue
                 own = record.get("stage")
+                problem, compiled = record.get("problem_id"), record.get("compiled")
                 run.rollouts.append(Rollout(own if isinstance(own, str) else stage, record["step"], record["status"],
-                                            _num(record.get("reward"))))
+                                            _num(record.get("reward")), problem if isinstance(problem, str) else None,
+                                            compiled if isinstance(compiled, bool) else None))
     return run
 
 
@@ -380,6 +387,99 @@ def _rollouts_section(rollouts: Sequence[Rollout]) -> str:
     return table + f"<div class=plots>{_verdict_chart('rollout verdicts by step range', labels, counts)}</div>"
 
 
+@dataclass
+class HalfRates:
+    """Rates of one problem (or the mean over problems) in one half of a stage's steps."""
+    attempts: int
+    correct: float
+    compiled: float | None  # None when the rollouts do not say
+    reward: float | None
+
+
+@dataclass
+class ProblemLearning:
+    problem_id: str
+    first: HalfRates
+    second: HalfRates
+
+
+@dataclass
+class LearningByProblem:
+    """A stage's rollouts per problem, its first half of steps against its second: the curriculum changes which
+    problems a step draws, so a rising mean reward per step can be a shift towards easy problems; the mean over
+    problems drawn in both halves (`first`, `second`) is not."""
+    stage: str | None
+    first_steps: tuple[int, int]
+    second_steps: tuple[int, int]
+    problems: list[ProblemLearning]
+    first: HalfRates
+    second: HalfRates
+
+
+def _half_rates(rollouts: Sequence[Rollout]) -> HalfRates:
+    compiled = [r.compiled for r in rollouts if r.compiled is not None]
+    rewards = [r.reward for r in rollouts if r.reward is not None]
+    return HalfRates(len(rollouts), sum(r.status == "correct" for r in rollouts) / len(rollouts),
+                     sum(compiled) / len(compiled) if compiled else None,
+                     sum(rewards) / len(rewards) if rewards else None)
+
+
+def _mean_rates(rates: Sequence[HalfRates]) -> HalfRates:
+    def mean(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(values) / len(values)  # type: ignore[arg-type]
+    return HalfRates(sum(r.attempts for r in rates), sum(r.correct for r in rates) / len(rates),
+                     mean([r.compiled for r in rates]), mean([r.reward for r in rates]))
+
+
+def learning_by_problem(rollouts: Sequence[Rollout]) -> list[LearningByProblem]:
+    """Per stage with rollouts of at least two steps: each problem's rates in the first half of the distinct steps
+    against the second (the extra step of an odd count goes to the second), and the mean over the problems that
+    appear in both halves (a stage with none is left out)."""
+    by_stage: dict[str | None, list[Rollout]] = defaultdict(list)
+    for r in rollouts:
+        if r.problem_id is not None:
+            by_stage[r.stage].append(r)
+    tables = []
+    for stage, mine in by_stage.items():
+        steps = sorted({r.step for r in mine})
+        if len(steps) < 2:
+            continue
+        cut = steps[len(steps) // 2 - 1]
+        halves: dict[str, tuple[list[Rollout], list[Rollout]]] = defaultdict(lambda: ([], []))
+        for r in mine:
+            halves[r.problem_id][r.step > cut].append(r)  # type: ignore[index]
+        problems = [ProblemLearning(p, _half_rates(a), _half_rates(b)) for p, (a, b) in sorted(halves.items())
+                    if a and b]
+        if problems:
+            second = steps[len(steps) // 2]
+            tables.append(LearningByProblem(stage, (steps[0], cut), (second, steps[-1]), problems,
+                                            _mean_rates([p.first for p in problems]),
+                                            _mean_rates([p.second for p in problems])))
+    return tables
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _learning_section(tables: Sequence[LearningByProblem]) -> str:
+    parts = []
+    for t in tables:
+        first = f"steps {t.first_steps[0]}–{t.first_steps[1]}"
+        second = f"steps {t.second_steps[0]}–{t.second_steps[1]}"
+        rows = [[html.escape(name), str(a.attempts), _pct(a.correct), _pct(a.compiled), _fmt(a.reward),
+                 str(b.attempts), _pct(b.correct), _pct(b.compiled), _fmt(b.reward)]
+                for name, a, b in [(p.problem_id, p.first, p.second) for p in t.problems]
+                + [(f"mean over {len(t.problems)} problems", t.first, t.second)]]
+        head = ["problem", *(f"{half}: {col}" for half in (first, second)
+                             for col in ("completions", "correct", "compiled", "mean reward"))]
+        title = f"<h3>stage {html.escape(t.stage)}</h3>" if t.stage else ""
+        parts.append(title + _table(head, rows, left=(0,)))
+    return ("<h2>Learning by problem</h2><p class=note>Each problem's rollouts in the first half of the steps "
+            "against the second; the last row is the mean over problems drawn in both halves, which a curriculum's "
+            "shift between easy and hard problems does not move.</p>" + "".join(parts)) if parts else ""
+
+
 # -- the page --------------------------------------------------------------------------------------------------------
 def _duration(records: Sequence[dict[str, Any]]) -> str:
     times = [t for t in (_num(r.get("time")) for r in records) if t is not None]
@@ -455,7 +555,7 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
                  "kernel faster than eager); – means not measured. Each row's bench run has its own report "
                  "(kernelrl report on its directory).</p>"]
     if run.rollouts:
-        body += ["<h2>Rollouts</h2>", _rollouts_section(run.rollouts)]
+        body += ["<h2>Rollouts</h2>", _rollouts_section(run.rollouts), _learning_section(learning_by_problem(run.rollouts))]
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>kernelrl training report: "
             f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
 
@@ -482,4 +582,8 @@ def training_summary(run: TrainingRun) -> dict[str, Any]:
     return {"kind": "training", "run_dir": str(run.run_dir), "command": run.config.get("command"),
             "model": run.config.get("model"), "records": dict(Counter(r["phase"] for r in run.records)),
             "skipped_lines": run.skipped, "last_step": max(steps) if steps else None, "last": last,
-            "heldout": run.phase("heldout"), "rollouts": len(run.rollouts)}
+            "heldout": run.phase("heldout"), "rollouts": len(run.rollouts),
+            "learning_by_problem": [{"stage": t.stage, "first_steps": list(t.first_steps),
+                                     "second_steps": list(t.second_steps), "problems": len(t.problems),
+                                     "first": asdict(t.first), "second": asdict(t.second)}
+                                    for t in learning_by_problem(run.rollouts)]}
