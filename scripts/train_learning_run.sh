@@ -7,10 +7,12 @@
 #
 # sft trains without held-out evaluation (so GRPO can start at once); sft-heldout evaluates the finished SFT run
 # (the same command again, held-out on: it trains nothing). GRPO evaluates only at its end.
-# GRPO_STEPS (default 40), GRPO_PROMPTS (prompts a step, default 4), GRPO_TIMEOUT (seconds; a phase stopped by it
+# GRPO_STEPS (default 40), GRPO_PROMPTS (prompts a step, default 8), GRPO_TIMEOUT (seconds; a phase stopped by it
 # resumes on the next call) and GRPO_ARGS (extra options, e.g. --temperature 1.0) tune it; SFT_ARGS adds options to
 # both SFT phases. A step of 8 x 8 x 640 tokens in one pass, checkpointing off, ran out of memory on an H100 80 GB:
-# hence micro-batches of 8 with checkpointing on.
+# hence micro-batches (16) with checkpointing on. The GRPO settings are those of the run of 2026-11-26
+# (docs/training.md), the first whose reward and correct rate rose: 8 prompts x 8, 512 tokens, temperature 0.8,
+# lr 2e-4 (4 prompts, 640 tokens, lr 1e-4 stayed flat over 12 steps).
 set -euo pipefail
 RUN=$1; MODEL=$2; shift 2
 PHASES=("$@"); [ ${#PHASES[@]} -gt 0 ] || PHASES=(sft sft-heldout grpo)
@@ -29,10 +31,10 @@ for phase in "${PHASES[@]}"; do
     grpo)
       timeout "${GRPO_TIMEOUT:-100000}" $KERNELRL train grpo --run-dir "$RUN/grpo" --model "$MODEL" \
         --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 --heldout-samples 8 \
-        --heldout-max-tokens 1024 --max-steps "${GRPO_STEPS:-40}" --prompts-per-step "${GRPO_PROMPTS:-4}" \
+        --heldout-max-tokens 1024 --max-steps "${GRPO_STEPS:-40}" --prompts-per-step "${GRPO_PROMPTS:-8}" \
         --num-generations 8 \
-        --max-completion-length 640 --temperature 0.8 --learning-rate 1e-4 --lora-r 8 --lora-alpha 16 \
-        --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 8 --eval-concurrency 16 \
+        --max-completion-length 512 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
+        --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 16 --eval-concurrency 16 \
         --save-steps 1 --curriculum ${GRPO_ARGS:-} ;;
     *) echo "unknown phase $phase (sft, sft-heldout, grpo)" >&2; exit 2 ;;
   esac
