@@ -7,7 +7,8 @@ A corpus file starts with `# key: value` lines: `problem` (a built-in problem id
 verdict must be, below), `technique` (one line on the hack, or on what an honest twin imitates), and optionally
 `device` (cpu or gpu; gpu files run only in the gpu test set), `timing` (cpu: evaluated with `timed_config`,
 the timed calls on the host clock), `static` (`missed`: the static layer lets it through),
-`reason` (a wrong_output's mismatch reason) and `message` (a substring of the verdict's message).
+`reason` (a wrong_output's mismatch reason), `message` (a substring of the verdict's message) and, for a runtime
+check that only warns by default, `policy` (the policy the file is evaluated with: its check at `reject`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ first where their class keeps them on (kernelrl.candidates.rules, the evaluator'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -35,11 +36,13 @@ def main(names: list[str]) -> None:
 
         suite = load_suite()
         config = EvalConfig(device="cpu", trials=2, static_checks=False, standby_sandboxes=1, result_cache=False)
-        for timed in (False, True):  # `timing: cpu` files: timed on the host clock (corpus.timed_config)
-            group = [c for c in to_run if (c.header.get("timing") == "cpu") is timed]
-            if not group:
-                continue
-            with Evaluator(corpus.timed_config(config) if timed else config) as ev:
+        # `timing: cpu` files: timed on the host clock (corpus.timed_config); `policy:` files run with their
+        # check at that policy (a check that only warns by default)
+        kinds = sorted({(c.header.get("timing") == "cpu", c.header.get("policy", "")) for c in to_run})
+        for timed, policy in kinds:
+            group = [c for c in to_run if (c.header.get("timing") == "cpu", c.header.get("policy", "")) == (timed, policy)]
+            chosen = dataclasses.replace(config, runtime_policy={group[0].expect: policy}) if policy else config
+            with Evaluator(corpus.timed_config(chosen) if timed else chosen) as ev:
                 for c in group:
                     result = ev.evaluate(suite.get(c.problem), c.source())
                     verdicts[c.name] = {"status": result.status.value, "message": result.message, "rules": []}

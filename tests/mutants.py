@@ -144,6 +144,9 @@ MUTANTS = (
            "sandbox/census.py", "LaunchCensus._wrap_run", "census.frontend.check(self, args, kwargs)", "pass",
            ("exploits_frontend/f02_kernel_body_numpy.py", "exploits_frontend/f04_disowned_kernel_numpy_body.py"),
            (CONTROL,)),
+    Mutant("precision-unchecked", "fp32 outputs are not compared with the float64 answer for lower-precision "
+           "arithmetic", "evaluate/trials.py", "Trials._checks_precision", None, "False",
+           ("exploits_runtime/r08_fp16_intermediates.py",), (CONTROL,)),
     Mutant("native-thread-unchecked", "OS threads the candidate started outside Python's threading are not counted",
            "sandbox/native_threads.py", "NativeThreads.stray", None, "[]",
            ("exploits_runtime/r06_native_thread.py",), ("exploits_runtime/r02_background_thread.py",)),

@@ -347,3 +347,53 @@ def test_audit_judges_trivial_answers_under_the_same_model():
     model = _MatVec()
     assert references.of(model, [a, x], [a @ x])[0].shape == (4,)
     assert references.of(model, [a], [a]) == [None]
+
+
+# -- rt-low-precision (kernelrl.verify.precision) ----------------------------------------------------------------
+def _matvec_case(seed: int = 0, k: int = 8192):
+    gen = torch.Generator().manual_seed(seed)
+    a, x = torch.randn(64, k, generator=gen), torch.randn(k, generator=gen)
+    ref = a @ x
+    exact = a.double() @ x.double()
+    return a, x, ref, exact - ref.double()
+
+
+def test_low_precision_flags_half_precision_products_and_not_fp32_in_another_order():
+    from kernelrl.verify.precision import low_precision
+
+    a, x, ref, err = _matvec_case()
+    # fp32 in another summation order (blocks of 512 accumulated in fp32, as the Triton solutions do): not flagged
+    blocked = sum((a[:, i:i + 512] @ x[i:i + 512] for i in range(0, a.shape[1], 512)), torch.zeros(64))
+    assert low_precision([ref], [blocked], [err]) is None
+    assert low_precision([ref], [ref.clone()], [err]) is None
+    # fp16 and bf16 operands, fp32 accumulation: flagged, with both errors relative to the largest value
+    for half in (torch.float16, torch.bfloat16):
+        rounded = a.to(half).float() @ x.to(half).float()
+        found = low_precision([ref], [rounded], [err])
+        assert found is not None and found["output_index"] == 0, half
+        assert found["candidate_error"] > 100 * found["reference_error"]
+    # the second output is the rounded one; integer outputs, outputs without a float64 answer are not judged
+    rounded = a.half().float() @ x.half().float()
+    ints = torch.arange(4)
+    assert low_precision([ints, ref], [ints, rounded], [None, err])["output_index"] == 1
+    assert low_precision([ref], [rounded], [None]) is None
+
+
+def test_low_precision_floor_and_the_references_own_error():
+    from kernelrl.verify.precision import PRECISION_FLOOR, low_precision
+
+    # an exactly rounded reference (error 0): an fp32 kernel one rounding away stays under the floor
+    x = torch.randn(10_000, generator=torch.Generator().manual_seed(1))
+    ref = torch.sigmoid(x)
+    exact = torch.sigmoid(x.double())
+    one_ulp = torch.nextafter(ref, torch.full_like(ref, 2.0))
+    assert low_precision([ref], [one_ulp], [exact - ref.double()]) is None
+    assert low_precision([ref], [ref + 2 * PRECISION_FLOOR], [torch.zeros_like(exact)]) is not None
+    # a reference that itself computes at TF32-like precision (error ~2^-11): a kernel 8x further is not flagged
+    coarse = ref.double() + torch.randn(10_000, dtype=torch.float64) * 2.0 ** -12
+    noisy_err = coarse - ref.double()
+    assert low_precision([ref], [(ref.double() + 8 * noisy_err).float()], [noisy_err]) is None
+    # non-finite elements are left out of the scale and the errors
+    ref_inf = torch.cat([ref, torch.tensor([float("inf")])])
+    err_inf = torch.cat([exact - ref.double(), torch.tensor([0.0], dtype=torch.float64)])
+    assert low_precision([ref_inf], [ref_inf.clone()], [err_inf]) is None

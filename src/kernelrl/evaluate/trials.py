@@ -8,6 +8,7 @@ import time
 from kernelrl.results import Finding, Mismatch
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
 from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, validate_meta
+from kernelrl.verify.precision import describe as describe_precision
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 
 MAX_SAMPLED = 1 << 24  # output elements a timed-call sample may hold
@@ -36,6 +37,7 @@ class Trials:
         self.census: dict | None = None
         self.inputs_unavailable: str | None = None  # the sandbox could not draw the judge's inputs (problem error)
         self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report was handled
+        self.precision: dict | None = None  # the judge's rt-low-precision evidence for the trial just compared
 
     def phases(self, started: float, finished: float) -> dict[str, float]:
         """Seconds between the sandbox's milestones, for the phases this run reached."""
@@ -120,6 +122,8 @@ class Trials:
         # right values first (a wrong answer is reported as such), then how they were produced
         if not self._runtime_facts(event, raw):
             return False
+        if self.precision is not None and not self.flag("rt-low-precision", describe_precision(self.precision)):
+            return False
         self.passed += 1
         return True
 
@@ -174,6 +178,14 @@ class Trials:
                 return False
         return True
 
+    def _checks_precision(self, trial: int, prefix: str | None) -> bool:
+        """rt-low-precision on every correctness trial (a candidate may round only on the larger sets), unless
+        off: the judge runs the reference in float64 on each."""
+        check = "rt-low-precision"
+        if prefix is not None or any(f.rule == check for f in self.findings):  # one finding an evaluation
+            return False
+        return (self.policy.get(check) or RUNTIME_CHECKS[check].default_policy(self.device)) != "off"
+
     def _compare(self, trial: int, raw: list[dict], prefix: str | None, changed_inputs: object = None,
                  mix: dict | None = None) -> dict | None | bool:
         """The judge's mismatch for one set of output files, None when they match, False on a failure."""
@@ -196,7 +208,9 @@ class Trials:
             reply = self.judge.request("compare", eval_id=self.eval_id, trial=trial, out_dir=self.out_dir,
                                        outputs=metas, atol=self.tol.atol, rtol=self.tol.rtol, prefix=prefix,
                                        changed_inputs=[k for k in changed[:64] if isinstance(k, int)],
-                                       ref_error_k=self.ref_error_k or None, **(mix or {}))
+                                       ref_error_k=self.ref_error_k or None, **(mix or {}),
+                                       precision_check=self._checks_precision(trial, prefix) or None)
+            self.precision = reply.get("precision")
             return WIDENED if reply.get("widened") and reply["mismatch"] is None else reply["mismatch"]
         except JudgeError as exc:
             self.problem = f"outputs could not be compared: {str(exc)[-500:]}"

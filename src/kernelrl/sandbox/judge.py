@@ -370,6 +370,7 @@ class Judge:
     def compare(self, req: CompareRequest | dict) -> dict:
         from kernelrl.sandbox.tensorio import read_tensor
         from kernelrl.verify.compare import compare_outputs, compare_timed, inputs_mutated, widen
+        from kernelrl.verify.precision import low_precision
 
         req = CompareRequest.coerce(req)
         state = self.evals[req.eval_id]
@@ -408,7 +409,9 @@ class Judge:
                 for k in changed
             ]
             mismatch = inputs_mutated([originals[k] for k in changed], after, changed)
-        return CompareReply(mismatch=mismatch, widened=None if mismatch else widened).fields()
+        errors, why = errors_of() if mismatch is None and req.precision_check else (None, "not asked")
+        precision = low_precision(expected, actual, errors) if why is None else None
+        return CompareReply(mismatch=mismatch, widened=None if mismatch else widened, precision=precision).fields()
 
     def audit(self, req: AuditRequest | dict) -> dict:
         """Flag a degenerate or unusable problem (see kernelrl.verify.degeneracy and kernelrl.problems.audit)."""

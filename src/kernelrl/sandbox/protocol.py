@@ -423,6 +423,7 @@ class CompareReply(JudgeReply):
     mismatch: dict | None = _field(_optional(_dict))  # kernelrl.results.Mismatch's fields but trial, input_set
     # True: the outputs matched only within the float64 reference's allowance (kernelrl.verify.tolerance)
     widened: bool | None = _field(_optional(_bool), default=None, omit_none=True)
+    precision: dict | None = _field(_optional(_dict), default=None, omit_none=True)  # kernelrl.verify.precision
 
 
 @_message_type
@@ -521,6 +522,7 @@ class CompareRequest(JudgeRequest):
     ref_error_k: float | None = _field(_optional(_number), default=None, omit_none=True)
     mix_trial: int | None = _field(_optional(_int), default=None, omit_none=True)  # a timed call's mixed inputs
     mix_seed: int | None = _field(_optional(_int), default=None, omit_none=True)
+    precision_check: bool | None = _field(_optional(_bool), default=None, omit_none=True)  # rt-low-precision
 
 
 @_message_type
