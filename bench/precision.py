@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHECK = "rt-low-precision"
 
 
-def candidates(only: str | None) -> list[tuple[str, str, str]]:
-    """(label, problem id, code) of the reference solutions and the honest twins."""
+def candidates(only: str | None, device: str) -> list[tuple[str, str, str]]:
+    """(label, problem id, code) of the reference solutions and the honest twins (the CUDA-only ones on a GPU)."""
     from kernelrl import load_suite
 
     suite = load_suite()
@@ -33,21 +33,22 @@ def candidates(only: str | None) -> list[tuple[str, str, str]]:
     for path in sorted((ROOT / "tests" / "exploits").glob("h[0-9][0-9]_*.py")):
         text = path.read_text()
         header = dict(re.findall(r"^# (\w+): (.*)$", text, re.M))
-        if header.get("device", "cpu") == "cpu" and (not only or any(header["problem"].startswith(p)
+        if header.get("device", "cpu") in ("cpu", "gpu" if device.startswith("cuda") else "cpu") and (not only or any(header["problem"].startswith(p)
                                                                       for p in only.split(","))):
             found.append((f"honest {path.stem}", header["problem"], text))
     return found
 
 
-def run(device: str, items: list[tuple[str, str, str]]) -> list[dict]:
-    """Each candidate with the check at its default policy, then with it off, one evaluation at a time (so the
-    two see the same load)."""
+def run(device: str, items: list[tuple[str, str, str]], policy: str | None, timing: bool) -> list[dict]:
+    """Each candidate with the check at `policy` (None: its default on the device), then with it off, one
+    evaluation at a time (so the two see the same load)."""
     from kernelrl import EvalConfig, Evaluator, load_suite
 
     suite = load_suite()
     rows = []
-    with Evaluator(EvalConfig(device=device, result_cache=False)) as on, \
-            Evaluator(EvalConfig(device=device, result_cache=False, runtime_policy={CHECK: "off"})) as off:
+    common = {"device": device, "result_cache": False, "timing": timing}
+    with Evaluator(EvalConfig(**common, runtime_policy={CHECK: policy} if policy else None)) as on, \
+            Evaluator(EvalConfig(**common, runtime_policy={CHECK: "off"})) as off:
         for label, pid, code in items:
             for name, ev in (("on", on), ("off", off)):
                 result = ev.evaluate(suite.get(pid), code)
@@ -64,10 +65,13 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--only", help="comma-separated problem id prefixes")
     parser.add_argument("--out", help="JSONL of every evaluation")
+    parser.add_argument("--policy", choices=["warn", "reject"],
+                        help="the check's policy in the 'on' runs (default: its default on the device; off on a GPU)")
+    parser.add_argument("--no-timing", action="store_true", help="correctness only (EvalConfig.timing=False)")
     args = parser.parse_args()
     os.environ.setdefault("KERNELRL_RESULT_CACHE", "0")
-    items = candidates(args.only)
-    rows = run(args.device, items)
+    items = candidates(args.only, args.device)
+    rows = run(args.device, items, args.policy, not args.no_timing)
     on = [r for r in rows if r["check"] == "on"]
     off = [r for r in rows if r["check"] == "off"]
     flagged = [r for r in on if r["flagged"]]

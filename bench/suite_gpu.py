@@ -35,11 +35,12 @@ def run_audit(out: str, only: str | None) -> None:
             print(problem.id, [x.flag for x in audit.flags], audit.eager_ms, flush=True)
 
 
-def run_solutions(out: str, only: str | None, jobs: int, inductor: bool) -> None:
+def run_solutions(out: str, only: str | None, jobs: int, inductor: bool, runtime_policy: dict[str, str]) -> None:
     suite = load_suite()
     # the audit ran separately (command `audit`): no need to re-audit each problem before evaluating
     config = EvalConfig(device="cuda", run_timeout_s=300, refuse_flagged_problems=False, inductor_baseline=inductor,
-                        result_cache=False, max_concurrency=jobs)
+                        result_cache=False, max_concurrency=jobs,
+                        runtime_policy=runtime_policy or None)
     items = [(p, path.read_text()) for p in _selected(only) if (path := suite.solution_path(p)) is not None]
     with Evaluator(config) as ev, open(out, "a") as f:
         for result in ev.evaluate_many(items):  # as they finish; timing stays one at a time on the GPU
@@ -47,6 +48,7 @@ def run_solutions(out: str, only: str | None, jobs: int, inductor: bool) -> None
             f.flush()
             t = result.timing
             print(result.problem_id, result.status.value, result.message[:120],
+                  [f"{x.rule}: {x.detail}"[:160] for x in result.findings],
                   t and t.candidate and round(t.candidate.median_ms, 4), t and t.eager and round(t.eager.median_ms, 4),
                   t and t.inductor and round(t.inductor.median_ms, 4),
                   f"floor={t and t.floor_ms and round(t.floor_ms, 4)} gpu_fraction={t and t.kernel_gpu_fraction} "
@@ -60,11 +62,15 @@ def main() -> None:
     parser.add_argument("--only", help="problem id prefix (level1/) or comma-separated problem ids")
     parser.add_argument("--jobs", type=int, default=2, help="solutions: sandboxes at once (evaluate_many)")
     parser.add_argument("--no-inductor", action="store_true", help="solutions: skip the torch.compile baseline")
+    parser.add_argument("--runtime-policy", action="append", default=[], metavar="CHECK=POLICY",
+                        help="solutions: a runtime check's policy (e.g. rt-low-precision=warn, which is off on a "
+                             "GPU by default); repeatable")
     args = parser.parse_args()
+    policy = dict(item.split("=", 1) for item in args.runtime_policy)
     if args.command == "audit":
         run_audit(args.out, args.only)
     else:
-        run_solutions(args.out, args.only, args.jobs, not args.no_inductor)
+        run_solutions(args.out, args.only, args.jobs, not args.no_inductor, policy)
 
 
 if __name__ == "__main__":
