@@ -48,6 +48,7 @@ def _warm_imports() -> None:
 
     try:
         import triton  # noqa: F401
+        import triton.compiler.code_generator  # noqa: F401 - 0.15 s at a child's first compile or frontend check
         import triton.language  # noqa: F401
     except ImportError:
         pass
@@ -55,12 +56,30 @@ def _warm_imports() -> None:
     import kernelrl.sandbox.census  # noqa: F401
     import kernelrl.sandbox.child  # noqa: F401
     import kernelrl.sandbox.cuda_ipc  # noqa: F401 - the module only; the driver library loads in the child
+    import kernelrl.sandbox.frontend  # noqa: F401
     import kernelrl.sandbox.kernel_share
+    import kernelrl.sandbox.opcensus  # noqa: F401 - the module only; the child installs the census
     import kernelrl.sandbox.tensorio  # noqa: F401
     import kernelrl.timing.cuda_timer  # noqa: F401
 
     kernelrl.sandbox.kernel_share.warm_up()  # on the host: CUDA stays untouched
     _warm_device_runtime()
+    _warm_dispatch_mode()
+
+
+def _warm_dispatch_mode() -> None:
+    """The first op under any `TorchDispatchMode` imports `torch._dynamo` (torch wraps the mode stack's helpers in
+    `_disable_dynamo`): 1.5 s on a 2-core machine, paid by every sandbox's first trial under the op census unless
+    the zygote pays it once here. On the host, with a mode of its own: the census is installed in the child."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with _Passthrough():
+        torch.empty_like(torch.ones(2)).fill_(1)
 
 
 _NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
