@@ -39,7 +39,8 @@ def candidates(only: str | None, device: str) -> list[tuple[str, str, str]]:
     return found
 
 
-def run(device: str, items: list[tuple[str, str, str]], policy: str | None, timing: bool) -> list[dict]:
+def run(device: str, items: list[tuple[str, str, str]], policy: str | None, timing: bool,
+        out: str | None = None) -> list[dict]:
     """Each candidate with the check at `policy` (None: its default on the device), then with it off, one
     evaluation at a time (so the two see the same load)."""
     from kernelrl import EvalConfig, Evaluator, load_suite
@@ -55,6 +56,9 @@ def run(device: str, items: list[tuple[str, str, str]], policy: str | None, timi
                 flagged = [f.detail for f in result.findings if f.rule == CHECK]
                 rows.append({"label": label, "problem": pid, "check": name, "status": str(result.status),
                              "wall_s": round(result.wall_time_s, 3), "flagged": flagged})
+                if out:  # as it goes: a run cut short keeps what it measured
+                    with open(out, "a") as f:
+                        f.write(json.dumps(rows[-1]) + "\n")
                 print(f"{name:3s} {label:55s} {result.status!s:14s} {result.wall_time_s:6.2f}s"
                       + (f"  FLAGGED: {flagged[0]}" if flagged else ""), flush=True)
     return rows
@@ -64,14 +68,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--only", help="comma-separated problem id prefixes")
-    parser.add_argument("--out", help="JSONL of every evaluation")
+    parser.add_argument("--out", help="JSONL of every evaluation (appended as they finish)")
     parser.add_argument("--policy", choices=["warn", "reject"],
                         help="the check's policy in the 'on' runs (default: its default on the device; off on a GPU)")
     parser.add_argument("--no-timing", action="store_true", help="correctness only (EvalConfig.timing=False)")
     args = parser.parse_args()
     os.environ.setdefault("KERNELRL_RESULT_CACHE", "0")
     items = candidates(args.only, args.device)
-    rows = run(args.device, items, args.policy, not args.no_timing)
+    rows = run(args.device, items, args.policy, not args.no_timing, args.out)
     on = [r for r in rows if r["check"] == "on"]
     off = [r for r in rows if r["check"] == "off"]
     flagged = [r for r in on if r["flagged"]]
@@ -81,8 +85,6 @@ def main() -> None:
           + "".join(f"\n  {r['label']}: {r['flagged'][0]}" for r in flagged))
     print(f"median wall per evaluation: {statistics.median(r['wall_s'] for r in on):.2f} s with the check, "
           f"{statistics.median(r['wall_s'] for r in off):.2f} s without")
-    if args.out:
-        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
     sys.exit(0)
 
 

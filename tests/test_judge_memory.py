@@ -11,13 +11,27 @@ DOUBLE = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
           "def get_inputs():\n    return [{draw}]\ndef get_init_inputs():\n    return []\n")
 
 
-def _prepare(judge: Judge, tmp_path, name: str, draw: str) -> dict:
+def _prepare(judge: Judge, tmp_path, name: str, draw: str, timed_mix: bool = False, metadata: str = "") -> dict:
     path = tmp_path / f"{name}.py"
-    path.write_text(DOUBLE.format(draw=draw))
+    path.write_text(DOUBLE.format(draw=draw) + metadata)
     (tmp_path / f"in_{name}").mkdir()
     return judge.prepare({"eval_id": name, "problem_path": str(path), "problem_sha256": name * 8,
                           "master_seed": 11, "min_trials": 2, "input_sets": [],
-                          "in_dir": str(tmp_path / f"in_{name}"), "timing_variants": 3})
+                          "in_dir": str(tmp_path / f"in_{name}"), "timing_variants": 3, "timed_mix": timed_mix})
+
+
+def test_mixed_timed_calls_need_two_variants_and_a_rotation_keeps_its_count(tmp_path):
+    """Each timed call's inputs are a fresh mix of two pristine variants: a third would only cost device memory for
+    the evaluation's whole life. A rotation (timed_mix off, or a problem that opts out) keeps every variant."""
+    judge = Judge("cpu")
+    timed_only = {}
+    for name, mix, metadata in (("mixed", True, ""), ("rotated", False, ""),
+                                ("optout", True, "METADATA = {'timed_inputs': 'rotate'}\n")):
+        trials = _prepare(judge, tmp_path, name, "torch.randn(4, 3)", mix, metadata)["trials"]
+        timed_only[name] = sum(t.get("timed_only", False) for t in trials)
+        judge.release({"eval_id": name})
+    # two correctness trials of the one set, which is also the timing set: 2 variants already, 3 need one more
+    assert timed_only == {"mixed": 0, "rotated": 1, "optout": 1}
 
 
 def test_reproducible_inputs_are_drawn_again_and_timed_references_computed_when_compared(tmp_path):
@@ -84,7 +98,7 @@ def test_the_first_wave_charge_counts_the_bench_set_only_when_an_evaluation_hold
     from kernelrl.problems.audit import ProblemAudit
 
     problem = suite.get("level1/1_row_softmax")
-    expected = {(False, True): first_need(2 * GiB, 1), (True, False): first_need(2 * GiB, 4), (False, False): None}
+    expected = {(False, True): first_need(2 * GiB, 1), (True, False): first_need(2 * GiB, 2), (False, False): None}
     for (timing, bench), need in expected.items():
         with Evaluator(EvalConfig(device="cpu", timing=timing, bench_correctness=bench)) as ev:
             ev._audits[problem.sha256] = ProblemAudit(problem.id, problem.sha256, timing_set_bytes=2 * GiB)

@@ -61,7 +61,8 @@ EVENTS = {
 # one request per judge op, as the verdict process sends it today
 JUDGE_REQUESTS = {
     "prepare": {"op": "prepare", "eval_id": "e1", "problem_path": "/p.py", "problem_sha256": "a" * 64,
-                "master_seed": 2**61 + 5, "min_trials": 3, "input_sets": [], "bench_correctness": False, "in_dir": "/w/in", "timing_variants": 4},
+                "master_seed": 2**61 + 5, "min_trials": 3, "input_sets": [], "bench_correctness": False, "in_dir": "/w/in", "timing_variants": 4,
+                "timed_mix": False},
     "compare": {"op": "compare", "eval_id": "e1", "trial": 0, "out_dir": "/w/out", "outputs": [META, {**META, "ipc": True}],
                 "atol": 1e-5, "rtol": 1e-5, "prefix": None, "changed_inputs": [0]},
     "release": {"op": "release", "eval_id": "e1"},

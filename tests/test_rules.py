@@ -218,7 +218,7 @@ def test_honest_twins_end_to_end_are_correct_on_gpu(suite):
     wrong = []
     with Evaluator(device="cuda", trials=2, inductor_baseline=False) as ev:
         for case, result in zip(HONEST, ev.evaluate_many([(suite.get(c.problem), c.source()) for c in HONEST],
-                                                         ordered=True)):
+                                                         ordered=True), strict=True):
             print(case.name, result.status.value, result.message)
             if result.status is not Status.CORRECT:
                 wrong.append((case.name, result.status.value, result.message, result.feedback[-2000:]))

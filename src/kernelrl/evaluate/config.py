@@ -58,7 +58,7 @@ class EvalConfig:
     # more static rules from your own modules: 'package.module:NAME' (a Rule or a sequence of Rules)
     extra_rules: tuple[str, ...] = ()
     runtime_policy: dict[str, str] | None = None  # runtime check id -> 'reject' | 'warn' | 'off' (default reject)
-    timing_variants: int = 4  # different inputs the timed calls rotate through (>= 3 defeats parity caches)
+    timing_variants: int = 4  # inputs the timed calls rotate through (>= 3 defeats parity caches); a mix draws 2
     # fresh inputs per timed call: each element from one of two variants by a secret mask (kernelrl.sandbox.timed_mix);
     # problems with METADATA["timed_inputs"] == "rotate" keep the rotation. False: the rotation for every problem
     fresh_timed_inputs: bool = True

@@ -53,6 +53,7 @@ from kernelrl.sandbox.gate import DeviceGate, RunSlots
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
 from kernelrl.sandbox.launcher import LaunchSettings, SandboxLauncher, Standby, new_workdir
 from kernelrl.sandbox.protocol import SandboxRequest, TrialPlan
+from kernelrl.sandbox.timed_mix import mixes, timing_variants
 from kernelrl.timing.cuda_timer import HOST_MODE
 from kernelrl.verify.tolerance import tolerance_for, tolerance_model
 
@@ -391,8 +392,9 @@ class Evaluator:
         audit = self._audits.get(problem.sha256)
         if audit is None or not (self.config.timing or self.config.bench_correctness):
             return None  # nothing of the timing (bench) set on the device: the default charge
-        variants = self.config.timing_variants if self.config.timing else 1
-        return first_need(audit.timing_set_bytes, variants)
+        cfg = self.config
+        mixed = cfg.fresh_timed_inputs and mixes(problem.metadata)  # the judge decides from the module itself
+        return first_need(audit.timing_set_bytes, timing_variants(cfg.timing_variants, mixed) if cfg.timing else 1)
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
                  deadline: _Deadline | None = None) -> EvalResult:
@@ -441,7 +443,8 @@ class Evaluator:
                                            problem_sha256=problem.sha256, master_seed=master,
                                            min_trials=cfg.trials, input_sets=list(cfg.input_sets or []), in_dir=str(in_dir),
                                            bench_correctness=cfg.bench_correctness,
-                                           timing_variants=cfg.timing_variants if env.mode == "gpu" and cfg.timing else 0)
+                                           timing_variants=cfg.timing_variants if env.mode == "gpu" and cfg.timing else 0,
+                                           timed_mix=cfg.fresh_timed_inputs)
         except JudgeError as exc:
             return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                               message="the problem's reference failed (a problem error, not the candidate's)",

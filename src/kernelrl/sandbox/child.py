@@ -460,6 +460,10 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             channel.send(TrialEvent(index=index, outputs=[OutputMeta(**m) for m in metas], launches=launched,
                                     threads=stray_threads(), native_threads=native.stray() or None, changed_inputs=changed,
                                     census=OpReport(**found) if found else None))
+            del outputs, early
+        # the timed calls need none of the trials' outputs: freed before them, so the device memory an evaluation
+        # is charged is its larger phase, not the two together
+        previous.clear()
 
         # CPU mode times only when asked to (timing_mode 'host': the host clock around the interpreter)
         if request.timing and timed_trials and (gpu or request.timing_mode == cuda_timer.HOST_MODE):

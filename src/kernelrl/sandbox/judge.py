@@ -53,7 +53,7 @@ from kernelrl.sandbox.protocol import (
     TrialPlan,
     parse_judge_request,
 )
-from kernelrl.sandbox.timed_mix import mixed_reference, mixes
+from kernelrl.sandbox.timed_mix import mixed_reference, mixes, timing_variants
 from kernelrl.timing.device_limits import copy_bandwidth, peak_matmul_flops, reference_flops
 
 _clock = time.perf_counter
@@ -288,8 +288,9 @@ class Judge:
         plan = [names[i % len(names)] for i in range(count)]
         timed = timing_set(list(sets))
         checked = len(plan)  # trials run for correctness; the rest only feed the timed calls
-        if req.timing_variants and timed in sets:  # the timed calls rotate through this many different inputs
-            plan += [timed] * max(0, req.timing_variants - plan.count(timed))
+        if req.timing_variants and timed in sets:  # the timed calls mix or rotate through these different inputs
+            variants = timing_variants(req.timing_variants, req.timed_mix and mixes(getattr(module, "METADATA", None)))
+            plan += [timed] * max(0, variants - plan.count(timed))
         seeds = [int(hashlib.sha256(f"{req.master_seed}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]
         trials, refs, originals, offers = [], [], [], {}

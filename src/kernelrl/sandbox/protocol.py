@@ -502,6 +502,7 @@ class PrepareRequest(JudgeRequest):
     bench_correctness: bool = _field(_bool, default=True)
     in_dir: str = _field(_STR)
     timing_variants: int = _field(_int, default=0)
+    timed_mix: bool = _field(_bool, default=True)  # fresh inputs per timed call where the problem allows them
 
 
 @_message_type

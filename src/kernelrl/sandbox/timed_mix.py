@@ -18,6 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 ROTATE = "rotate"  # METADATA["timed_inputs"]: keep the rotation through pristine variants
+# pristine variants a mix needs: every call's inputs are a fresh secret mix of both, so more variants would add no
+# freshness, only device memory (each is a whole timing-set input in the sandbox for the evaluation's life)
+MIXED_VARIANTS = 2
 _GOLDEN = 0x9E3779B97F4A7C15
 SEED_BITS = 63
 
@@ -30,6 +33,12 @@ def mask_seed(seed: int, k: int) -> int:
 def mixes(metadata: object) -> bool:
     """Whether a problem's timed calls may get mixed inputs (its METADATA does not opt out)."""
     return not (isinstance(metadata, dict) and metadata.get("timed_inputs") == ROTATE)
+
+
+def timing_variants(requested: int, mixed: bool) -> int:
+    """Pristine variants of the timing set to draw: `requested` for a rotation (>= 3 defeats parity caches),
+    at most MIXED_VARIANTS where the timed calls get mixed inputs."""
+    return min(requested, MIXED_VARIANTS) if mixed else requested
 
 
 class Mixer:
