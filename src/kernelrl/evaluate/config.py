@@ -79,6 +79,9 @@ class EvalConfig:
     isolate_network: bool = True
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
     readonly_filesystem: bool = True  # every mount read-only except the evaluation directory (needs the PID namespace)
+    # run the candidate as this unprivileged uid (e.g. 65534) where the evaluator runs as root and the read-only
+    # file system applies: root-only files stay closed to it. CPU mode only until a GPU run shows CUDA unaffected
+    candidate_uid: int | None = None
     cache_dir: Path | None = None  # extension builds, baselines.sqlite, results.sqlite (default ~/.cache/kernelrl)
     result_cache: bool = field(default=True, metadata={
         "help": "Reuse the verdict of an identical candidate (result cache; also KERNELRL_RESULT_CACHE=0)."})
@@ -149,6 +152,8 @@ class EvalConfig:
             raise ValueError(f"speedup_rse_target must lie in (0, 1), got {self.speedup_rse_target!r}")
         if self.baseline_source not in BASELINE_SOURCES:
             raise ValueError(f"baseline_source must be one of {BASELINE_SOURCES}, not {self.baseline_source!r}")
+        if self.candidate_uid is not None and self.candidate_uid < 1:
+            raise ValueError("candidate_uid must be an unprivileged uid (1 or more), or None: the evaluator's own")
         if self.standby_sandboxes < 0:
             raise ValueError("standby_sandboxes must be at least 0")
         if self.timing_mode not in TIMING_MODES:

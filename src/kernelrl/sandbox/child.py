@@ -195,6 +195,15 @@ def _candidate_gpu_fraction(torch, share, census, model, args: list) -> dict:
     return {**profiled_gpu_fraction(torch, census, forward), "method": "profiler", "fallback": reason}
 
 
+def _import_roots() -> list[str]:
+    """Where this interpreter imports from and what it compiles against: they must stay readable to the candidate's
+    uid (`isolation.expose_to`)."""
+    import sysconfig
+
+    return [p for p in (*sys.path, sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+                        sysconfig.get_paths().get("include", "")) if p]
+
+
 def _init_process(channel: _Channel) -> None:
     """PID 1 of the sandbox's PID namespace: fork the real stub and reap. PID 1 ignores signals it has no
     handler for (abort() would not end it), so candidate code must never run as PID 1. When this process
@@ -333,6 +342,10 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             if isolation.hide_files([request.problem_path, importlib.util.cache_from_source(request.problem_path)]):
                 applied.append("problem-hidden")
     marks["readonly_fs"] = _clock()
+    uid = request.candidate_uid
+    if uid is not None and "readonly-fs" in applied and isolation.expose_to(uid, _import_roots(), request.writable_paths):
+        if isolation.switch_user(uid, request.writable_paths):  # needs capabilities: before they are dropped
+            applied.append("separate-uid")
     if isolation.drop_capabilities():  # after CUDA start-up, which may need them
         applied.append("no-capabilities")
     if in_pid_namespace:

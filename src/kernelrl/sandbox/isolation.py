@@ -120,6 +120,83 @@ def hide_files(paths: list[str]) -> bool:
     return True
 
 
+def _closed_to(uid: int, directory: str) -> bool:
+    """Whether `uid` (its group the same number, no others) may not pass through `directory`."""
+    st = os.stat(directory)
+    if st.st_uid == uid:
+        return not st.st_mode & 0o100
+    return not st.st_mode & (0o010 if st.st_gid == uid else 0o001)
+
+
+def expose_to(uid: int, roots: list[str], writable: list[str]) -> bool:
+    """Make `roots` (the interpreter's import roots) and the `writable` directories reachable for `uid` where a
+    directory above them is closed to it (Python under /root/.pyenv with /root 0700): in this mount namespace a
+    tmpfs (0755, then read-only) covers each such directory and the needed subtrees are bound back at their own
+    paths, read-only except the writable ones; nothing else under the covered directory stays in view. After
+    `readonly_filesystem` and `hide_files` (private mounts; bound back with their submounts); needs
+    CAP_SYS_ADMIN. Raises OSError once a directory is covered and its subtrees cannot be bound back."""
+    if os.geteuid() != 0 or uid <= 0:  # `switch_user` could not follow
+        return False
+    libc = _libc()
+    ms_rdonly, ms_remount, ms_bind, ms_rec = 1, 32, 4096, 16384
+    wanted = {os.path.realpath(p): p in writable for p in [*roots, *writable] if os.path.exists(p)}
+    wanted = {p if os.path.isdir(p) else os.path.dirname(p): w for p, w in wanted.items()}
+    handed = [os.path.realpath(p) for p in writable]  # `switch_user` gives these (and all under them) to uid
+
+    def closed(directory: str) -> bool:
+        return not any(directory == h or directory.startswith(h + "/") for h in handed) and _closed_to(uid, directory)
+
+    covers: dict[str, list[str]] = {}
+    for path in sorted(wanted):
+        parts = path.split("/")
+        top = next((d for d in ("/".join(parts[:i]) for i in range(2, len(parts))) if closed(d)), None)
+        if top is not None:
+            covers.setdefault(top, []).append(path)
+    for top, paths in covers.items():
+        # read-only roots inside another root come with it; writable ones are bound on top of it
+        keep = [p for p in paths if wanted[p] or not any(p.startswith(q + "/") and not wanted[q] for q in paths)]
+        held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep}  # the subtrees, before they are covered
+        umask = os.umask(0o022)  # the directories made on the tmpfs: 0755 on the way down
+        try:
+            if libc.mount(b"tmpfs", top.encode(), b"tmpfs", 0, b"mode=0755") != 0:
+                return False
+            for path in sorted(keep, key=len):
+                os.makedirs(path, mode=0o755, exist_ok=True)
+                target = path.encode()
+                if libc.mount(f"/proc/self/fd/{held[path]}".encode(), target, None, ms_bind | ms_rec, None) != 0:
+                    raise OSError(ctypes.get_errno(), f"could not bind {path} back over the tmpfs on {top}")
+                if not wanted[path]:
+                    libc.mount(None, target, None, ms_remount | ms_bind | ms_rdonly, None)
+            libc.mount(None, top.encode(), None, ms_remount | ms_rdonly, None)
+        finally:
+            os.umask(umask)
+            for fd in held.values():
+                os.close(fd)
+    return True
+
+
+def switch_user(uid: int, writable: list[str]) -> bool:
+    """Go on as `uid` (its group the same number, no supplementary groups), after handing it the `writable`
+    directories (the evaluation's own and its compile caches): files only root may read (0600 keys, the
+    evaluator's caches) are then closed to the candidate wherever the mount namespace still shows them, and
+    root's processes unsignalable. Needs CAP_SETUID, CAP_SETGID and CAP_CHOWN, so it comes before
+    `drop_capabilities`; False where the switch did not happen."""
+    if os.geteuid() != 0 or uid <= 0:
+        return False
+    try:
+        for top in writable:
+            os.lchown(top, uid, uid)
+            for root, dirs, files in os.walk(top):
+                for name in dirs + files:
+                    os.lchown(os.path.join(root, name), uid, uid)
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    except OSError:
+        return False
+    return os.getuid() == os.geteuid() == uid
+
+
 def drop_capabilities() -> bool:
     """Empty this process's capability sets (a no-op for non-root). Root without CAP_SYS_PTRACE cannot read
     an undumpable process's memory, and without CAP_KILL cannot signal other users' processes."""

@@ -134,6 +134,7 @@ class SandboxRequest(SandboxSettings):
     memory_limit_bytes: int = _field(_int)
     readonly_fs: bool = _field(_bool)
     writable_paths: list[str] = _field(_list(_STR))
+    candidate_uid: int | None = _field(_optional(_int), default=None, omit_none=True)  # None: the stub's own
 
     @classmethod
     def create(cls, settings: SandboxSettings, **fields) -> SandboxRequest:
@@ -153,8 +154,7 @@ class StandbyAssignment(Message):
 
 def parse_request(data: Any) -> SandboxRequest | StandbyRequest:
     """A request file's contents (a dict, or its JSON text)."""
-    if isinstance(data, str | bytes):
-        data = _loads(data)
+    data = _loads(data) if isinstance(data, str | bytes) else data
     if type(data) is dict and data.get("standby") is True:
         return StandbyRequest.from_dict(data)
     return SandboxRequest.from_dict(data)

@@ -1,0 +1,49 @@
+"""The candidate under its own unprivileged uid (EvalConfig.candidate_uid; issue 16 item 5): files only root may
+read stay closed to it, and what the interpreter ships stays importable even where Python lives under a directory
+only root may enter (/root/.pyenv here: kernelrl.sandbox.isolation.expose_to). CPU mode, real sandbox."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import example
+
+from kernelrl import EvalConfig, Evaluator, Status, load_suite
+from kernelrl.sandbox.isolation import pid_namespace_prefix
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not pid_namespace_prefix(),
+                                reason="switching the candidate's uid needs root and a PID namespace")
+UID = 65534
+
+
+def _snooping(secret_path: str) -> str:
+    """The relu example, printing a root-only file's contents at import, and importing a standard-library module
+    that nothing imported before the candidate."""
+    probe = (f"import wave  # noqa: F401 - first imported here, after the stub switched uid\n"
+             f"try:\n    print('SECRET:', open({secret_path!r}).read())\n"
+             f"except OSError as exc:\n    print('SECRET: closed,', type(exc).__name__)\n")
+    return probe + example("relu_triton.py")
+
+
+@pytest.mark.parametrize("warm_pool", [True, False], ids=["zygote", "fresh-process"])
+def test_root_only_files_are_closed_to_the_candidate_and_its_imports_still_work(tmp_path, warm_pool):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("kernelrl-test-secret-1729")
+    secret.chmod(0o600)
+    problem = load_suite().get("level0/1_relu")
+    seen = {}
+    for uid in (UID, None):
+        with Evaluator(EvalConfig(device="cpu", static_checks=False, trials=2, warm_pool=warm_pool,
+                                  result_cache=False, candidate_uid=uid)) as ev:
+            result = ev.evaluate(problem, _snooping(str(secret)))
+        assert result.status is Status.CORRECT, (uid, result.message, result.log[-2000:])
+        seen[uid] = ("separate-uid" in result.environment.isolation,
+                     [line for line in result.log.splitlines() if line.startswith("SECRET:")])
+    assert seen[UID] == (True, ["SECRET: closed, PermissionError"]), seen[UID]
+    assert seen[None] == (False, ["SECRET: kernelrl-test-secret-1729"]), seen[None]  # what the uid takes away
+
+
+def test_candidate_uid_must_be_unprivileged():
+    with pytest.raises(ValueError, match="unprivileged uid"):
+        EvalConfig(candidate_uid=0)
