@@ -33,8 +33,8 @@ def candidates(only: str | None, device: str) -> list[tuple[str, str, str]]:
     for path in sorted((ROOT / "tests" / "exploits").glob("h[0-9][0-9]_*.py")):
         text = path.read_text()
         header = dict(re.findall(r"^# (\w+): (.*)$", text, re.M))
-        if header.get("device", "cpu") in ("cpu", "gpu" if device.startswith("cuda") else "cpu") and (not only or any(header["problem"].startswith(p)
-                                                                      for p in only.split(","))):
+        runs_here = header.get("device", "cpu") in ("cpu", "gpu" if device.startswith("cuda") else "cpu")
+        if runs_here and (not only or any(header["problem"].startswith(p) for p in only.split(","))):
             found.append((f"honest {path.stem}", header["problem"], text))
     return found
 
