@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kernelrl import EvalConfig, Evaluator, Status, load_suite
-from kernelrl.sandbox.timed_mix import Mixer, mixed_reference, mixes
+from kernelrl.sandbox.timed_mix import BLOCK, Mixer, mixed_reference, mixes
 
 MEMO = corpus.case("exploits_runtime/r07_memo_by_sampled_key.py")
 SOLUTIONS = Path(__file__).parents[1] / "src/kernelrl/problems/suites/builtin/solutions"
@@ -37,6 +37,11 @@ def test_the_judges_rebuild_is_the_sandboxs_mix():
             assert 0.3 < (buf == y).float().mean().item() < 0.7, k
     other = Mixer(torch).mixed(a, b, 12346)
     assert not torch.equal(other[0], buffers[0])  # another seed, another mask
+    # a mask bit per block of BLOCK elements (row-major), the tail its own block: the stub and judge agree on it
+    flat, from_b = buffers[0].reshape(-1), (buffers[0] == b[0]).reshape(-1)
+    for start in range(0, flat.numel(), BLOCK):
+        block = from_b[start:start + BLOCK]
+        assert bool(block.all()) or not bool(block.any()), start
 
 
 def test_the_judges_reference_is_computed_on_the_mix():

@@ -18,6 +18,7 @@ import time
 import traceback
 
 from kernelrl.sandbox import isolation, problem_data
+from kernelrl.sandbox.free_blocks import FreeBlockPoison
 from kernelrl.sandbox.protocol import (
     CensusEvent,
     DoneEvent,
@@ -153,17 +154,6 @@ def _copy_to_judge(torch, ipc, offer: IpcOffer | dict, meta: dict, values) -> bo
     finally:
         ipc.close(ptr)
     return True
-
-
-def _poison_free_memory(torch) -> None:
-    """Overwrite the caching allocator's free blocks with NaN bytes, so a candidate that returns
-    uninitialized memory cannot find an earlier call's results there."""
-    free = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
-    if free >= 1 << 20:
-        try:
-            torch.empty(free // 2, dtype=torch.uint8, device="cuda").fill_(0xFF)
-        except RuntimeError:  # fragmentation: skip rather than fail the candidate
-            pass
 
 
 # the event-timed share's gate, then longer ones for slow-to-enqueue forwards: most forwards enqueue in well
@@ -368,6 +358,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     current_frames = sys._current_frames
     tensor_copy = torch.Tensor.copy_  # refills the timed calls' inputs; taken before any candidate code runs
     mixer = Mixer(torch)  # fresh timed inputs (kernelrl.sandbox.timed_mix): its functions taken now, likewise
+    poison = FreeBlockPoison(torch) if gpu else None  # before each trial: likewise
     timer_ops = TimerOps.capture(torch) if gpu else None  # the flush and the launch cover, likewise
     ipc = _shared_buffers() if gpu else None  # large correctness outputs into the judge's buffers
     # the evaluator's GPU memory admission learns from it; taken now, before the candidate can patch it
@@ -437,7 +428,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             inputs = [t.clone() for t in pristine[index]]
             args = _args_for(trial, inputs)
             if gpu:
-                _poison_free_memory(torch)
+                poison()
             launches = census.launches
             with torch.no_grad():
                 outputs = _flatten_outputs(ops.call(model, *args))
