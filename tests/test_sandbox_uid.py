@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import corpus
 import pytest
 from conftest import example
 
@@ -47,3 +48,14 @@ def test_root_only_files_are_closed_to_the_candidate_and_its_imports_still_work(
 def test_candidate_uid_must_be_unprivileged():
     with pytest.raises(ValueError, match="unprivileged uid"):
         EvalConfig(candidate_uid=0)
+
+
+def test_the_uid_is_on_by_default_and_closes_proc_self_mem():
+    """On by default (CPU mode): the process is not dumpable once it switched, so its /proc files are root's and a
+    read of its own memory (corpus c14, which rt-host-read catches where the uid is off) fails at the open."""
+    case = corpus.case("exploits_runtime/c14_proc_self_mem.py")
+    assert EvalConfig().candidate_uid == UID
+    with Evaluator(EvalConfig(device="cpu", static_checks=False, result_cache=False)) as ev:
+        result = ev.evaluate(load_suite().get(case.problem), case.source())
+    assert "separate-uid" in result.environment.isolation
+    assert result.status is Status.RUNTIME_ERROR and "PermissionError" in result.message, result.message

@@ -79,9 +79,10 @@ class EvalConfig:
     isolate_network: bool = True
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
     readonly_filesystem: bool = True  # every mount read-only except the evaluation directory (needs the PID namespace)
-    # run the candidate as this unprivileged uid (e.g. 65534) where the evaluator runs as root and the read-only
-    # file system applies: root-only files stay closed to it. CPU mode only until a GPU run shows CUDA unaffected
-    candidate_uid: int | None = None
+    # run the candidate as this unprivileged uid (nobody) where the evaluator runs as root and the read-only file
+    # system applies: root-only files stay closed to it; None: the evaluator's own. CPU mode only until a GPU run
+    # shows CUDA unaffected
+    candidate_uid: int | None = 65534
     cache_dir: Path | None = None  # extension builds, baselines.sqlite, results.sqlite (default ~/.cache/kernelrl)
     result_cache: bool = field(default=True, metadata={
         "help": "Reuse the verdict of an identical candidate (result cache; also KERNELRL_RESULT_CACHE=0)."})
