@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 POISON_BYTE = 0xFF  # NaN in every floating type, -1 in the signed integer ones
-MAX_BLOCKS = 256
-SMALL_REQUEST = 1 << 20  # the allocator serves requests up to this from its small pool (2 MiB segments)  # the largest this many: a few launches, even where a candidate left many small blocks behind
+MAX_BLOCKS = 256  # the largest this many: a few launches, even where a candidate left many small blocks behind
+SMALL_REQUEST = 1 << 20  # the allocator serves requests up to this from its small pool (2 MiB segments)
 
 
 class FreeBlockPoison:
@@ -27,7 +27,6 @@ class FreeBlockPoison:
         self._empty = torch.empty
         self._fill = torch.Tensor.fill_
         self._uint8 = torch.uint8
-        self._reserved = torch.cuda.memory_reserved
 
     def free_block_sizes(self) -> list[int]:
         """The requests that take the current stream's free blocks on the current device, largest first."""
