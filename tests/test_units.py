@@ -676,3 +676,21 @@ def test_out_of_memory_verdicts_are_recognized(status, stage, message, feedback,
     result = EvalResult(status=status, stage=stage, problem_id="p", message=message, feedback=feedback, log=log,
                         timing=TimingReport(unavailable_reason=timing_reason) if timing_reason else None)
     assert ran_out_of_memory(result) is expected
+
+
+def test_same_bytes_compares_chunk_by_chunk_as_on_a_gpu():
+    """`same_bytes` in chunks (as on a GPU, where torch.equal builds a mask of all it compares): every chunk is
+    compared, the ragged last one too, bit for bit (a NaN payload and -0.0 differ)."""
+    from kernelrl.sandbox.tensorio import same_bytes
+
+    a = torch.randn(37, 5)
+    for chunk in (7, 64, None):
+        assert same_bytes(a, a.clone(), chunk)
+        for position in (0, 91, a.numel() - 1):  # the first chunk, one in the middle, the ragged tail
+            b = a.clone()
+            b.view(-1)[position] += 1.0
+            assert not same_bytes(a, b, chunk), (chunk, position)
+    zero, nan = torch.zeros(40), torch.full((40,), float("nan"))
+    assert not same_bytes(zero, -zero, 8)
+    assert not same_bytes(nan, nan.view(torch.int32).add(1).view(torch.float32), 8)
+    assert not same_bytes(a, a.t().contiguous(), 7)  # another shape
