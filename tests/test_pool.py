@@ -140,7 +140,7 @@ def test_zygote_child_has_the_full_isolation_list(pooled, relu):
     assert iso[-1] == "zygote-standby"
     expected = {"process-group", "private-tmpdir", "env-allowlist", "netns", "rlimit-fsize", "no-new-privs",
                 "rlimit-as", "readonly-fs", "no-capabilities", "pidns", "seccomp"}
-    if os.geteuid() == 0:  # EvalConfig.candidate_uid (CPU mode)
+    if os.geteuid() == 0:  # EvalConfig.candidate_uid
         expected.add("separate-uid")
     assert expected <= set(iso), iso
     with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=False) as fresh:

@@ -1,6 +1,7 @@
 """The candidate under its own unprivileged uid (EvalConfig.candidate_uid; issue 16 item 5): files only root may
 read stay closed to it, and what the interpreter ships stays importable even where Python lives under a directory
-only root may enter (/root/.pyenv here: kernelrl.sandbox.isolation.expose_to). CPU mode, real sandbox."""
+only root may enter (/root/.pyenv here: kernelrl.sandbox.isolation.expose_to). Real sandboxes, CPU mode and (marked
+gpu) CUDA."""
 
 from __future__ import annotations
 
@@ -59,3 +60,20 @@ def test_the_uid_is_on_by_default_and_closes_proc_self_mem():
         result = ev.evaluate(load_suite().get(case.problem), case.source())
     assert "separate-uid" in result.environment.isolation
     assert result.status is Status.RUNTIME_ERROR and "PermissionError" in result.message, result.message
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_candidate_runs_under_the_uid_and_its_kernels_still_compile_and_time(tmp_path):
+    """GPU mode: the stub switches after CUDA start-up, so the context it made stays usable; the candidate's Triton
+    kernel compiles into caches handed to the uid, its 1 GiB outputs come back, the timed calls run, and a
+    root-only file stays closed."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("kernelrl-test-secret-1729")
+    secret.chmod(0o600)
+    assert EvalConfig().candidate_uid == UID
+    with Evaluator(EvalConfig(device="cuda", inductor_baseline=False, result_cache=False)) as ev:
+        result = ev.evaluate(load_suite().get("level0/1_relu"), _snooping(str(secret)))
+    assert result.status is Status.CORRECT, (result.message, result.log[-2000:])
+    assert "separate-uid" in result.environment.isolation
+    assert [line for line in result.log.splitlines() if line.startswith("SECRET:")] == ["SECRET: closed, PermissionError"]
+    assert result.timing.candidate.median_ms > 0

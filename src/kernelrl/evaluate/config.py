@@ -80,8 +80,8 @@ class EvalConfig:
     isolate_processes: bool = True  # own PID namespace (needs util-linux `unshare` and the permission)
     readonly_filesystem: bool = True  # every mount read-only except the evaluation directory (needs the PID namespace)
     # run the candidate as this unprivileged uid (nobody) where the evaluator runs as root and the read-only file
-    # system applies: root-only files stay closed to it; None: the evaluator's own. CPU mode only until a GPU run
-    # shows CUDA unaffected
+    # system applies: root-only files stay closed to it; None: the evaluator's own. On a GPU the switch comes after
+    # CUDA start-up
     candidate_uid: int | None = 65534
     cache_dir: Path | None = None  # extension builds, baselines.sqlite, results.sqlite (default ~/.cache/kernelrl)
     result_cache: bool = field(default=True, metadata={

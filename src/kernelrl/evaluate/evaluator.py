@@ -476,7 +476,7 @@ class Evaluator:
             memory_limit_bytes=int(cfg.memory_limit_gb * GiB), readonly_fs=cfg.readonly_filesystem,
             # its own compile caches are the only writable places outside workdir
             writable_paths=[str(workdir), *caches.values()],
-            candidate_uid=cfg.candidate_uid if env.mode != "gpu" else None,
+            candidate_uid=cfg.candidate_uid,
         )
         prepare_s = time.monotonic() - started
         trials = Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
