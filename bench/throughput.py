@@ -180,12 +180,15 @@ DEVICE_PHASES = ("prepare", "first_trial", "correctness", "census", "timing", "b
 
 
 class UtilizationSampler:
-    """GPU utilization samples (NVML through pynvml, else `nvidia-smi -lms`) while a mode runs; idle = share of
-    samples at 0%. Nothing on a machine without either."""
+    """GPU utilization and device memory in use (all processes), sampled through NVML (pynvml, else `nvidia-smi
+    -lms`) while a mode runs; idle = share of samples at 0%. The memory peak says how close the GPU memory admission
+    let the evaluations come to the device's capacity. Nothing on a machine without either."""
 
     def __init__(self, index: int, period_ms: int = 50) -> None:
         self.index, self.period_ms = index, period_ms
         self.samples: list[int] = []
+        self.used_bytes: list[int] = []
+        self.total_bytes: int | None = None
         self.source: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -198,6 +201,7 @@ class UtilizationSampler:
             pynvml.nvmlInit()
             handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
             pynvml.nvmlDeviceGetUtilizationRates(handle)
+            self.total_bytes = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
         except Exception:  # noqa: BLE001 - no NVML here: try nvidia-smi
             handle = None
         if handle is not None:
@@ -206,6 +210,7 @@ class UtilizationSampler:
             def poll() -> None:
                 while not self._stop.wait(self.period_ms / 1e3):
                     self.samples.append(int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+                    self.used_bytes.append(int(pynvml.nvmlDeviceGetMemoryInfo(handle).used))
 
             self._thread = threading.Thread(target=poll, daemon=True)
             self._thread.start()
@@ -214,14 +219,17 @@ class UtilizationSampler:
         if tool is None:
             return
         self.source = "nvidia-smi"
-        self._proc = subprocess.Popen([tool, "-i", str(self.index), "--query-gpu=utilization.gpu",
+        self._proc = subprocess.Popen([tool, "-i", str(self.index), "--query-gpu=utilization.gpu,memory.used,memory.total",
                                        "--format=csv,noheader,nounits", f"-lms={self.period_ms}"],
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
         def read() -> None:
             for line in self._proc.stdout:
-                if line.strip().isdigit():
-                    self.samples.append(int(line.strip()))
+                fields = [f.strip() for f in line.split(",")]
+                if len(fields) == 3 and all(f.isdigit() for f in fields):
+                    self.samples.append(int(fields[0]))
+                    self.used_bytes.append(int(fields[1]) << 20)  # MiB
+                    self.total_bytes = int(fields[2]) << 20
 
         self._thread = threading.Thread(target=read, daemon=True)
         self._thread.start()
@@ -236,7 +244,9 @@ class UtilizationSampler:
             return None
         return {"source": self.source, "samples": len(self.samples), "period_ms": self.period_ms,
                 "idle_share": round(sum(s == 0 for s in self.samples) / len(self.samples), 3),
-                "mean_utilization_pct": round(statistics.fmean(self.samples), 1)}
+                "mean_utilization_pct": round(statistics.fmean(self.samples), 1),
+                "peak_memory_used_gib": round(max(self.used_bytes) / 2**30, 2) if self.used_bytes else None,
+                "memory_total_gib": round(self.total_bytes / 2**30, 2) if self.total_bytes else None}
 
 
 def gpu_seconds(result: EvalResult) -> float:
