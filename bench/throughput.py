@@ -40,6 +40,7 @@ import argparse
 import ast
 import dataclasses
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -249,6 +250,44 @@ class UtilizationSampler:
                 "memory_total_gib": round(self.total_bytes / 2**30, 2) if self.total_bytes else None}
 
 
+class HostCpu:
+    """The host's CPU time over a mode's run (/proc/stat: every core, every process): how busy the cores were,
+    CPU-seconds per evaluation, and how many cores the evaluator's own process used (its threads: the runners,
+    the judge client, the slots). None where /proc/stat is not there."""
+
+    @staticmethod
+    def _read() -> tuple[int, int] | None:
+        try:
+            fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields[:8]) - idle, sum(fields[:8])  # busy, total (guest time is inside user already)
+
+    def __init__(self) -> None:
+        self._start = self._read()
+        self._own = self._own_cpu_s()
+        self._wall = time.monotonic()
+
+    @staticmethod
+    def _own_cpu_s() -> float:
+        times = os.times()
+        return times.user + times.system
+
+    def stop(self, evaluations: int) -> dict | None:
+        end = self._read()
+        if self._start is None or end is None or end[1] <= self._start[1]:
+            return None
+        busy, total = end[0] - self._start[0], end[1] - self._start[1]
+        ticks = os.sysconf("SC_CLK_TCK")
+        wall = time.monotonic() - self._wall
+        # the evaluator's own process (its threads share one interpreter): near 1.0 it is a serial bottleneck
+        own = (self._own_cpu_s() - self._own) / wall if wall > 0 else None
+        return {"busy_share": round(busy / total, 3), "cores": os.cpu_count(),
+                "cpu_s_per_evaluation": round(busy / ticks / max(evaluations, 1), 2),
+                "evaluator_process_cores": round(own, 2) if own is not None else None}
+
+
 def gpu_seconds(result: EvalResult) -> float:
     stats = result.timing.candidate if result.timing else None
     if stats is None:
@@ -400,6 +439,7 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         sampler = UtilizationSampler(gpu_index) if args.device.startswith("cuda") else None
         if sampler is not None:
             sampler.start()
+        host_cpu = HostCpu()
         started_epoch, started = time.time(), time.monotonic()
         # one batch, as a reward function hands it in; progress printed (and streamed to --progress) as results
         # finish, so a run stopped early still says how far it got
@@ -419,10 +459,11 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         results = [by_index[k] for k in range(len(items))]
         total = time.monotonic() - started
         utilization = sampler.stop() if sampler is not None else None
+        cpu = host_cpu.stop(len(results))
         stats = ev.cache_stats()
         memory = ev.gpu_memory()
     row = {"mode": mode, "profile": profile, "slots": dataclasses.asdict(ev.slots),
-           **batch_stats(results, total, started_epoch), "gpu_utilization": utilization,
+           **batch_stats(results, total, started_epoch), "gpu_utilization": utilization, "host_cpu": cpu,
            "result_cache": dataclasses.asdict(stats["results"]) if "results" in stats else None}
     # evaluations holding their slots at once, on average: below the compile slots, something else (the GPU
     # memory admission, the timing slot) is the bound
@@ -507,7 +548,7 @@ def print_fresh(row: dict) -> None:
     print(f"{'':>16}  timing slot busy {row['timing_slot_busy_share']:.0%} of the wall time; GPU idle (timelines: no "
           f"evaluation in a device phase) {row['gpu_idle_s_timeline']} s; utilization samples "
           f"{row['gpu_utilization']}; median timed reps {row['median_timed_reps']}, median speedup RSE "
-          f"{row['median_speedup_rse']}", flush=True)
+          f"{row['median_speedup_rse']}; host CPU {row.get('host_cpu')}", flush=True)
     print(f"{'':>16}  evaluations holding their slots at once (mean): {row['mean_granted']} of "
           f"{row['slots']['compile_slots']} compile slots", flush=True)
     if row.get("gpu_memory"):
