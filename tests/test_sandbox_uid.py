@@ -19,6 +19,14 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not pid_namespace_prefix(),
 UID = 65534
 
 
+def _root_only_secret(tmp_path) -> str:
+    """A file only root may read; its path."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("kernelrl-test-secret-1729")
+    secret.chmod(0o600)
+    return str(secret)
+
+
 def _snooping(secret_path: str) -> str:
     """The relu example, printing a root-only file's contents at import, and importing a standard-library module
     that nothing imported before the candidate."""
@@ -30,15 +38,13 @@ def _snooping(secret_path: str) -> str:
 
 @pytest.mark.parametrize("warm_pool", [True, False], ids=["zygote", "fresh-process"])
 def test_root_only_files_are_closed_to_the_candidate_and_its_imports_still_work(tmp_path, warm_pool):
-    secret = tmp_path / "secret.txt"
-    secret.write_text("kernelrl-test-secret-1729")
-    secret.chmod(0o600)
+    secret = _root_only_secret(tmp_path)
     problem = load_suite().get("level0/1_relu")
     seen = {}
     for uid in (UID, None):
         with Evaluator(EvalConfig(device="cpu", static_checks=False, trials=2, warm_pool=warm_pool,
                                   result_cache=False, candidate_uid=uid)) as ev:
-            result = ev.evaluate(problem, _snooping(str(secret)))
+            result = ev.evaluate(problem, _snooping(secret))
         assert result.status is Status.CORRECT, (uid, result.message, result.log[-2000:])
         seen[uid] = ("separate-uid" in result.environment.isolation,
                      [line for line in result.log.splitlines() if line.startswith("SECRET:")])
@@ -67,12 +73,10 @@ def test_on_a_gpu_the_candidate_runs_under_the_uid_and_its_kernels_still_compile
     """GPU mode: the stub switches after CUDA start-up, so the context it made stays usable; the candidate's Triton
     kernel compiles into caches handed to the uid, its 1 GiB outputs come back, the timed calls run, and a
     root-only file stays closed."""
-    secret = tmp_path / "secret.txt"
-    secret.write_text("kernelrl-test-secret-1729")
-    secret.chmod(0o600)
+    secret = _root_only_secret(tmp_path)
     assert EvalConfig().candidate_uid == UID
     with Evaluator(EvalConfig(device="cuda", inductor_baseline=False, result_cache=False)) as ev:
-        result = ev.evaluate(load_suite().get("level0/1_relu"), _snooping(str(secret)))
+        result = ev.evaluate(load_suite().get("level0/1_relu"), _snooping(secret))
     assert result.status is Status.CORRECT, (result.message, result.log[-2000:])
     assert "separate-uid" in result.environment.isolation
     assert [line for line in result.log.splitlines() if line.startswith("SECRET:")] == ["SECRET: closed, PermissionError"]
