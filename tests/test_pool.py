@@ -358,10 +358,10 @@ TOKEN_CHILD = textwrap.dedent('''
 ''')
 
 
-def _run_fake(code: str, gate, run_timeout: float = 30.0):
+def _run_fake(code: str, gate, run_timeout: float = 30.0, on_event=lambda e: True):
     return run_child([sys.executable, "-c", code], env={"PATH": os.environ.get("PATH", "")}, cwd="/",
                      timeouts={"start": 30, "import": 30, "run": run_timeout}, memory_limit_bytes=0,
-                     log_limit_bytes=4096, on_event=lambda e: True, gate=gate)
+                     log_limit_bytes=4096, on_event=on_event, gate=gate)
 
 
 def test_timing_token_makes_timed_runs_exclusive():
@@ -421,6 +421,65 @@ def test_other_sandboxes_are_stopped_during_a_timed_run_and_their_deadline_waits
     assert not inside, f"the busy sandbox ran during the timed window: {len(inside)} beats"
     assert gate.stops >= 1
     print(f"\nlongest pause of the busy sandbox: {max(b - a for a, b in zip(stamps, stamps[1:], strict=False)):.2f} s")
+
+
+# the token child, reporting its timing and then taking a while to finish (as the stub flushing its output)
+TIMING_REPORT_CHILD = TOKEN_CHILD.replace(
+    """os.write(proto, b'{"event": "done"}\\n')""",
+    """os.write(proto, b'{"event": "timing"}\\n'); time.sleep(0.3); os.write(proto, b'{"event": "done"}\\n')""")
+
+
+def test_other_sandboxes_go_on_once_the_timed_run_reports_while_the_judge_stays_held():
+    """The evaluator handles a `timing` report (the judge compares the checked timed calls: ~0.085 s of the
+    0.2 s an evaluation held the device on an H100) with the other sandboxes running again; the judge's lock and
+    the device stay held until the timed child is done, so no judge work and no other timed run start before."""
+    assert '"timing"' in TIMING_REPORT_CHILD
+    judge = threading.RLock()
+    gate = DeviceGate(hold_also=[judge])
+    beats, handled = [], {}
+
+    def judge_taken_elsewhere() -> bool:
+        got = []
+
+        def take() -> None:
+            got.append(judge.acquire(timeout=0.05))
+            if got[0]:
+                judge.release()
+
+        t = threading.Thread(target=take)
+        t.start()
+        t.join()
+        return not got[0]
+
+    def on_event(event: dict) -> bool:
+        if event["event"] == "timing":
+            handled["start"] = time.monotonic()
+            handled["judge_held"] = judge_taken_elsewhere()
+            time.sleep(0.5)  # the judge comparing the checked timed calls
+            handled["end"] = time.monotonic()
+        return True
+
+    def busy() -> None:
+        beats.append(_run_fake(BUSY_CHILD, gate, run_timeout=3.0))
+
+    def timer() -> None:
+        time.sleep(0.3)
+        handled["outcome"] = _run_fake(TIMING_REPORT_CHILD, gate, on_event=on_event)
+
+    threads = [threading.Thread(target=busy), threading.Thread(target=timer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert beats[0].last("done") is not None and handled["outcome"].last("done") is not None
+    window = handled["outcome"].last("timed")
+    stamps = [e["t"] for e in beats[0].events if e["event"] == "beat"]
+    assert not [t for t in stamps if window["start"] + 0.05 < t < window["end"] - 0.05]  # stopped while timed
+    during = [t for t in stamps if handled["start"] + 0.05 < t < handled["end"] - 0.05]
+    assert len(during) >= 5, f"the busy sandbox stayed stopped while the timing report was handled: {during}"
+    assert handled["judge_held"]  # no other judge work meanwhile
+    assert judge.acquire(blocking=False)  # and free again once the timed child was done
+    judge.release()
 
 
 def test_wall_time_with_and_without_the_pool(relu):
