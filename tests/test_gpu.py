@@ -232,6 +232,38 @@ def test_large_correctness_outputs_come_back_in_the_judges_shared_buffer(tmp_pat
     assert "e" not in judge.evals
 
 
+def test_the_judge_keeps_a_small_allocator_cache_after_a_release_and_returns_a_large_one(tmp_path):
+    """A released evaluation's device memory stays in the judge's allocator cache for the next ones while the cache
+    is at most CACHE_KEEP_BYTES (returning it every time held the judge up); above that it goes back to the device."""
+    import torch
+
+    from kernelrl.sandbox.judge import CACHE_KEEP_BYTES, Judge
+
+    path = tmp_path / "double.py"
+    path.write_text("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x * 2\n"
+                    "def get_inputs():\n    return [torch.randn(4096, 1024)]\ndef get_init_inputs():\n    return []\n")
+    judge = Judge("cuda")
+
+    def cached() -> int:
+        return torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+
+    for name in ("small", "large"):
+        (tmp_path / name).mkdir()
+        judge.prepare({"eval_id": name, "problem_path": str(path), "problem_sha256": "d" * 64, "master_seed": 7,
+                       "min_trials": 3, "input_sets": [], "in_dir": str(tmp_path / name), "timing_variants": 0})
+        if name == "large":  # the judge's allocator ends up holding more than it may keep
+            spare = torch.empty(CACHE_KEEP_BYTES + 2**26, dtype=torch.uint8, device="cuda")
+            del spare
+        held = torch.cuda.memory_allocated()
+        judge.release({"eval_id": name})
+        freed = held - torch.cuda.memory_allocated()
+        if name == "small":
+            assert 0 < freed <= cached() <= CACHE_KEEP_BYTES, (freed, cached())
+        else:
+            assert cached() <= CACHE_KEEP_BYTES, cached()
+
+
 def test_gpu_power_counters_read_through_nvml():
     """The fidelity bench's power-cap column: NVML's violation counters for the GPU torch calls cuda:0."""
     pytest.importorskip("pynvml")
@@ -304,3 +336,22 @@ def test_correctness_without_the_bench_inputs_still_times_on_them(suite, tmp_pat
     print(f"learned need untimed: with the bench set {needs[True] / 2**30:.2f} GiB, without "
           f"{needs[False] / 2**30:.2f} GiB")
     assert needs[False] < 0.5 * needs[True]
+
+
+def test_bit_for_bit_comparison_on_a_gpu_allocates_at_most_a_chunk_more():
+    """`torch.equal` on a GPU builds a bool mask of every element compared: for a 1 GiB output that was the sandbox's
+    sixth GiB. `same_bytes` compares EQUAL_CHUNK_BYTES at a time, so its peak is the two tensors and one chunk's mask."""
+    import torch
+
+    from kernelrl.sandbox.tensorio import EQUAL_CHUNK_BYTES, same_bytes
+
+    a = torch.randn(64 << 20, device="cuda")  # 256 MiB, four chunks
+    b = a.clone()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    assert same_bytes(a, b)
+    b[-1] = -b[-1]
+    assert not same_bytes(a, b)
+    extra = torch.cuda.max_memory_allocated() - base
+    assert extra <= EQUAL_CHUNK_BYTES + (2 << 20) < a.nbytes // 2, extra  # torch.equal: 256 MiB of bools

@@ -50,7 +50,7 @@ class EvalConfig:
     run_timeout_s: float = field(default=120.0, metadata={
         "help": "Seconds for the candidate's construction, correctness trials and timing."})
     judge_timeout_s: float = 900.0  # reference outputs, baselines (includes torch.compile)
-    memory_limit_gb: float = 16.0  # host memory of the candidate process
+    memory_limit_gb: float = 16.0  # host memory the candidate may use (CPU: address space on top of the sandbox's own)
     max_output_gb: float = 8.0  # largest tensor read back from the candidate
     log_limit_bytes: int = 32 * 1024
     static_checks: bool = True  # AST rules against reward hacking (kernelrl rules); off: sandbox layers only

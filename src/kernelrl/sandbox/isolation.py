@@ -61,6 +61,15 @@ def isolate_network() -> str | None:
     return None
 
 
+def mapped_bytes() -> int:
+    """This process's address space now (/proc/self/statm), 0 where unknown."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def set_limit(which: int, value: int) -> bool:
     try:
         soft, hard = resource.getrlimit(which)
