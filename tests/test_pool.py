@@ -220,15 +220,20 @@ def test_without_standbys_each_candidate_is_forked_on_demand(relu):
 def test_the_address_space_cap_is_what_the_candidate_may_add_to_the_sandbox(relu):
     """On the CPU, memory_limit_gb caps the address space on top of what the sandbox has mapped when the candidate
     starts: a CUDA build of torch maps ~4 GB before any candidate code (H100 host), where an absolute 4 GiB cap failed
-    every CPU-mode import (no thread could start). Here (about 0.9 GB mapped) a 1 GiB cap: a candidate that reserves
-    0.6 GiB passes, one that reserves 2 GiB is refused (untouched pages: the RSS watchdog sees neither)."""
-    reserve = "\nimport mmap\n_ROOM = mmap.mmap(-1, {} << 20)\n_ROOM.close()\n"
-    roomy = c.relu_candidate("return relu(x)", module_extra=reserve.format(600))
-    greedy = c.relu_candidate("return relu(x)", module_extra=reserve.format(2048))
+    every CPU-mode import (no thread could start). The candidate sees a cap above the limit by what torch maps (here
+    ~0.9 GB), and a reservation of more than the limit is still refused (untouched pages: no RSS for the watchdog)."""
+    limit = 4 << 30
+    probe = c.relu_candidate("return relu(x)", module_extra=f"""
+import resource
+_CAP = resource.getrlimit(resource.RLIMIT_AS)[0]
+if _CAP <= {limit} + (512 << 20):
+    raise ValueError(f"address-space cap {{_CAP}} leaves the candidate less than its limit")
+""")
+    greedy = c.relu_candidate("return relu(x)", module_extra=f"\nimport mmap\n_ROOM = mmap.mmap(-1, {limit + (2 << 30)})\n")
     for pooled in (True, False):
         with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=pooled, standby_sandboxes=0,
-                       memory_limit_gb=1.0) as ev:
-            fits, too_much = ev.evaluate(relu, roomy), ev.evaluate(relu, greedy)
+                       memory_limit_gb=limit / (1 << 30)) as ev:
+            fits, too_much = ev.evaluate(relu, probe), ev.evaluate(relu, greedy)
         assert fits.status is Status.CORRECT, (pooled, fits.message, fits.log[-2000:])
         assert "rlimit-as" in fits.environment.isolation
         assert too_much.status is not Status.CORRECT and "Cannot allocate memory" in too_much.message, (
