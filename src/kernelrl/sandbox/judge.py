@@ -56,9 +56,8 @@ from kernelrl.sandbox.protocol import (
 from kernelrl.sandbox.timed_mix import mixed_reference, mixes, timing_variants
 from kernelrl.timing.device_limits import copy_bandwidth, peak_matmul_flops, reference_flops
 
-# device memory the judge's allocator may keep cached after an evaluation is released: the next evaluations reuse
-# it, and returning everything each time (empty_cache: 93 releases took 3.0-3.2 s of the judge's ~15 s, H100) held
-# up the requests queued behind it; the admission budget leaves a fifth of the device to the judge and the OS
+# cached device memory the judge keeps after a release, for the next evaluations: emptying it every time took 3.0-3.2 s
+# of the judge's ~15 s busy per 93 evaluations (H100); the admission budget leaves the judge and the OS a fifth
 CACHE_KEEP_BYTES = 2 * 1024**3
 
 _clock = time.perf_counter
@@ -583,15 +582,8 @@ def main(argv: list[str]) -> None:
         protocol.write(JudgeFailure(error=f"{type(exc).__name__}: {exc}").to_json() + "\n")
         return
     protocol.write(JudgeHello(**judge.hello()).to_json() + "\n")
-    handlers = {
-        "prepare": judge.prepare,
-        "compare": judge.compare,
-        "bandwidth": judge.bandwidth,
-        "peak_flops": judge.peak_flops,
-        "release": judge.release,
-        "baselines": judge.baselines,
-        "audit": judge.audit,
-    }
+    handlers = {op: getattr(judge, op) for op in ("prepare", "compare", "bandwidth", "peak_flops", "release",
+                                                  "baselines", "audit")}
     for line in sys.stdin:
         try:  # an unknown op or a malformed request: ProtocolError, answered like any failure
             req = parse_judge_request(line)
