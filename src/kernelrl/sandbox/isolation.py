@@ -65,7 +65,7 @@ def mapped_bytes() -> int:
     """This process's address space now (/proc/self/statm), 0 where unknown."""
     try:
         with open("/proc/self/statm") as f:
-            return int(f.read().split()[0]) * resource.getpagesize()
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")  # as group_rss_bytes counts pages
     except (OSError, ValueError, IndexError):
         return 0
 
