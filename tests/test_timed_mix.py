@@ -44,6 +44,42 @@ def test_the_judges_rebuild_is_the_sandboxs_mix():
         assert bool(block.all()) or not bool(block.any()), start
 
 
+class _RecordingTorch:
+    """torch as the Mixer sees it, with `where` recording the dtype it ran over."""
+
+    def __init__(self) -> None:
+        self.where_dtypes: list = []
+
+    def __getattr__(self, name: str):
+        return getattr(torch, name)
+
+    def where(self, *args, **kwargs):
+        self.where_dtypes.append(args[1].dtype)
+        return torch.where(*args, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.bool, torch.int64])
+def test_the_mix_runs_over_64_bit_words_where_aligned_and_gives_the_same_bytes_where_not(dtype):
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(0, 50, (40 * BLOCK + 5,), generator=g).to(dtype)
+    b = ~a if dtype == torch.bool else a + 50  # every element differs: the blocks taken from b show
+    seen = _RecordingTorch()
+    words = Mixer(seen).mixed([a], [b], 99)[0]
+    assert seen.where_dtypes[0] == torch.int64  # the blocks as words (the ragged tail is its own where)
+    # the buffer one element past an 8-byte boundary: no word view there; the elements picked are the same
+    storage = torch.empty(a.numel() + 1, dtype=dtype)
+    shifted = storage[1:]
+    if dtype.itemsize < 8:
+        assert shifted.data_ptr() % 8 != 0
+    seen.where_dtypes.clear()
+    Mixer(seen).into([shifted], [a], [b], 99)
+    assert seen.where_dtypes[0] == (torch.int64 if dtype.itemsize == 8 else dtype)
+    assert torch.equal(shifted, words)
+    assert bool(((words == a) | (words == b)).all())
+    from_b = (words != a).reshape(-1)[:40 * BLOCK].view(-1, BLOCK)
+    assert 10 < int(from_b.any(dim=1).sum()) < 30  # a real mix of blocks
+
+
 def test_the_judges_reference_is_computed_on_the_mix():
     a, b = [torch.randn(8, 4)], [torch.randn(8, 4)]
     model = torch.nn.ReLU()
