@@ -355,3 +355,49 @@ def test_bit_for_bit_comparison_on_a_gpu_allocates_at_most_a_chunk_more():
     assert not same_bytes(a, b)
     extra = torch.cuda.max_memory_allocated() - base
     assert extra <= EQUAL_CHUNK_BYTES + (2 << 20) < a.nbytes // 2, extra  # torch.equal: 256 MiB of bools
+
+
+_MIX_KERNEL_SCRIPT = """
+import json, os, sys
+import torch
+from kernelrl.sandbox.timed_mix import BLOCK, Mixer
+from kernelrl.sandbox.warm_kernel import BlockMix
+harness, candidate = sys.argv[1:3]
+os.environ["TRITON_CACHE_DIR"] = harness  # as in a standby
+kernel, used, rows = BlockMix(torch), [], []
+os.environ["TRITON_CACHE_DIR"] = candidate  # as once the candidate is assigned
+def counting(*args):
+    used.append(kernel(*args))
+    return used[-1]
+for name, n in (("float32", (1 << 26) + 7), ("float16", (1 << 27) + 3 * BLOCK), ("bfloat16", 5 * BLOCK + 1)):
+    a, b = (torch.randn(n, device="cuda").to(getattr(torch, name)) for _ in range(2))
+    buf = torch.empty_like(a)
+    used.clear()
+    Mixer(torch, counting).into([buf], [a], [b], 11)
+    expected = Mixer(torch).mixed([a], [b], 11)[0]
+    rows.append({"dtype": name, "kernel": list(used),
+                 "same": torch.equal(buf.view(torch.uint8), expected.view(torch.uint8))})
+torch.cuda.synchronize()
+print(json.dumps({"rows": rows, "candidate_files": sum(len(f) for _, _, f in os.walk(candidate)),
+                  "harness_files": sum(len(f) for _, _, f in os.walk(harness))}))
+"""
+
+
+def test_the_stubs_mix_kernel_is_loaded_before_the_candidate_and_writes_the_judges_bytes(tmp_path):
+    """The timed-input mix's kernel (sandbox.warm_kernel.BlockMix), made as a standby makes it: compiled into the
+    harness's cache; afterwards, with the candidate's cache directory set, sizes of other divisibility compile
+    nothing there (no compile on the evaluation's clock, none a candidate could have planted), and every mix is
+    the judge's `where`, byte for byte."""
+    import subprocess
+    import sys
+
+    harness, candidate = tmp_path / "harness", tmp_path / "candidate"
+    harness.mkdir()
+    candidate.mkdir()
+    done = subprocess.run([sys.executable, "-c", _MIX_KERNEL_SCRIPT, str(harness), str(candidate)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["harness_files"] > 0 and report["candidate_files"] == 0, report
+    for row in report["rows"]:
+        assert row["kernel"] == [True] and row["same"], row

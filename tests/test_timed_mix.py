@@ -4,6 +4,10 @@ reference solutions stay correct when timed on fresh inputs (CPU mode, host cloc
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import corpus
@@ -78,6 +82,46 @@ def test_the_mix_runs_over_64_bit_words_where_aligned_and_gives_the_same_bytes_w
     assert bool(((words == a) | (words == b)).all())
     from_b = (words != a).reshape(-1)[:40 * BLOCK].view(-1, BLOCK)
     assert 10 < int(from_b.any(dim=1).sum()) < 30  # a real mix of blocks
+
+
+_BLOCK_MIX_SCRIPT = """
+import json, torch
+from kernelrl.sandbox.warm_kernel import BlockMix
+from kernelrl.sandbox.timed_mix import Mixer, BLOCK
+kernel, used = BlockMix(torch, device="cpu"), []
+def counting(*args):
+    used.append(kernel(*args))
+    return used[-1]
+def failing(*args):
+    raise RuntimeError("no launch")
+rows = []
+for name in ("float32", "float16", "bfloat16", "int8"):
+    g = torch.Generator().manual_seed(1)
+    a, b = (torch.randn(300 * BLOCK + 7, generator=g).mul(100).to(getattr(torch, name)) for _ in range(2))
+    expected = Mixer(torch).mixed([a], [b], 5)[0].view(torch.uint8)
+    used.clear()
+    buf = torch.empty_like(a)
+    Mixer(torch, counting).into([buf], [a], [b], 5)
+    after_failure = torch.empty_like(a)
+    Mixer(torch, failing).into([after_failure], [a], [b], 5)
+    rows.append({"dtype": name, "kernel": list(used), "same": torch.equal(buf.view(torch.uint8), expected),
+                 "same_after_failure": torch.equal(after_failure.view(torch.uint8), expected)})
+print(json.dumps(rows))
+"""
+
+
+def test_the_stubs_mix_kernel_writes_the_judges_bytes_and_a_failed_launch_falls_back_to_the_where():
+    # the kernel itself, run by Triton's interpreter (on a GPU a standby loads it; tests/test_gpu.py times it)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", _BLOCK_MIX_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {row["dtype"]: row for row in json.loads(done.stdout.splitlines()[-1])}
+    for name in ("float32", "float16", "bfloat16"):  # 8 and 4 words a block: the kernel's widths
+        assert rows[name]["kernel"] == [True], rows[name]
+    assert rows["int8"]["kernel"] == [False]  # 2 words a block: left to the where
+    for row in rows.values():
+        assert row["same"] and row["same_after_failure"], row
 
 
 def test_the_judges_reference_is_computed_on_the_mix():

@@ -302,6 +302,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     # the same numerics as the judge's reference (no TF32 for fp32 matmuls and convolutions)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    block_mix = None  # the timed-input mix's kernel, loaded in a standby (sandbox.warm_kernel)
     if isinstance(request, StandbyRequest):
         # started before its candidate existed: everything above is the same for every candidate; the rest of
         # the request (the candidate's paths and cache directories, the trials) comes on the control pipe
@@ -310,6 +311,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
 
             try:
                 warm_kernel.launch(torch)  # Triton's runtime starts up now, off the evaluation's clock
+                block_mix = warm_kernel.BlockMix(torch)
             except Exception as exc:  # noqa: BLE001 - the candidate then pays Triton's start-up, nothing worse
                 print(f"kernelrl standby: Triton warm-up failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
         marks["standby"] = _clock()  # torch.utils.cpp_extension, which the census wraps, came with the zygote
@@ -359,7 +361,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     secret = random.Random(int.from_bytes(os.urandom(16), "little"))  # which timed calls are checked
     current_frames = sys._current_frames
     tensor_copy = torch.Tensor.copy_  # refills the timed calls' inputs; taken before any candidate code runs
-    mixer = Mixer(torch)  # fresh timed inputs (kernelrl.sandbox.timed_mix): its functions taken now, likewise
+    mixer = Mixer(torch, block_mix)  # fresh timed inputs (kernelrl.sandbox.timed_mix): its functions taken now, likewise
     poison = FreeBlockPoison(torch) if gpu else None  # before each trial: likewise
     timer_ops = TimerOps.capture(torch) if gpu else None  # the flush and the launch cover, likewise
     ipc = _shared_buffers() if gpu else None  # large correctness outputs into the judge's buffers

@@ -9,7 +9,10 @@ drawing the float mask and comparing it cost more device memory traffic than the
 memory-bound timed call (on an H100, 1 GiB of float32: 2.0 ms per refill, 1.3 ms per block, a copy 0.7 ms). The
 `where` runs over each block's bytes as 64-bit words where the three tensors are 8-byte aligned (a block of 16
 elements is 16 to 128 bytes): a `where` costs per element more than per byte (1 GiB on an H100: float32 1.32 ->
-1.12 ms, float16 2.14 -> 1.19 ms), and the words hold the same bits, so the result is the same bytes.
+1.12 ms, float16 2.14 -> 1.19 ms), and the words hold the same bits, so the result is the same bytes. In a
+standby sandbox on a GPU the stub mixes with a kernel of its own instead (`sandbox.warm_kernel.BlockMix`, loaded
+before the candidate arrives), which reads each block from its variant only: a copy's traffic, not the `where`'s
+two reads and a write.
 
 The sandbox stub mixes into its buffers (`Mixer.into`); the judge rebuilds a checked call's inputs from the same
 (variant a, variant b, seed) (`Mixer.mixed`) and computes its reference on them. The mask of input k is
@@ -55,7 +58,8 @@ class Mixer:
     """torch's functions the mix needs, taken once: the stub takes them before any candidate code runs, so a
     patched torch.rand or torch.where cannot steer the masks."""
 
-    def __init__(self, torch: Any) -> None:
+    def __init__(self, torch: Any, blocks: Any = None) -> None:
+        self._blocks = blocks  # the stub's mix kernel (sandbox.warm_kernel.BlockMix) where one was loaded
         self._generator = torch.Generator
         self._rand = torch.rand
         self._where = torch.where
@@ -68,6 +72,15 @@ class Mixer:
         g = self._generator(device=device)
         g.manual_seed(mask_seed(seed, k))
         return self._rand((blocks,), generator=g, device=device) < 0.5
+
+    def _kernel(self, a: Any, b: Any, from_b: Any, out: Any) -> bool:
+        if self._blocks is None:
+            return False
+        try:
+            return self._blocks(a, b, from_b, out)
+        except Exception:  # noqa: BLE001 - the `where` writes the same bytes: a failed launch costs time only
+            self._blocks = None
+            return False
 
     def _one(self, a: Any, b: Any, seed: int, k: int, out: Any = None) -> Any:
         if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
@@ -85,7 +98,8 @@ class Mixer:
             if a.element_size() != word and all(t.data_ptr() % word == 0 for t in blocks):
                 blocks = [t.view(self._word) for t in blocks]  # the same bytes, fewer elements
             dst, from_a, from_b = blocks
-            self._where(mask[:full // BLOCK, None], from_b, from_a, out=dst)
+            if not (dst.dtype == self._word and self._kernel(from_a, from_b, mask[:full // BLOCK], dst)):
+                self._where(mask[:full // BLOCK, None], from_b, from_a, out=dst)
         if full < n:
             self._where(mask[-1], y[full:], x[full:], out=flat[full:])
         return out
