@@ -562,6 +562,16 @@ def print_fresh(row: dict) -> None:
               flush=True)
 
 
+def write_rows(path: Path | None, device: str, rows: list[dict]) -> None:
+    """The rows so far, after each mode: a run cut in a later mode (a call's time limit) keeps the earlier ones.
+    Written to a temporary file and renamed over the last, so a kill mid-write leaves the previous rows whole."""
+    if path is None:
+        return
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps({"device": device, "rows": rows}, indent=2))
+    os.replace(partial, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -619,12 +629,14 @@ def main(argv: list[str] | None = None) -> int:
             for name in fresh_modes:
                 row = run_fresh(args, chosen_grpo if name == "grpo-batch" else chosen, name, profile, cache_dir)
                 rows.append(row)
+                write_rows(args.json, args.device, rows)
                 print_fresh(row)
                 if name == "fresh-candidates":
                     by_profile[profile] = row
         if len(by_profile) == 2:
             comparison = compare_profiles(by_profile["default"], by_profile["training"])
             rows.append({"mode": "profile-comparison", **comparison})
+            write_rows(args.json, args.device, rows)
             print(f"training vs default speedups over eager: {comparison['within_2rse']}/{comparison['problems']} "
                   f"problems within 2x the training profile's speedup RSE, "
                   f"{comparison['within_2rse_or_rounds']} within that or the spread between rounds; median |difference| "
@@ -632,8 +644,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.cache_dir is None:
             shutil.rmtree(cache_dir, ignore_errors=True)
     if not names:
-        if args.json:
-            args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2))
         return 0
     suite = load_suite()
     chosen = mix()
@@ -655,6 +665,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         row = run_mode(ev, name, items, item_kinds)
         rows.append(row)
+        write_rows(args.json, args.device, rows)
         print(f"{row['mode']:>11}: {row['evals_per_min']:6.1f} evals/min  median overhead {row['median_overhead_s']:.3f} s"
               f"  p90 {row['p90_overhead_s']:.3f} s  median wall {row['median_wall_s']:.3f} s  total {row['total_s']} s"
               f"  {row['statuses']}  path {row['paths']}  cache hits {row['cache_hits']}"
@@ -663,8 +674,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'':>11}  median overhead by kind (s): {row['median_overhead_by_kind_s']}; outside the timed loop "
               f"{row['median_outside_timed_loop_s']:.3f} s", flush=True)
     ev.close()
-    if args.json:
-        args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2))
     return 0
 
 
