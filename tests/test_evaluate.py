@@ -13,7 +13,7 @@ import candidates as c
 import pytest
 from conftest import example
 
-from kernelrl import EvalResult, Evaluator, Stage, Status, load_problem
+from kernelrl import EvalResult, Evaluator, EvaluatorError, Stage, Status, load_problem
 
 RUN_TIMEOUT_S = 20.0
 
@@ -43,6 +43,24 @@ def test_correct_elementwise_kernel(evaluator, relu):
     assert {"prepare", "start", "import", "init", "correctness", "finish"} <= set(result.phases_s)
     assert all(v >= 0 for v in result.phases_s.values())
     assert sum(result.phases_s.values()) <= result.wall_time_s
+
+
+def test_cpu_mode_refuses_a_triton_and_numpy_whose_interpreter_fails_every_loop(monkeypatch, relu):
+    # triton 3.6 with numpy 2.5 (the H100 host's) failed every kernel with a loop with a TypeError: honest kernels
+    # would be rejected, so the evaluator says so instead of handing out verdicts
+    from kernelrl.evaluate import config
+    from kernelrl.evaluate import evaluator as evaluator_module
+
+    broken = {"triton": "3.6.0", "numpy": "2.5.2"}
+    assert "numpy<2.4" in config.interpreter_incompatibility(broken)
+    for fine in ({"triton": "3.6.0", "numpy": "2.3.5"}, {"triton": "3.8.0", "numpy": "2.5.2"},
+                 {"triton": "3.9.0", "numpy": "2.4.6"}, {"triton": None, "numpy": "2.5.2"}):
+        assert config.interpreter_incompatibility(fine) is None, fine
+    assert config.interpreter_incompatibility() is None  # this environment's (CI's) own versions
+    monkeypatch.setattr(evaluator_module, "interpreter_incompatibility",
+                        lambda: config.interpreter_incompatibility(broken))
+    with Evaluator(device="cpu") as ev, pytest.raises(EvaluatorError, match="triton 3.6.0 and numpy 2.5.2"):
+        ev.evaluate(relu, example("relu_triton.py"))
 
 
 def test_correct_softmax_kernel_default_five_trials(suite):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from kernelrl.timing.cuda_timer import MODES as TIMING_MODES
@@ -21,6 +23,32 @@ RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for
 
 class EvaluatorError(RuntimeError):
     """The evaluator itself cannot work (e.g. its judge process cannot start); not a verdict on a candidate."""
+
+
+def _major_minor(version: str) -> tuple[int, int] | None:
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def interpreter_incompatibility(versions: dict[str, str | None] | None = None) -> str | None:
+    """Why Triton's interpreter (CPU mode) would fail honest kernels here, or None. Triton before 3.8 with numpy
+    2.4 or later fails every kernel with a loop (numpy no longer turns a one-element array into a Python scalar:
+    `TypeError: only 0-dimensional arrays can be converted to Python scalars`; measured with triton 3.6 and numpy
+    2.5 on the H100 host), and such a kernel's `runtime_error` would be a false rejection. `versions`: the
+    installed distributions' versions by name (default: read from the environment)."""
+    if versions is None:
+        versions = {}
+        for name in ("triton", "numpy"):
+            try:
+                versions[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                versions[name] = None
+    triton, numpy = (_major_minor(versions.get(name) or "") for name in ("triton", "numpy"))
+    if triton is None or numpy is None or not (triton < (3, 8) and numpy >= (2, 4)):
+        return None
+    return (f"CPU mode runs Triton's interpreter, which with triton {versions['triton']} and numpy "
+            f"{versions['numpy']} fails every kernel with a loop (TypeError: only 0-dimensional arrays can be "
+            "converted to Python scalars), i.e. rejects honest kernels: install numpy<2.4 or triton>=3.8")
 
 
 @dataclass(frozen=True)

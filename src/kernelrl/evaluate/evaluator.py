@@ -25,7 +25,14 @@ from pathlib import Path
 from kernelrl._version import __version__
 from kernelrl.cache import BaselineCache, CacheStats, ResultCache, kernelrl_build, result_key
 from kernelrl.candidates import Candidate, TextKind
-from kernelrl.evaluate.config import NOT_IN_RESULT_KEY, RESULT_CACHE_ENV, EvalConfig, EvaluatorError, GiB
+from kernelrl.evaluate.config import (
+    NOT_IN_RESULT_KEY,
+    RESULT_CACHE_ENV,
+    EvalConfig,
+    EvaluatorError,
+    GiB,
+    interpreter_incompatibility,
+)
 from kernelrl.evaluate.measure import Measurer
 from kernelrl.evaluate.scorer import Item, as_candidate, in_input_order, iterate_in_thread
 from kernelrl.evaluate.slots import (
@@ -117,6 +124,7 @@ class Evaluator:
     def __init__(self, config: EvalConfig | None = None, **overrides) -> None:
         self.config = cfg = dataclasses.replace(config or EvalConfig(), **overrides)
         device = cfg.device
+        self._interpreter_problem = interpreter_incompatibility()  # raised once the judge says CPU mode
         cuda_index = device.split(":", 1)[1] if device.startswith("cuda:") else None
         visible = {"CUDA_VISIBLE_DEVICES": cuda_index} if cuda_index is not None else {}
         self._judge = JudgeClient("cuda" if cuda_index is not None else device, cfg.judge_timeout_s, visible)
@@ -254,9 +262,12 @@ class Evaluator:
     # -- internals -----------------------------------------------------------------------------------------
     def _judge_info(self) -> dict:
         try:
-            return self._judge.ensure_started()
+            info = self._judge.ensure_started()
         except JudgeError as exc:
             raise EvaluatorError(str(exc)) from None
+        if info["mode"] != "gpu" and self._interpreter_problem:
+            raise EvaluatorError(self._interpreter_problem)
+        return info
 
     def _device_mode(self) -> str:
         return self._judge_info()["mode"]
