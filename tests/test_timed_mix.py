@@ -106,6 +106,9 @@ for name in ("float32", "float16", "bfloat16", "int8"):
     Mixer(torch, failing).into([after_failure], [a], [b], 5)
     rows.append({"dtype": name, "kernel": list(used), "same": torch.equal(buf.view(torch.uint8), expected),
                  "same_after_failure": torch.equal(after_failure.view(torch.uint8), expected)})
+w = torch.zeros(8, 4, dtype=torch.int64)
+rows.append({"dtype": "strided", "kernel": [kernel(w.t().contiguous().t(), w, torch.zeros(8, dtype=torch.bool),
+                                                   torch.empty_like(w))], "same": True, "same_after_failure": True})
 print(json.dumps(rows))
 """
 
@@ -120,6 +123,7 @@ def test_the_stubs_mix_kernel_writes_the_judges_bytes_and_a_failed_launch_falls_
     for name in ("float32", "float16", "bfloat16"):  # 8 and 4 words a block: the kernel's widths
         assert rows[name]["kernel"] == [True], rows[name]
     assert rows["int8"]["kernel"] == [False]  # 2 words a block: left to the where
+    assert rows["strided"]["kernel"] == [False]  # the kernel indexes rows of a contiguous tensor
     for row in rows.values():
         assert row["same"] and row["same_after_failure"], row
 

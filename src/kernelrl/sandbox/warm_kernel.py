@@ -66,7 +66,9 @@ class BlockMix:
         """Mix the (blocks, words) int64 tensors `a` and `b` into `out` by the bool `from_b` (one per block);
         False where this kernel does not apply."""
         blocks, words = out.shape
-        if words not in self.WORDS or any(t.data_ptr() % self.ALIGN for t in (a, b, from_b, out)):
+        tensors = (a, b, from_b, out)
+        if words not in self.WORDS or any(t.data_ptr() % self.ALIGN or not t.is_contiguous() for t in tensors) \
+                or a.shape != out.shape or b.shape != out.shape or from_b.shape != (blocks,):
             return False
         per_program = 512 // words  # 4 KiB of output a program
         self._run(_mix_kernel, a, b, from_b, out, blocks, grid=(triton.cdiv(blocks, per_program),), warmup=False,
