@@ -114,7 +114,7 @@ print(json.dumps(rows))
 
 
 def test_the_stubs_mix_kernel_writes_the_judges_bytes_and_a_failed_launch_falls_back_to_the_where():
-    # the kernel itself, run by Triton's interpreter (on a GPU a standby loads it; tests/test_gpu.py times it)
+    # the kernel itself, run by Triton's interpreter (on a GPU a standby loads it; tests/test_gpu.py checks it there)
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", _BLOCK_MIX_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300, check=False)

@@ -361,7 +361,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     secret = random.Random(int.from_bytes(os.urandom(16), "little"))  # which timed calls are checked
     current_frames = sys._current_frames
     tensor_copy = torch.Tensor.copy_  # refills the timed calls' inputs; taken before any candidate code runs
-    mixer = Mixer(torch, block_mix)  # fresh timed inputs (kernelrl.sandbox.timed_mix): its functions taken now, likewise
+    mixer = Mixer(torch, block_mix)  # fresh timed inputs (sandbox.timed_mix): its functions taken now, likewise
     poison = FreeBlockPoison(torch) if gpu else None  # before each trial: likewise
     timer_ops = TimerOps.capture(torch) if gpu else None  # the flush and the launch cover, likewise
     ipc = _shared_buffers() if gpu else None  # large correctness outputs into the judge's buffers

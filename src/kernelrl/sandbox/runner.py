@@ -239,8 +239,9 @@ def watch_child(
     With a `gate` (the device's), the child is registered while it runs: the first `timing_token` event
     waits for the gate (other sandboxes are stopped while this one times and go on once its `timing` report
     arrives; the gate, and the judge with it, is released when this child is finished), then the child is told
-    to go on. Time spent waiting or stopped by another sandbox's timed run does not count against the deadlines. `token_allowed` says whether the child may time now (an
-    honest stub asks only after its last trial); a request before that is a protocol violation. A standby's
+    to go on. Time spent waiting or stopped by another sandbox's timed run does not count against the
+    deadlines. `token_allowed` says whether the child may time now (an honest stub asks only after its last
+    trial); a request before that is a protocol violation. A standby's
     `standby` message (it waits for its assignment) is not an event. `validate` (the sandbox's: the typed wire,
     `kernelrl.sandbox.protocol`) returns the event as the verdict may read it, or raises ValueError: a
     malformed or unknown event is then a protocol violation, and so is one out of the stub's order
