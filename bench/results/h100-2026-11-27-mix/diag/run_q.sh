@@ -1,6 +1,6 @@
-# NEXT SESSION, call A (git checkout gpu-pending/gather-mix first; ~9 min): the paired gather mix on the GPU, then
-# carry [".scratch-gpu/whl", ".scratch-gpu/job.sh", ".scratch-gpu/diag", ".scratch-gpu/base-b9c8bd7.tgz"]
-# the pool overhead (issue 16's bound) with it and with main's two files, same machine
+# (git checkout gpu-pending/gather-mix first; ~9 min): the paired gather mix on the GPU, then
+# needs these in the working tree: ".scratch-gpu/whl", ".scratch-gpu/job.sh", ".scratch-gpu/diag", ".scratch-gpu/base-b9c8bd7.tgz"
+# the pool overhead (the 0.1 s overhead bound) with it and with main's two files, same machine
 set -uo pipefail
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 [ -d /tmp/site/pytest ] || bash .scratch-gpu/job.sh setup 2>&1 | tail -1

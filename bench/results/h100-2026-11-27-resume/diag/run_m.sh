@@ -1,4 +1,4 @@
-# NEXT SESSION, call A (~9.5 min): fresh candidates on main, then with branch gpu-pending/resume-at-timing-report
+# run 1 of 2 (~9.5 min): fresh candidates on main, then with branch gpu-pending/resume-at-timing-report
 # (refresh the copies first: git show gpu-pending/resume-at-timing-report:<path> > .scratch-gpu/diag/branch/<file>)
 set -uo pipefail
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1

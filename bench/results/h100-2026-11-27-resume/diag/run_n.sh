@@ -1,4 +1,4 @@
-# NEXT SESSION, call B (right after A, machine warm): the branch's pool/protocol tests on the GPU, issue 16's
+# run 2 of 2 (right after run_m.sh, machine warm): the branch's pool/protocol tests on the GPU, the pool's
 # overhead bound (pool mode) and all 72 reference solutions with every check on, all with the branch's files
 set -uo pipefail
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1

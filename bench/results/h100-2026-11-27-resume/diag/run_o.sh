@@ -1,4 +1,4 @@
-# call D: headline fresh candidates + GRPO batch on main (resume-at-report merged, judge cache kept), new GPU tests
+# headline fresh candidates + GRPO batch on main (resume-at-report merged, judge cache kept), new GPU tests
 # (one broken on purpose), CPU-mode evaluations on the GPU host (test_pool's pooled tests time out there)
 set -uo pipefail
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1

@@ -1,4 +1,4 @@
-# call E: test_pool on the GPU host (its CPU-mode tests with the relative address-space cap), the chunk test broken once
+# test_pool on the GPU host (its CPU-mode tests with the relative address-space cap), the chunk test broken once
 set -uo pipefail
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 [ -d /tmp/site/pytest ] || bash .scratch-gpu/job.sh setup 2>&1 | tail -1

@@ -1,4 +1,4 @@
-# session 7, call 1: memory per step (main, then chunked same_bytes), uid forced on under CUDA, fresh candidates (chunked)
+# memory per step (main, then chunked same_bytes), uid forced on under CUDA, fresh candidates (chunked)
 set -uo pipefail
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 [ -d /tmp/site/pytest ] || bash .scratch-gpu/job.sh setup 2>&1 | tail -3

@@ -1,4 +1,4 @@
-# session 7, call 2: uid on under CUDA by default: memdiag (IPC path under the uid?), verdicts, GPU tests
+# uid on under CUDA by default: memdiag (IPC path under the uid?), verdicts, GPU tests
 set -uo pipefail
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 [ -d /tmp/site/pytest ] || bash .scratch-gpu/job.sh setup 2>&1 | tail -3

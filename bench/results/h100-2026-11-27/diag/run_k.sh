@@ -1,4 +1,4 @@
-# session 7, call 4: admission constants — (1.10 margin, 0.90 fraction) vs today's (1.25, 0.80), same machine; NVML memory peak
+# admission constants — (1.10 margin, 0.90 fraction) vs the defaults (1.25, 0.80), same machine; NVML memory peak
 set -uo pipefail
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 [ -d /tmp/site/pytest ] || bash .scratch-gpu/job.sh setup 2>&1 | tail -3

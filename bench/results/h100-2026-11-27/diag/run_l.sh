@@ -1,4 +1,4 @@
-# session 7: timing-slot breakdown per evaluation; training profile warm-up 50 ms (today) vs 20 ms, same machine
+# timing-slot breakdown per evaluation; training profile warm-up 50 ms (the default) vs 20 ms, same machine
 set -uo pipefail
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 [ -d /tmp/site/pytest ] || bash .scratch-gpu/job.sh setup 2>&1 | tail -1
