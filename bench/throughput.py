@@ -563,7 +563,7 @@ def print_fresh(row: dict) -> None:
 
 
 def write_rows(path: Path | None, device: str, rows: list[dict]) -> None:
-    """The rows so far, after each mode: a run cut in a later mode (a call's time limit) keeps the earlier ones.
+    """The rows so far, after each mode: a run cut in a later mode (by a time limit) keeps the earlier ones.
     Written to a temporary file and renamed over the last, so a kill mid-write leaves the previous rows whole."""
     if path is None:
         return

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Issue 5 on a CUDA machine with torch and triton installed (no internet): the warm pool's GPU test, the
-# gpu-marked tests (fresh processes: on a GPU the pool is opt-in until this script has passed there), and the
-# throughput bench with and without the pool.
+# The warm pool on a CUDA machine with torch and triton installed (no internet): the pool's GPU test, the
+# gpu-marked tests, and the throughput bench with and without the pool.
 # Logs and bench JSON go to $OUT (or ./pool-gpu-out).
 #   bash scripts/pool_gpu_check.sh          # tests, then bench
 #   bash scripts/pool_gpu_check.sh tests    # only the tests      bash scripts/pool_gpu_check.sh bench   # only the bench
