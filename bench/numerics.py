@@ -35,7 +35,7 @@ def _selected(pid: str, only: str | None) -> bool:
 
 
 def evaluations(args) -> None:
-    from kernelrl import Evaluator, Status, load_suite
+    from kernelrl import Evaluator, Status, VerdictSettings, load_suite
 
     suite = load_suite()
     problems = [p for p in suite if suite.solution_path(p) is not None and LONG_TAGS & set(p.metadata.get("tags", []))
@@ -45,17 +45,17 @@ def evaluations(args) -> None:
           f"(k=0) and after (k={args.k:g}) on the same seeds")
     totals = {"before": 0, "after": 0, "widened_evals": 0, "widened_trials": 0, "evals": 0, "other": 0}
     started = time.monotonic()
-    common = dict(device=args.device, trials=args.trials, result_cache=False, timing=False,
-                  input_sets=tuple(args.input_sets.split(",")) if args.input_sets else None,
-                  run_timeout_s=1800.0, judge_timeout_s=1800.0)
-    with Evaluator(reference_error_k=0.0, **common) as before, Evaluator(reference_error_k=args.k, **common) as after:
+    common = dict(trials=args.trials, timing=False,
+                  input_sets=tuple(args.input_sets.split(",")) if args.input_sets else None)
+    before, after = VerdictSettings(reference_error_k=0.0, **common), VerdictSettings(reference_error_k=args.k, **common)
+    with Evaluator(device=args.device, result_cache=False, run_timeout_s=1800.0, judge_timeout_s=1800.0) as ev:
         for problem in problems:
             code = suite.solution_path(problem).read_text()
             row = {"before": 0, "after": 0, "widened": 0, "other": []}
             for _ in range(args.seeds):
                 seed = secrets.randbits(62)
-                old = _with_seed(before, problem, code, seed)
-                new = _with_seed(after, problem, code, seed)
+                old = _with_seed(ev, before, problem, code, seed)
+                new = _with_seed(ev, after, problem, code, seed)
                 row["before"] += old.status is Status.WRONG_OUTPUT
                 row["after"] += new.status is Status.WRONG_OUTPUT
                 widened = new.correctness.trials_within_reference_error if new.correctness else 0
@@ -79,17 +79,12 @@ def evaluations(args) -> None:
           f"{time.monotonic() - started:.0f} s")
 
 
-def _with_seed(evaluator, problem, code: str, seed: int):
-    """One evaluation with this master seed, so that both evaluators see the same inputs (the seed is the only
-    setting changed; an Evaluator per seed would restart its judge every time)."""
+def _with_seed(evaluator, verdict, problem, code: str, seed: int):
+    """One evaluation with this master seed, so that both tolerance models see the same inputs (the seed is a
+    per-call verdict setting: nothing restarts)."""
     import dataclasses
 
-    config = evaluator.config
-    evaluator.config = dataclasses.replace(config, seed=seed)
-    try:
-        return evaluator.evaluate(problem, code)
-    finally:
-        evaluator.config = config
+    return evaluator.evaluate(problem, code, verdict=dataclasses.replace(verdict, seed=seed))
 
 
 def long_reductions(args) -> None:

@@ -43,16 +43,17 @@ def run(device: str, items: list[tuple[str, str, str]], policy: str | None, timi
         out: str | None = None) -> list[dict]:
     """Each candidate with the check at `policy` (None: its default on the device), then with it off, one
     evaluation at a time (so the two see the same load)."""
-    from kernelrl import EvalConfig, Evaluator, load_suite
+    from kernelrl import Evaluator, VerdictSettings, load_suite
 
     suite = load_suite()
     rows = []
-    common = {"device": device, "result_cache": False, "timing": timing}
-    with Evaluator(EvalConfig(**common, runtime_policy={CHECK: policy} if policy else None)) as on, \
-            Evaluator(EvalConfig(**common, runtime_policy={CHECK: "off"})) as off:
+    # one evaluator, the check's policy per call
+    on = VerdictSettings(timing=timing, runtime_policy={CHECK: policy} if policy else None)
+    off = VerdictSettings(timing=timing, runtime_policy={CHECK: "off"})
+    with Evaluator(device=device, result_cache=False) as ev:
         for label, pid, code in items:
-            for name, ev in (("on", on), ("off", off)):
-                result = ev.evaluate(suite.get(pid), code)
+            for name, verdict in (("on", on), ("off", off)):
+                result = ev.evaluate(suite.get(pid), code, verdict=verdict)
                 flagged = [f.detail for f in result.findings if f.rule == CHECK]
                 rows.append({"label": label, "problem": pid, "check": name, "status": str(result.status),
                              "wall_s": round(result.wall_time_s, 3), "flagged": flagged})
@@ -71,7 +72,7 @@ def main() -> None:
     parser.add_argument("--out", help="JSONL of every evaluation (appended as they finish)")
     parser.add_argument("--policy", choices=["warn", "reject"],
                         help="the check's policy in the 'on' runs (default: its default on the device; off on a GPU)")
-    parser.add_argument("--no-timing", action="store_true", help="correctness only (EvalConfig.timing=False)")
+    parser.add_argument("--no-timing", action="store_true", help="correctness only (VerdictSettings.timing=False)")
     args = parser.parse_args()
     os.environ.setdefault("KERNELRL_RESULT_CACHE", "0")
     items = candidates(args.only, args.device)

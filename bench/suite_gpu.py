@@ -14,7 +14,7 @@ import dataclasses
 import json
 import time
 
-from kernelrl import EvalConfig, Evaluator, load_suite
+from kernelrl import Evaluator, load_suite
 
 
 def _selected(only: str | None):
@@ -24,7 +24,7 @@ def _selected(only: str | None):
 
 
 def run_audit(out: str, only: str | None) -> None:
-    with Evaluator(EvalConfig(device="cuda")) as ev, open(out, "a") as f:
+    with Evaluator(device="cuda") as ev, open(out, "a") as f:
         for problem in _selected(only):
             start = time.monotonic()
             audit = ev.audit(problem, timing=True)
@@ -38,11 +38,10 @@ def run_audit(out: str, only: str | None) -> None:
 def run_solutions(out: str, only: str | None, jobs: int, inductor: bool, runtime_policy: dict[str, str]) -> None:
     suite = load_suite()
     # the audit ran separately (command `audit`): no need to re-audit each problem before evaluating
-    config = EvalConfig(device="cuda", run_timeout_s=300, refuse_flagged_problems=False, inductor_baseline=inductor,
-                        result_cache=False, max_concurrency=jobs,
-                        runtime_policy=runtime_policy or None)
+    config = dict(device="cuda", run_timeout_s=300, refuse_flagged_problems=False, inductor_baseline=inductor,
+                  result_cache=False, max_concurrency=jobs, runtime_policy=runtime_policy or None)
     items = [(p, path.read_text()) for p in _selected(only) if (path := suite.solution_path(p)) is not None]
-    with Evaluator(config) as ev, open(out, "a") as f:
+    with Evaluator(**config) as ev, open(out, "a") as f:
         for result in ev.evaluate_many(items):  # as they finish; timing stays one at a time on the GPU
             f.write(result.to_json() + "\n")
             f.flush()

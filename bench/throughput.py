@@ -52,7 +52,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from kernelrl import EvalConfig, Evaluator, load_suite
+from kernelrl import Evaluator, EvaluatorSettings, VerdictSettings, load_suite
 from kernelrl.cache import ResultCache
 from kernelrl.results import EvalResult
 
@@ -389,7 +389,7 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
     """Fresh candidates (every one unseen) or one GRPO-style reward batch, on a new Evaluator whose caches
     start empty; each problem warmed first (audit, judge state, baselines), as in a training run."""
     suite = load_suite()
-    make = EvalConfig.training if profile == "training" else EvalConfig
+    training = profile == "training"
     extra = {} if args.standby_sandboxes is None else {"standby_sandboxes": args.standby_sandboxes}
     if args.compile_slots is not None:
         extra["compile_slots"] = args.compile_slots
@@ -399,11 +399,12 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         extra["cpu_timing"] = True
     if args.trials is not None:  # else the profile's own (5)
         extra["trials"] = args.trials
-    config = make(device=args.device, inductor_baseline=not args.no_inductor, cache_dir=cache_dir,
-                  result_cache=True, max_concurrency=None if args.concurrency == "auto" else int(args.concurrency),
-                  **extra)
+    settings = dict(device=args.device, inductor_baseline=not args.no_inductor, cache_dir=cache_dir,
+                    result_cache=True, max_concurrency=None if args.concurrency == "auto" else int(args.concurrency),
+                    **extra)
     run = uuid.uuid4().hex[:8]
-    with Evaluator(config) as ev:
+    profiles = (EvaluatorSettings.training(), VerdictSettings.training()) if training else (None, None)
+    with Evaluator(*profiles, **settings) as ev:
         print(f"{mode}: profile {profile}, slots: {ev.slots.reason}", flush=True)
         started = time.monotonic()
         ev.warm_up()
@@ -444,7 +445,7 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         # one batch, as a reward function hands it in; progress printed (and streamed to --progress) as results
         # finish, so a run stopped early still says how far it got
         by_index: dict[int, EvalResult] = {}
-        for index, result in ev.evaluate_many(items, with_index=True):
+        for index, result in ev.evaluate_indexed(items):
             by_index[index] = result
             if args.progress is not None:
                 with args.progress.open("a") as f:
@@ -588,14 +589,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="fresh-candidates/grpo-batch: the fixed mix, or the built-in reference solutions")
     parser.add_argument("--only", default="level1/", help="--candidates solutions: problem id prefix")
     parser.add_argument("--profile", default="default",
-                        help="fresh-candidates/grpo-batch: default (EvalConfig()), training (EvalConfig.training()), or "
+                        help="fresh-candidates/grpo-batch: default (the default settings), training (the .training() profiles), or "
                              "both, comma-separated: each mode runs per profile, and fresh-candidates' speedups are "
                              "compared per problem")
     parser.add_argument("--cache-dir", type=Path,
                         help="fresh-candidates/grpo-batch: the evaluators' cache directory (baselines stay there "
                              "between runs; every candidate is still new); default: a new temporary one")
-    parser.add_argument("--compile-slots", type=int, help="EvalConfig.compile_slots (default: the host's cores)")
-    parser.add_argument("--sandbox-memory-gb", type=float, help="EvalConfig.sandbox_memory_gb (default 2)")
+    parser.add_argument("--compile-slots", type=int, help="EvaluatorSettings.compile_slots (default: the host's cores)")
+    parser.add_argument("--sandbox-memory-gb", type=float, help="EvaluatorSettings.sandbox_memory_gb (default 2)")
     parser.add_argument("--batch", type=int, default=64, help="grpo-batch: completions in the reward batch")
     parser.add_argument("--warm-batch", action="store_true",
                         help="fresh-candidates/grpo-batch: evaluate the warm-up candidates as one batch (a first "
@@ -604,9 +605,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--progress", type=Path, default=None,
                         help="fresh-candidates/grpo-batch: append one JSON line per finished evaluation here")
     parser.add_argument("--cpu-timing", action="store_true",
-                        help="fresh-candidates/grpo-batch on the CPU: time with the host clock (EvalConfig.cpu_timing)"
+                        help="fresh-candidates/grpo-batch on the CPU: time with the host clock (VerdictSettings.cpu_timing)"
                              " so the timing token, its queue and adaptive stopping run")
-    parser.add_argument("--standby-sandboxes", type=int, help="EvalConfig.standby_sandboxes (default: its default)")
+    parser.add_argument("--standby-sandboxes", type=int, help="EvaluatorSettings.standby_sandboxes (default: its default)")
     parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline (GPU)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args(argv)

@@ -10,7 +10,7 @@ import argparse
 import statistics
 import time
 
-from kernelrl import EvalConfig, Evaluator, load_suite
+from kernelrl import Evaluator, load_suite
 from kernelrl.timing import TimerSettings
 
 
@@ -23,8 +23,7 @@ def main() -> None:
     args = parser.parse_args()
     problem = load_suite().get(args.problem)
     for warmup in args.warmup_ms:
-        config = EvalConfig(device="cuda", inductor_baseline=False, timer=TimerSettings(warmup_ms=warmup))
-        with Evaluator(config) as ev:
+        with Evaluator(device="cuda", inductor_baseline=False, timer=TimerSettings(warmup_ms=warmup)) as ev:
             medians = []
             for _ in range(args.reruns):
                 time.sleep(args.idle)

@@ -38,3 +38,14 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def suite():
     return kernelrl.load_suite()
+
+
+@pytest.fixture(scope="session")
+def cpu_evaluator():
+    """One CPU evaluator (judge, zygote, standbys) for every test that varies only verdict settings: a test passes
+    its own `VerdictSettings` per call, or takes a view with `cpu_evaluator.with_verdict(...)`; nothing restarts.
+    Tests that need other EvaluatorSettings (the pool, isolation, concurrency) build their own."""
+    from kernelrl import Evaluator
+
+    with Evaluator(device="cpu", result_cache=False) as ev:
+        yield ev

@@ -1,7 +1,8 @@
 """End-to-end evaluations on the CPU (Triton interpreter): the verdicts of the trust model.
 
-One Evaluator serves every test in this module, in order, so the last test also shows it still evaluates
-correctly after candidates that crashed, hung, exited, flooded stdout and ran out of memory.
+The session's CPU evaluator serves every test in this module (with this module's verdict settings), in order, so
+the last test also shows it still evaluates correctly after candidates that crashed, hung, exited, flooded stdout
+and ran out of memory.
 """
 
 from __future__ import annotations
@@ -13,17 +14,16 @@ import candidates as c
 import pytest
 from conftest import example
 
-from kernelrl import EvalResult, Evaluator, EvaluatorError, Stage, Status, load_problem
+from kernelrl import EvalResult, Evaluator, EvaluatorError, Stage, Status, VerdictSettings, load_problem
 
 RUN_TIMEOUT_S = 20.0
 
 
 @pytest.fixture(scope="module")
-def evaluator():
+def evaluator(cpu_evaluator):
     # static checks off: these candidates test the sandbox, which must hold for code the rules would miss
-    with Evaluator(device="cpu", run_timeout_s=RUN_TIMEOUT_S, compile_timeout_s=RUN_TIMEOUT_S,
-                   memory_limit_gb=4, trials=3, static_checks=False) as ev:
-        yield ev
+    return cpu_evaluator.with_verdict(VerdictSettings(run_timeout_s=RUN_TIMEOUT_S, compile_timeout_s=RUN_TIMEOUT_S,
+                                                      memory_limit_gb=4, trials=3, static_checks=False))
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_correct_elementwise_kernel(evaluator, relu):
 def test_cpu_mode_refuses_a_triton_and_numpy_whose_interpreter_fails_every_loop(monkeypatch, relu):
     # triton 3.6 with numpy 2.5 (the H100 host's) failed every kernel with a loop with a TypeError: honest kernels
     # would be rejected, so the evaluator says so instead of handing out verdicts
-    from kernelrl.evaluate import config
+    from kernelrl.evaluate import settings as config
     from kernelrl.evaluate import evaluator as evaluator_module
 
     broken = {"triton": "3.6.0", "numpy": "2.5.2"}
@@ -63,8 +63,8 @@ def test_cpu_mode_refuses_a_triton_and_numpy_whose_interpreter_fails_every_loop(
         ev.evaluate(relu, example("relu_triton.py"))
 
 
-def test_correct_softmax_kernel_default_five_trials(suite):
-    with Evaluator(device="cpu", run_timeout_s=60) as ev:
+def test_correct_softmax_kernel_default_five_trials(cpu_evaluator, suite):
+    with cpu_evaluator.with_verdict(run_timeout_s=60) as ev:
         result = ev.evaluate(suite.get("level1/1_row_softmax"), example("softmax_triton.py"))
     assert result.status is Status.CORRECT, result.feedback
     assert result.correctness.trials_passed == 5
@@ -258,7 +258,7 @@ def test_broken_reference_is_reported_as_problem_error(evaluator, tmp_path):
     result = evaluator.evaluate(problem, example("relu_triton.py"))
     assert result.status is Status.UNSUPPORTED and result.stage is Stage.REFERENCE  # refused by the audit
     assert "reference_raises" in result.message and "reference bug" in result.feedback
-    with Evaluator(device="cpu", refuse_flagged_problems=False, static_checks=False) as unaudited:
+    with evaluator.with_verdict(refuse_flagged_problems=False, static_checks=False) as unaudited:
         result = unaudited.evaluate(problem, example("relu_triton.py"))
     assert result.status is Status.RUNTIME_ERROR and result.stage is Stage.REFERENCE
     assert "reference bug" in result.feedback
@@ -298,11 +298,11 @@ def test_kernel_hard_coded_for_one_shape_fails_on_the_sweep(evaluator, relu):
     assert result.correctness.mismatch.input_set == "sweep_odd" and result.correctness.trials_passed == 1
 
 
-def test_input_sets_can_be_chosen_and_unknown_ones_are_refused(relu):
-    with Evaluator(device="cpu", input_sets=("check",), trials=2) as ev:
+def test_input_sets_can_be_chosen_and_unknown_ones_are_refused(cpu_evaluator, relu):
+    with cpu_evaluator.with_verdict(input_sets=("check",), trials=2) as ev:
         result = ev.evaluate(relu, example("relu_triton.py"))
         assert result.status is Status.CORRECT and result.correctness.input_sets == ["check"]
-    with Evaluator(device="cpu", input_sets=("huge",)) as ev:
+    with cpu_evaluator.with_verdict(input_sets=("huge",)) as ev:
         result = ev.evaluate(relu, example("relu_triton.py"))
         assert result.stage is Stage.REFERENCE and "no input set(s) ['huge']" in result.feedback
 
@@ -356,11 +356,9 @@ def test_inputs_the_sandbox_cannot_reproduce_are_a_problem_error(evaluator, tmp_
     assert "differ from the judge's" in result.feedback
 
 
-def test_config_rejects_an_unknown_timing_mode():
-    from kernelrl import EvalConfig
-
+def test_settings_reject_an_unknown_timing_mode():
     with pytest.raises(ValueError, match="timing_mode"):
-        EvalConfig(timing_mode="wallclock")
+        VerdictSettings(timing_mode="wallclock")
 
 
 def test_evaluate_many_takes_code_completions_and_prose_and_keeps_input_order(evaluator, relu):
@@ -379,16 +377,16 @@ def test_evaluate_many_takes_code_completions_and_prose_and_keeps_input_order(ev
         (relu, Candidate.from_text(code, "code")),
     ]
     assert isinstance(evaluator, Scorer)
-    results = list(evaluator.evaluate_many(items, ordered=True, max_concurrency=2))
+    results = list(evaluator.evaluate_many(items, ordered=True))
     assert [r.status for r in results] == [Status.CORRECT, Status.FORMAT_ERROR, Status.CORRECT, Status.WRONG_OUTPUT,
                                            Status.FORMAT_ERROR, Status.CORRECT]
     for fmt in (results[1], results[4]):
         assert fmt.stage is Stage.EXTRACT and fmt.phases_s == {} and "ModelNew" in fmt.feedback
     # the fenced completion was evaluated as the code inside it
     assert results[0].candidate_sha256 == results[2].candidate_sha256
-    # with_index pairs each verdict with its position, in input order as well
-    indexed = list(evaluator.evaluate_many(items[:3], ordered=True, with_index=True))
-    assert [i for i, _ in indexed] == [0, 1, 2]
+    # evaluate_indexed pairs each verdict with its position in the call's input (completion order)
+    indexed = sorted(evaluator.evaluate_indexed(items[:3]))
+    assert [i for i, _ in indexed] == [0, 1, 2] and indexed[1].result.status is Status.FORMAT_ERROR
     # kind='code' reads every string as a module: the prose is then a syntax error, not a format error
     as_code = list(evaluator.evaluate_many(items[1:2], kind="code", ordered=True))
     assert as_code[0].status is Status.COMPILE_ERROR

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelrl.evaluate import Evaluator
+from kernelrl.evaluate import Scorer
 from kernelrl.problems import load_suite
 from kernelrl.results import EvalResult, Status
 
@@ -39,19 +39,17 @@ DEMO_CASES: tuple[DemoCase, ...] = (
 
 
 def run_demo(
-    evaluator: Evaluator,
+    scorer: Scorer,
     cases: tuple[DemoCase, ...] = DEMO_CASES,
-    on_start: Callable[[DemoCase], None] | None = None,
     on_result: Callable[[DemoCase, EvalResult], None] | None = None,
 ) -> list[tuple[DemoCase, EvalResult]]:
-    """Evaluate every case with `evaluator`; `on_start`/`on_result` let a caller show progress."""
+    """Evaluate every case with `scorer` (concurrently); `on_result` lets a caller show progress as each
+    verdict arrives. Returns (case, result) in the order of `cases`."""
     suite = load_suite("builtin")
-    results: list[tuple[DemoCase, EvalResult]] = []
-    for case in cases:
-        if on_start is not None:
-            on_start(case)
-        result = evaluator.evaluate(suite.get(case.problem_id), case.path.read_text())
-        results.append((case, result))
+    items = [(suite.get(case.problem_id), case.path.read_text()) for case in cases]
+    results: dict[int, EvalResult] = {}
+    for index, result in scorer.evaluate_indexed(items, kind="code"):
+        results[index] = result
         if on_result is not None:
-            on_result(case, result)
-    return results
+            on_result(cases[index], result)
+    return [(case, results[k]) for k, case in enumerate(cases)]

@@ -133,7 +133,7 @@ class TimingReport:
     kernel_gpu_fraction_method: str | None = None  # 'events' (gated CUDA events) or 'profiler' (the fallback)
     paired_vs_eager: PairedSpeedup | None = None  # candidate (A) and eager (B) timed interleaved
     # relative standard error of speedup_vs_eager (both medians' RSEs, stats.speedup_rse); what the training
-    # profile's adaptive stopping aims at (EvalConfig.speedup_rse_target)
+    # profile's adaptive stopping aims at (VerdictSettings.speedup_rse_target)
     speedup_rse: float | None = None
 
 
@@ -165,6 +165,9 @@ class EvalResult:
     log_bytes_dropped: int = 0
     wall_time_s: float = 0.0
     cached: bool = False  # served by the result cache (kernelrl.cache.ResultCache): nothing ran this time
+    # the result says nothing about the candidate's code: the call's deadline passed, or the problem's reference
+    # failed (e.g. the GPU out of memory because a trainer holds it). A reward treats it as missing, never as 0
+    no_verdict: bool = False
     # where the wall time went (seconds, parent's clock): prepare (judge draws inputs and references), start
     # (sandbox up), import (candidate import and compilation), init, correctness, timing (the candidate's timed
     # run), baselines (speed-of-light probes and eager/Inductor, cached after the first)

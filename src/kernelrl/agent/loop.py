@@ -131,7 +131,7 @@ class Agent:
         candidate = Candidate.from_text(completion.text, "completion")
         code = candidate.code
         if result is None:
-            result = next(iter(self.evaluator.evaluate_many([(problem, candidate)])))
+            result = self.evaluator.evaluate_one(problem, candidate)
         if self.judge is not None and self.judge_verify != "off" and code is not None:
             result = verify_with_judge(result, problem, code, self.judge, enforce=self.judge_verify == "enforce")
         if self._judged is not None:
@@ -228,7 +228,7 @@ class Agent:
         arrives (a crash loses only the attempts still running); returned in sample order."""
         steps: dict[int, Step] = {}
         items = [(problem, completion.text) for _, _, completion, _ in attempts]
-        for k, result in self.evaluator.evaluate_many(items, kind="completion", with_index=True):
+        for k, result in self.evaluator.evaluate_indexed(items, kind="completion"):
             sample, messages, completion, parent = attempts[k]
             steps[k] = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent), result)
         return [steps[i] for i in range(len(attempts))]

@@ -66,7 +66,7 @@ def _environment(env: Environment) -> dict[str, Any]:
 
 def result_key(problem_sha256: str, code: str, env: Environment, settings: Mapping[str, Any], build: str) -> str:
     """Key of a verdict: problem, canonical candidate, device and versions, the verdict-changing settings
-    (the EvalConfig fields, seed included) and the kernelrl build."""
+    (the VerdictSettings and the verdict-changing EvaluatorSettings, seed included) and the kernelrl build."""
     return _digest({"v": _KEY_VERSION, "kind": "result", "problem": problem_sha256, "code": canonical_code(code),
                     "env": _environment(env), "settings": dict(settings), "build": build})
 

@@ -13,9 +13,7 @@ from rich.text import Text
 
 from kernelrl import (
     Candidate,
-    EvalConfig,
     EvalResult,
-    Evaluator,
     EvaluatorError,
     Problem,
     ProblemError,
@@ -37,6 +35,7 @@ from kernelrl.cli.app import (
     usage_error,
 )
 from kernelrl.cli.options import (
+    Evaluation,
     JsonOpt,
     SuiteArg,
     SuiteOpt,
@@ -74,7 +73,7 @@ def eval_cmd(
                                                             "stays one at a time).")] = 1,
     json_output: JsonOpt = False,
     *,
-    evaluation: EvalConfig,
+    evaluation: Evaluation,
 ) -> None:
     """Evaluate one candidate (PROBLEM SOLUTION_FILE), or every solution in a directory (--solutions DIR)
     against --suite. Exit 0 when every candidate is correct, 1 otherwise."""
@@ -96,12 +95,12 @@ def eval_cmd(
     _eval_one(problem, suite, solution_file, json_output, evaluation)
 
 
-def _eval_one(spec: str, suite: str, solution_file: Path, json_output: bool, config: EvalConfig) -> None:
+def _eval_one(spec: str, suite: str, solution_file: Path, json_output: bool, config: Evaluation) -> None:
     [problem] = resolve_problems(suite, [spec])
     with bad_input():
         text = solution_file.read_text()
-    with Evaluator(config) as evaluator, evaluating():
-        result = next(iter(evaluator.evaluate_many([(problem, text)])))
+    with config.open() as scorer, evaluating():
+        result = scorer.evaluate_one(problem, text)
     if json_output:
         typer.echo(result.to_json())
     else:
@@ -117,7 +116,7 @@ def _find_solution(solutions: Path, problem: Problem) -> Path | None:
 
 
 def _eval_batch(suite_location: str, solutions: Path, out: Path, jobs: int, json_output: bool,
-                config: EvalConfig) -> None:
+                config: Evaluation) -> None:
     with bad_input():
         suite = load_suite(suite_location)
         if not solutions.is_dir():
@@ -138,10 +137,10 @@ def _eval_batch(suite_location: str, solutions: Path, out: Path, jobs: int, json
     with bad_input():
         sink = out.open("a")  # everything was checked: now the results file may be created
     indexed: list[tuple[int, EvalResult]] = []
-    with sink, Evaluator(config) as evaluator, evaluating(), render.progress(stderr()) as bar:
+    with sink, config.open(max_concurrency=jobs) as scorer, evaluating(), render.progress(stderr()) as bar:
         task = bar.add_task("evaluating", total=len(pairs))
         # streamed as they finish, so a crash loses only the candidates still running
-        for index, result in evaluator.evaluate_many(pairs, with_index=True, max_concurrency=jobs):
+        for index, result in scorer.evaluate_indexed(pairs):
             sink.write(result.to_json() + "\n")
             sink.flush()
             indexed.append((index, result))
@@ -200,10 +199,10 @@ def rules_cmd(json_output: JsonOpt = False) -> None:
         typer.echo(json.dumps(static + runtime, indent=2))
         return
     console = stdout()
-    console.print(render.rules_table(console, f"{len(RULES)} static rules (EvalConfig.rule_policy overrides the "
+    console.print(render.rules_table(console, f"{len(RULES)} static rules (VerdictSettings.rule_policy overrides the "
                                               "policy per id)", [(r.id, r.policy, r.message) for r in RULES]))
     console.print(render.rules_table(
-        console, f"{len(runtime)} runtime checks (EvalConfig.runtime_policy overrides the policy per id)",
+        console, f"{len(runtime)} runtime checks (VerdictSettings.runtime_policy overrides the policy per id)",
         [(c["id"], c["gpu_policy"] if c["gpu_only"] or c["gpu_policy"] == c["policy"]
           else f"{c['policy']} (GPU: {c['gpu_policy']})", c["message"] + (" (GPU)" if c["gpu_only"] else ""))
          for c in runtime]))
@@ -238,14 +237,14 @@ def audit_cmd(
     only: OnlyOpt = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines (one per problem) on stdout.")] = False,
     *,
-    evaluation: EvalConfig,
+    evaluation: Evaluation,
 ) -> None:
     """Flag problems whose reference cannot grade kernels (zeros/constant/other-input answers pass, identity,
     unused weights, nondeterminism, errors; on a GPU also launch-bound and too-large). Select problems by id
     and/or --only PREFIX; none: the whole suite. Exit 1 when any problem has an unwaived flag."""
     name, chosen = _select(suite, problems, only)
     audits = []
-    with Evaluator(evaluation) as evaluator, evaluating(), render.progress(stderr()) as bar:
+    with evaluation.open() as evaluator, evaluating(), render.progress(stderr()) as bar:
         timing = evaluator.environment().mode == "gpu"
         task = bar.add_task("audit", total=len(chosen))
         for problem in chosen:
@@ -269,10 +268,10 @@ NO_GPU = ("baselines are GPU times and this machine has no usable CUDA GPU; noth
           "(run `kernelrl baselines` on the GPU machine that will evaluate)")
 
 
-def _check_baselines_device(config: EvalConfig) -> None:
+def _check_baselines_device(config: Evaluation) -> None:
     if gpu_devices() == []:
         fail(NO_GPU, EXIT_BAD_INPUT)
-    if config.device == "cpu":
+    if config.settings.device == "cpu":
         fail("baselines are GPU times: use --device cuda or cuda:N; nothing was timed or stored", EXIT_BAD_INPUT)
     check_device(config, "nothing was timed or stored")
 
@@ -287,14 +286,14 @@ def baselines_cmd(
     fresh: Annotated[bool, typer.Option("--fresh", help="Re-time and overwrite cached numbers.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines (one per problem) on stdout.")] = False,
     *,
-    evaluation: EvalConfig,
+    evaluation: Evaluation,
 ) -> None:
     """Time every problem's reference (eager and torch.compile) on a GPU and store the numbers in the
     baseline cache (CACHE_DIR/baselines.sqlite, default ~/.cache/kernelrl) that evaluations reuse. Exit 1 when
     some problem could not be timed, 2 without a GPU."""
     name, problems = _select(suite, None, only)
     reports = []
-    with Evaluator(evaluation) as evaluator:
+    with evaluation.open() as evaluator:
         try:
             mode = evaluator.environment().mode
         except EvaluatorError as exc:
@@ -323,17 +322,17 @@ def baselines_cmd(
 # -- demo ----------------------------------------------------------------------------------------------------------
 @app.command("demo", epilog=EPILOG)
 @with_options(evaluation=eval_options("device", "trials"))
-def demo_cmd(*, evaluation: EvalConfig) -> None:
+def demo_cmd(*, evaluation: Evaluation) -> None:
     """Evaluate the shipped example candidates on built-in problems; each has a known verdict."""
     from kernelrl.demo import DEMO_CASES, DemoCase, run_demo
 
-    with Evaluator(evaluation) as evaluator, evaluating(), render.progress(stderr()) as bar:
+    with evaluation.open() as scorer, evaluating(), render.progress(stderr()) as bar:
         task = bar.add_task("demo", total=len(DEMO_CASES))
 
-        def started(case: DemoCase) -> None:
-            bar.update(task, description=f"{case.example_file} on {case.problem_id}")
+        def finished(case: DemoCase, result: EvalResult) -> None:
+            bar.update(task, description=f"{case.example_file} on {case.problem_id}", advance=1)
 
-        pairs = run_demo(evaluator, on_start=started, on_result=lambda case, result: bar.advance(task))
+        pairs = run_demo(scorer, on_result=finished)
         bar.update(task, description="done")
     console = stdout()
     for table in render.demo_tables(console, pairs):

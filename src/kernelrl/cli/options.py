@@ -8,7 +8,7 @@ rejects is bad input (exit 2), raised before the command has created anything.
 
     @app.command("demo")
     @with_options(evaluation=eval_options("device", "trials"))
-    def demo_cmd(*, evaluation: EvalConfig) -> None: ...
+    def demo_cmd(*, evaluation: Evaluation) -> None: ...
 
 Flags: `--` + the field name with dashes (`max_tokens` -> `--max-tokens`) unless `flags` renames it; a bool
 field is a `--x/--no-x` pair, or a single `--no-x` flag when its name starts with `no_`.
@@ -28,9 +28,18 @@ from typing import Annotated, Any
 
 import typer
 
-from kernelrl import EvalConfig, Problem, ProblemError, load_problem, load_suite
+from kernelrl import (
+    EvaluatorSettings,
+    Problem,
+    ProblemError,
+    VerdictSettings,
+    load_problem,
+    load_suite,
+    open_scorer,
+)
 from kernelrl.agent.loop import AgentConfig
 from kernelrl.cli.app import EXIT_BAD_INPUT, bad_input, fail
+from kernelrl.evaluate.settings import split_settings
 
 
 @dataclass(frozen=True)
@@ -52,12 +61,16 @@ class Options:
     def flag(self, name: str) -> str:
         return self.flags.get(name, name.replace("_", "-"))
 
-    def parameters(self) -> list[inspect.Parameter]:
+    def fields(self) -> dict[str, tuple[dataclasses.Field, Any]]:
+        """Field name -> (field, type) of the fields options may show."""
         hints = typing.get_type_hints(self.cls)
-        fields = {f.name: f for f in dataclasses.fields(self.cls)}
+        return {f.name: (f, hints[f.name]) for f in dataclasses.fields(self.cls)}
+
+    def parameters(self) -> list[inspect.Parameter]:
+        fields = self.fields()
         params = []
         for name in self.names:
-            f = fields[name]
+            f, kind = fields[name]
             flag = self.flag(name)
             if name in self.defaults:
                 default = self.defaults[name]
@@ -67,7 +80,6 @@ class Options:
                 default = f.default_factory()
             else:
                 default = inspect.Parameter.empty  # a required option
-            kind = hints[name]
             if kind is bool:
                 decls = [f"--{flag}"] if flag.startswith("no-") else [f"--{flag}/--no-{flag}"]
             else:
@@ -85,15 +97,18 @@ class Options:
             for name in self.names:
                 value = values[self.flag(name).replace("-", "_")]
                 kwargs.update(self.parse[name](value) if name in self.parse else {name: value})
-            built = self.cls(**kwargs)
+            built = self.construct(kwargs)
         if self.check is not None:
             self.check(built)
         return built
 
+    def construct(self, kwargs: dict[str, Any]) -> Any:
+        return self.cls(**kwargs)
+
 
 def with_options(**groups: Options) -> Callable[[Callable], Callable]:
     """Add each group's options to a typer command; the command gets the built instances as keyword
-    arguments named like the groups. Declare them keyword-only (`*, evaluation: EvalConfig`), where their
+    arguments named like the groups. Declare them keyword-only (`*, evaluation: Evaluation`), where their
     options should show in --help."""
 
     def decorate(command: Callable) -> Callable:
@@ -136,9 +151,9 @@ def gpu_devices() -> list[str] | None:
     return None if any(Path(node).exists() for node in ("/dev/nvidiactl", "/dev/kfd")) else []
 
 
-def check_device(config: EvalConfig, what: str = "") -> None:
+def check_device(evaluation: Evaluation, what: str = "") -> None:
     """--device cuda or cuda:N on a machine without that GPU: exit 2 before anything starts."""
-    device = config.device
+    device = evaluation.settings.device
     if not (device == "cuda" or device.startswith("cuda:")):
         return
     gpus = gpu_devices()
@@ -152,9 +167,39 @@ def check_device(config: EvalConfig, what: str = "") -> None:
 _EVAL_FLAGS = {"run_timeout_s": "run-timeout", "compile_timeout_s": "compile-timeout", "result_cache": "cache"}
 
 
-def eval_options(*names: str, **defaults: Any) -> Options:
-    """Options for these EvalConfig fields; the device is checked against the machine's GPUs."""
-    return Options(EvalConfig, names, flags=_EVAL_FLAGS, defaults=defaults, check=check_device)
+@dataclass(frozen=True)
+class Evaluation:
+    """What a command evaluates with: the evaluator's settings and the verdict settings of its calls."""
+
+    settings: EvaluatorSettings
+    verdict: VerdictSettings
+
+    def open(self, **overrides: Any):
+        """The scorer for these settings (`open_scorer`); `overrides`: EvaluatorSettings fields."""
+        settings = dataclasses.replace(self.settings, **overrides) if overrides else self.settings
+        return open_scorer(settings=settings, verdict=self.verdict)
+
+
+@dataclass(frozen=True)
+class EvaluationOptions(Options):
+    """Options for fields of EvaluatorSettings and VerdictSettings, built into an `Evaluation`."""
+
+    def fields(self) -> dict[str, tuple[dataclasses.Field, Any]]:
+        found: dict[str, tuple[dataclasses.Field, Any]] = {}
+        for cls in (EvaluatorSettings, VerdictSettings):
+            hints = typing.get_type_hints(cls)
+            found.update({f.name: (f, hints[f.name]) for f in dataclasses.fields(cls)})
+        return found
+
+    def construct(self, kwargs: dict[str, Any]) -> Evaluation:
+        settings, verdict = split_settings(kwargs)
+        return Evaluation(EvaluatorSettings(**settings), VerdictSettings(**verdict))
+
+
+def eval_options(*names: str, **defaults: Any) -> EvaluationOptions:
+    """Options for these EvaluatorSettings / VerdictSettings fields (help from their metadata); the device is
+    checked against the machine's GPUs."""
+    return EvaluationOptions(Evaluation, names, flags=_EVAL_FLAGS, defaults=defaults, check=check_device)
 
 
 # -- agent and bench ----------------------------------------------------------------------------------------

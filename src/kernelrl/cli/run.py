@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from kernelrl import EvalConfig, Evaluator, Problem, ProblemError, load_suite
+from kernelrl import Problem, ProblemError, load_suite
 from kernelrl.agent.loop import AgentConfig
 from kernelrl.cli import render
 from kernelrl.cli.app import (
@@ -36,6 +36,7 @@ from kernelrl.cli.app import (
 from kernelrl.cli.options import (
     AGENT_OPTIONS,
     POLICY_OPTIONS,
+    Evaluation,
     PolicyOptions,
     SuiteOpt,
     eval_options,
@@ -93,7 +94,7 @@ def agent_cmd(
                                                             "resumes.")] = Path("runs/agent"),
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON summary per problem.")] = False,
     agent: AgentConfig,
-    evaluation: EvalConfig,
+    evaluation: Evaluation,
 ) -> None:
     """Optimize problems with an LLM: K refinement turns x N samples, keeping the best correct kernel by reward.
     Exit 0 when every problem was solved, 1 otherwise, 4 when the policy failed."""
@@ -115,7 +116,7 @@ def agent_cmd(
     store.write_config({"policy": policy.name, "agent": dataclasses.asdict(agent), "problems": [p.id for p in chosen]})
     err = stderr()
     on_step = None if json_output else (lambda step: err.print(render.step_line(step), soft_wrap=True))
-    evaluator = Evaluator(evaluation)
+    evaluator = evaluation.open()
     solver = Agent(policy, evaluator, agent, prompts=prompts, store=store, kernel_db=db, on_step=on_step,
                    **judge_options)
     outcomes = []
@@ -201,7 +202,7 @@ def bench_cmd(
                                                              "evaluator's sandboxes; GPU timing stays one at a "
                                                              "time).")] = 1,
     agent: AgentConfig,
-    evaluation: EvalConfig,
+    evaluation: Evaluation,
 ) -> None:
     """Benchmark a policy on a suite split: metrics.json, eval_results.json (KernelBench format) and the
     trajectories in RUN_DIR. Resumable. Exit 0 when the run finished (benchmarks report numbers, they do
@@ -228,8 +229,8 @@ def bench_cmd(
     db, judge_options = _stores(run, judge_policy)
     info = {"judge": run.judge, "judge_lambda": run.judge_lambda, "judge_verify": run.judge_verify,
             "suite": loaded.name, "suite_root": str(loaded.root), "split": split, "levels": level,
-            "policy_spec": run.policy, "device": evaluation.device, "trials": evaluation.trials}
-    with Evaluator(evaluation) as evaluator, evaluating(), running_policy(), render.progress(stderr()) as bar:
+            "policy_spec": run.policy, "device": evaluation.settings.device, "trials": evaluation.verdict.trials}
+    with evaluation.open() as evaluator, evaluating(), running_policy(), render.progress(stderr()) as bar:
         task = bar.add_task("bench", total=len(chosen))
 
         def on_problem(p, outcome) -> None:

@@ -1,17 +1,25 @@
 """The evaluator: Problem + candidate (code or completion) -> EvalResult, behind the `Scorer` seam.
 
-Rooms: `config` (EvalConfig), `evaluator` (the public face), `trials` (the sandbox's streamed reports), `verdict`
-(pure: facts -> EvalResult), `measure` (timing, baselines, floors), `multi` (one evaluator per device), `scorer`
-(the protocol every consumer calls), `slots` (how many sandboxes at once: cores, memory, turns). Sandbox
-launching lives in `kernelrl.sandbox.launcher`.
+Rooms: `settings` (EvaluatorSettings per evaluator, VerdictSettings per call), `scorer` (the protocol every
+consumer calls, `ScorerBase`, `open_scorer`), `evaluator` (one device), `multi` (one evaluator per device),
+`trials` (the sandbox's streamed reports), `verdict` (pure: facts -> EvalResult), `measure` (timing, baselines,
+floors), `slots` (how many sandboxes at once: cores, memory, turns), `environment` (the machine's facts known
+before the judge starts). Sandbox launching lives in `kernelrl.sandbox.launcher`.
 """
 
-from kernelrl.evaluate.config import RESULT_CACHE_ENV, EvalConfig, EvaluatorError
-from kernelrl.evaluate.evaluator import DEADLINE_MESSAGE, Evaluator, evaluate, missed_deadline, no_verdict
+from kernelrl.evaluate.environment import visible_gpus
+from kernelrl.evaluate.evaluator import DEADLINE_MESSAGE, Evaluator, evaluate
 from kernelrl.evaluate.measure import speed_of_light_ms
-from kernelrl.evaluate.multi import MultiDeviceEvaluator, visible_gpus
-from kernelrl.evaluate.scorer import Scorer
+from kernelrl.evaluate.multi import MultiDeviceEvaluator
+from kernelrl.evaluate.scorer import EvalItem, Indexed, Scorer, ScorerBase, open_scorer
+from kernelrl.evaluate.settings import (
+    RESULT_CACHE_ENV,
+    EvalConfig,
+    EvaluatorError,
+    EvaluatorSettings,
+    VerdictSettings,
+)
 
-__all__ = ["DEADLINE_MESSAGE", "RESULT_CACHE_ENV", "EvalConfig", "EvaluatorError", "Evaluator",
-           "MultiDeviceEvaluator", "Scorer", "evaluate", "missed_deadline", "no_verdict", "speed_of_light_ms",
-           "visible_gpus"]
+__all__ = ["DEADLINE_MESSAGE", "RESULT_CACHE_ENV", "EvalConfig", "EvalItem", "EvaluatorError", "Evaluator",
+           "EvaluatorSettings", "Indexed", "MultiDeviceEvaluator", "Scorer", "ScorerBase", "VerdictSettings",
+           "evaluate", "open_scorer", "speed_of_light_ms", "visible_gpus"]

@@ -9,7 +9,6 @@ decides (`verdict.py`, pure); a correct candidate's times become a report in `me
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import os
@@ -18,23 +17,26 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from kernelrl._version import __version__
 from kernelrl.cache import BaselineCache, CacheStats, ResultCache, kernelrl_build, result_key
-from kernelrl.candidates import Candidate, TextKind
-from kernelrl.evaluate.config import (
-    NOT_IN_RESULT_KEY,
+from kernelrl.candidates import Candidate
+from kernelrl.evaluate.environment import KnownEnvironments
+from kernelrl.evaluate.measure import Measurer
+from kernelrl.evaluate.scorer import Indexed, ScorerBase, Work
+from kernelrl.evaluate.settings import (
     RESULT_CACHE_ENV,
     EvalConfig,
     EvaluatorError,
+    EvaluatorSettings,
     GiB,
+    VerdictSettings,
     interpreter_incompatibility,
+    split_settings,
 )
-from kernelrl.evaluate.measure import Measurer
-from kernelrl.evaluate.scorer import Item, as_candidate, in_input_order, iterate_in_thread
 from kernelrl.evaluate.slots import (
     DeviceMemory,
     FairSlots,
@@ -59,6 +61,7 @@ from kernelrl.results import CorrectnessReport, Environment, EvalResult, Stage, 
 from kernelrl.sandbox.gate import DeviceGate, RunSlots
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
 from kernelrl.sandbox.launcher import LaunchSettings, SandboxLauncher, Standby, new_workdir
+from kernelrl.sandbox.owner import ProcessOwner
 from kernelrl.sandbox.protocol import SandboxRequest, TrialPlan
 from kernelrl.sandbox.timed_mix import mixes, timing_variants
 from kernelrl.timing.cuda_timer import HOST_MODE
@@ -69,15 +72,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-DEADLINE_MESSAGE = "not judged: the batch's deadline passed"
-
-
-def missed_deadline(result: EvalResult) -> bool:
-    """True for a result `evaluate_many(deadline_s=...)` gave up on: no verdict on the code (a trainer should
-    give it no reward rather than a timeout's)."""
-    return result.status is Status.TIMEOUT and result.message.startswith(DEADLINE_MESSAGE)
-
-
+DEADLINE_MESSAGE = "not judged: the deadline passed"
 TRANSIENT_AUDIT_MARK = "the judge failed: "
 
 
@@ -89,51 +84,67 @@ def _transient_audit(audit: ProblemAudit) -> bool:
                for f in audit.flags)
 
 
-def no_verdict(result: EvalResult) -> bool:
-    """True for a result that says nothing about the candidate's code: a missed batch deadline, or the problem's
-    reference failing in the judge (e.g. the GPU out of memory because a trainer holds it). A reward should treat
-    it as missing, never as the candidate's failure."""
-    return missed_deadline(result) or (result.stage is Stage.REFERENCE and result.status is Status.RUNTIME_ERROR)
-
-
-def _deadline_result(base: dict, deadline_s: float, stage: Stage = Stage.STATIC) -> EvalResult:
+def _deadline_result(base: dict, deadline_s: float | None, stage: Stage = Stage.STATIC) -> EvalResult:
     return EvalResult(status=Status.TIMEOUT, stage=stage, message=f"{DEADLINE_MESSAGE} ({deadline_s:g} s)",
-                      feedback="the evaluation was stopped when the batch's deadline passed; this says nothing "
-                               "about the code", **base)
+                      feedback="the evaluation was stopped when its deadline passed; this says nothing about the "
+                               "code", no_verdict=True, **base)
 
 
 class _Deadline:
-    """A batch's deadline: `cancel` is set once it passes (slot waits and sandboxes watch it)."""
+    """An item's deadline: `cancel` is set once it passes (slot waits and sandboxes watch it). Items of one call
+    without their own deadline share one."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, at: float, seconds: float | None) -> None:
         self.seconds = seconds
-        self.at = time.monotonic() + seconds
+        self.at = at
         self.cancel = threading.Event()
 
+    def passed(self) -> bool:
+        return self.cancel.is_set() or time.monotonic() >= self.at
 
-class Evaluator:
-    """Evaluates candidates against problems. Reuse one object: it keeps its judge process warm.
 
-    `evaluate` may be called from several threads at once (`evaluate_many` does): judge requests are
-    serialized by the judge client's lock, the zygote's forks by its client's lock, and GPU timing (the
-    candidate's timed run, baselines, the bandwidth probe) by this evaluator's timing lock, one per device.
-    Sandboxes alive at once are bounded by host memory and those before their timing token by the host's
-    cores (`slots`, kernelrl.evaluate.slots), granted to callers in turns.
+def _settings_from(settings: EvaluatorSettings | EvalConfig | None, verdict: VerdictSettings | None,
+                   overrides: dict) -> tuple[EvaluatorSettings, VerdictSettings]:
+    if isinstance(settings, EvalConfig):
+        settings, from_config = settings.split()
+        verdict = verdict or from_config
+    settings, verdict = settings or EvaluatorSettings(), verdict or VerdictSettings()
+    for_evaluator, for_verdict = split_settings(overrides)
+    return (dataclasses.replace(settings, **for_evaluator) if for_evaluator else settings,
+            dataclasses.replace(verdict, **for_verdict) if for_verdict else verdict)
+
+
+class Evaluator(ScorerBase):
+    """Evaluates candidates against problems on one device (a `Scorer`). Reuse one object: it keeps its judge and
+    warm sandboxes up, and any call may bring its own `VerdictSettings` without restarting them.
+
+    `Evaluator(EvaluatorSettings(...), VerdictSettings(...))`, or keyword settings of either kind
+    (`Evaluator(device="cpu", trials=3)`); the verdict settings are the default of every call. Calls may come
+    from several threads at once: judge requests are serialized by the judge client's lock, the zygote's forks by
+    its client's lock, and GPU timing (the candidate's timed run, baselines, the bandwidth probe) by this
+    evaluator's timing lock. Sandboxes alive at once are bounded by host memory and those before their timing
+    token by the host's cores (`slots`, kernelrl.evaluate.slots), granted to callers in turns.
     """
 
-    def __init__(self, config: EvalConfig | None = None, **overrides) -> None:
-        self.config = cfg = dataclasses.replace(config or EvalConfig(), **overrides)
+    def __init__(self, settings: EvaluatorSettings | EvalConfig | None = None,
+                 verdict: VerdictSettings | None = None, **overrides) -> None:
+        self.settings, self.verdict = cfg, _ = _settings_from(settings, verdict, overrides)
         device = cfg.device
         self._interpreter_problem = interpreter_incompatibility()  # raised once the judge says CPU mode
         cuda_index = device.split(":", 1)[1] if device.startswith("cuda:") else None
         visible = {"CUDA_VISIBLE_DEVICES": cuda_index} if cuda_index is not None else {}
-        self._judge = JudgeClient("cuda" if cuda_index is not None else device, cfg.judge_timeout_s, visible)
+        self._owner = ProcessOwner(f"kernelrl-owner-{device}")  # the judge and the zygote outlive any caller
+        self._judge = JudgeClient("cuda" if cuda_index is not None else device, cfg.judge_timeout_s, visible,
+                                  self._owner.popen)
         cache = cfg.cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelrl"
         self._cache_dir = Path(cache)
-        self._audits: dict[str, ProblemAudit] = {}  # problem sha -> audit (correctness flags, no timing)
+        self._audits: dict[tuple, ProblemAudit] = {}  # (problem sha, tolerances) -> audit (no timing)
         self._baseline_cache = BaselineCache(self._cache_dir / BaselineCache.FILE)
         use_results = cfg.result_cache and os.environ.get(RESULT_CACHE_ENV, "1") != "0"
         self._result_cache = ResultCache(self._cache_dir / ResultCache.FILE) if use_results else None
+        # what the judge reported on this machine before: cached verdicts and format errors are answered
+        # without waiting for this evaluator's judge to start
+        self._known = KnownEnvironments(self._cache_dir, device)
         self._build: str | None = None  # kernelrl_build(), computed on first use
         # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused meanwhile
         self._gate = DeviceGate(hold_also=[self._judge.lock])
@@ -146,68 +157,26 @@ class Evaluator:
         self._device_memory: DeviceMemory | None = None  # GPU memory admission, planned once the judge is up
         self._device_memory_planned = False
         self._device_memory_lock = threading.Lock()
+        self._warming: threading.Thread | None = None
+        self._warming_lock = threading.Lock()
         self._epoch = time.time() - time.monotonic()  # one offset for every timeline of this evaluator
         self.launcher = SandboxLauncher(LaunchSettings(
             cache_dir=self._cache_dir, visible_devices=visible, startup_timeout_s=cfg.startup_timeout_s,
-            compile_timeout_s=cfg.compile_timeout_s, run_timeout_s=cfg.run_timeout_s,
-            memory_limit_bytes=int(cfg.memory_limit_gb * GiB), log_limit_bytes=cfg.log_limit_bytes,
+            log_limit_bytes=cfg.log_limit_bytes,
             max_file_bytes=int(cfg.max_output_gb * GiB) * 2, isolate_network=cfg.isolate_network,
             isolate_processes=cfg.isolate_processes, warm_pool=cfg.warm_pool,
-            standby_sandboxes=cfg.standby_sandboxes), self._gate)
-        # the environment is looked up per call (a stand-in judge in tests replaces the method)
-        self._measure = Measurer(cfg, self._judge, self._gate, self._baseline_cache, lambda: self.environment())
+            standby_sandboxes=cfg.standby_sandboxes), self._gate, self._owner.popen)
 
     # -- public API ----------------------------------------------------------------------------------------
     def environment(self) -> Environment:
         info = self._judge_info()
-        return Environment(
+        env = Environment(
             mode=info["mode"], device_name=info["device_name"], torch_version=info["torch_version"],
             triton_version=info["triton_version"], python_version=info["python_version"],
             kernelrl_version=__version__,
         )
-
-    def evaluate(self, problem: Problem, code: str | Candidate) -> EvalResult:
-        """Evaluate candidate source code (a module defining `ModelNew`), or a `Candidate`. An identical candidate
-        (same AST without docstrings, same problem, device, versions and settings) returns the stored verdict
-        with `cached=True` when the result cache is on."""
-        return self._evaluate_candidate(problem, as_candidate(code, "code"), object(), time.monotonic())
-
-    def evaluate_completion(self, problem: Problem, completion: str) -> EvalResult:
-        """Extract the candidate from an LLM completion (`Candidate.from_text`), then evaluate it."""
-        return self._evaluate_candidate(problem, Candidate.from_text(completion, "completion"), object(),
-                                        time.monotonic())
-
-    def evaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
-                      with_index: bool = False, max_concurrency: int | None = None, deadline_s: float | None = None
-                      ) -> Iterator[EvalResult] | Iterator[tuple[int, EvalResult]]:
-        """Evaluate (problem, code or completion) pairs concurrently (see `Scorer`). Results come as they finish,
-        or in input order with `ordered=True`; `with_index=True` yields (position, result). Up to
-        `max_concurrency` evaluations (default `config.max_concurrency`, None: twice the compile slots) are in
-        flight, within the evaluator's memory and core bounds (`slots`); GPU timing stays one at a time. Slots
-        go to callers in turns, so a single `evaluate` from another thread is not starved by a long batch. A
-        completion without code gets its `format_error` at once, without a sandbox. `items` is read lazily, so
-        it may be a generator fed by a policy.
-
-        `deadline_s` ("all of this step, within N seconds"): once it has passed, evaluations still waiting or
-        running are stopped and every item not judged yet comes back at once as a TIMEOUT whose message starts
-        with `DEADLINE_MESSAGE` (`missed_deadline(result)`: no verdict on the code). A timed run already holding
-        the device's timing slot is not interrupted, nor is a judge request; items are then read to the end."""
-        deadline = _Deadline(deadline_s) if deadline_s is not None else None
-        indexed = self._evaluate_indexed(items, kind, max_concurrency or self.slots.workers, deadline)
-        if ordered:
-            return in_input_order(indexed, with_index)
-        return indexed if with_index else (result for _, result in indexed)
-
-    async def aevaluate(self, problem: Problem, code: str | Candidate) -> EvalResult:
-        """`evaluate` without blocking the event loop (runs in a worker thread)."""
-        self.warm_up()
-        return await asyncio.to_thread(self.evaluate, problem, code)
-
-    def aevaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
-                       with_index: bool = False, max_concurrency: int | None = None) -> AsyncIterator:
-        """Async variant of `evaluate_many`: `async for result in ev.aevaluate_many(items): ...`"""
-        return iterate_in_thread(lambda: self.evaluate_many(items, kind=kind, ordered=ordered, with_index=with_index,
-                                                            max_concurrency=max_concurrency))
+        self._known.remember(env)
+        return env
 
     def cache_stats(self) -> dict[str, CacheStats]:
         """Hits, misses, stores and errors of this evaluator's caches ('results', 'baselines')."""
@@ -221,45 +190,63 @@ class Evaluator:
         mode, when admission is off, or before the first GPU evaluation planned it."""
         return self._device_memory.snapshot() if self._device_memory is not None else None
 
-    def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False) -> TimingReport:
+    def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False,
+                       verdict: VerdictSettings | None = None) -> TimingReport:
         """Eager and Inductor times of the problem's reference (GPU only), from the baseline cache in
         `cache_dir` when it has them (`TimingStats.source == "cache"`); `fresh` re-times and overwrites them."""
         info = self._judge_info()
         if info["mode"] != "gpu":
             return TimingReport(unavailable_reason="baselines are timed on a GPU only")
-        return self._measure.baselines(problem, seed, TimingReport(), fresh=fresh, measure=True)
+        return self._measurer(verdict or self.verdict).baselines(problem, seed, TimingReport(), fresh=fresh,
+                                                                measure=True)
 
-    def audit(self, problem: Problem, timing: bool = False) -> ProblemAudit:
-        """Audit a problem on this evaluator's device (cached per problem unless `timing` is asked for)."""
+    def audit(self, problem: Problem, timing: bool = False, verdict: VerdictSettings | None = None) -> ProblemAudit:
+        """Audit a problem on this evaluator's device with the verdict settings' tolerances (cached per problem
+        and tolerances unless `timing` is asked for)."""
+        verdict = verdict or self.verdict
         self._judge_info()
         if timing:
-            return self._audit(problem, timing=True)
-        if problem.sha256 in self._audits:
-            return self._audits[problem.sha256]
-        audit = self._audit(problem, timing=False)
+            return self._audit(problem, timing=True, verdict=verdict)
+        key = (problem.sha256, repr(sorted((verdict.tolerances or {}).items())), verdict.reference_error_k)
+        if key in self._audits:
+            return self._audits[key]
+        audit = self._audit(problem, timing=False, verdict=verdict)
         if not _transient_audit(audit):
-            self._audits[problem.sha256] = audit
+            self._audits[key] = audit
         return audit
 
     def warm_up(self) -> None:
         """Start the judge and (with `warm_pool`) the zygote and the standby sandboxes now rather than on the
-        first evaluation."""
+        first evaluation. They belong to this evaluator, not to the calling thread."""
         self.launcher.warm_up(self._device_mode())
+
+    def warm_up_in_background(self) -> None:
+        """`warm_up` on a thread of its own (once at a time): calls answer what needs no worker meanwhile."""
+        with self._warming_lock:
+            if self._warming is not None and self._warming.is_alive():
+                return
+            self._warming = threading.Thread(target=self._warm_quietly, name="kernelrl-warm-up", daemon=True)
+            self._warming.start()
+
+    def _warm_quietly(self) -> None:
+        try:
+            self.warm_up()
+        except (EvaluatorError, JudgeError, OSError):
+            pass  # the evaluations that need the judge raise it themselves
 
     def close(self) -> None:
         self.launcher.close()
         self._judge.close()
+        self._owner.close()
         self._baseline_cache.close()
         if self._result_cache is not None:
             self._result_cache.close()
 
-    def __enter__(self) -> Evaluator:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     # -- internals -----------------------------------------------------------------------------------------
+    def _measurer(self, verdict: VerdictSettings) -> Measurer:
+        # the environment is looked up per call (a stand-in judge in tests replaces the method)
+        return Measurer(verdict, self._judge, self._gate, self._baseline_cache, lambda: self.environment())
+
     def _judge_info(self) -> dict:
         try:
             info = self._judge.ensure_started()
@@ -272,53 +259,91 @@ class Evaluator:
     def _device_mode(self) -> str:
         return self._judge_info()["mode"]
 
-    def _audit(self, problem: Problem, timing: bool) -> ProblemAudit:
+    def _audit(self, problem: Problem, timing: bool, verdict: VerdictSettings) -> ProblemAudit:
         try:
             report = self._judge.request("audit", problem_path=str(problem.path), problem_sha256=problem.sha256,
-                                         timing=timing, tolerances=self.config.tolerances or {}, input_sets=[],
-                                         ref_error_k=self.config.reference_error_k or None)
+                                         timing=timing, tolerances=verdict.tolerances or {}, input_sets=[],
+                                         ref_error_k=verdict.reference_error_k or None)
         except JudgeError as exc:
             report = {"flags": [{"flag": "reference_raises", "input_set": None,
                                  "detail": f"{TRANSIENT_AUDIT_MARK}{str(exc)[-500:]}"}]}
         return audit_from_report(problem, report)
 
-    def _evaluate_indexed(self, items: Iterable[Item], kind: TextKind, workers: int, deadline: _Deadline | None = None
-                          ) -> Iterator[tuple[int, EvalResult]]:
-        self.warm_up()  # long-lived workers start in this thread (their parent-death signal follows it)
-        source = ((index, problem, as_candidate(text, kind)) for index, (problem, text) in enumerate(items))
+    def _answer_at_once(self, work: Work, verdict: VerdictSettings) -> EvalResult | None:
+        """The result of an item that needs no sandbox, found without waiting for the judge when this machine's
+        environment is known: a completion without code (format error) or a verdict in the result cache."""
+        if work.candidate.code is not None and self._result_cache is None:
+            return None
+        env = self.environment() if self._judge.running() else self._known.predicted()
+        if env is None:
+            return None
+        if work.candidate.code is None:
+            return no_code_verdict(work.candidate, {
+                "problem_id": work.problem.id, "problem_sha256": work.problem.sha256,
+                "candidate_sha256": _sha(work.candidate.text), "environment": env})
+        return self._cached(work.problem, work.candidate.code, env, verdict)
+
+    def _cached(self, problem: Problem, code: str, env: Environment, verdict: VerdictSettings) -> EvalResult | None:
+        if self._result_cache is None:
+            return None
+        result = self._result_cache.get(self._result_key(problem, code, env, verdict))
+        if result is not None:  # as stored: its phases_s and timeline are those of the run that made it
+            result.candidate_sha256 = _sha(code)
+        return result
+
+    def _evaluate_work(self, work: Iterator[Work], verdict: VerdictSettings | None) -> Iterator[Indexed]:
+        verdict = verdict or self.verdict
+        workers = self.slots.workers
+        self.warm_up_in_background()  # the workers start on the owner's thread; answers that need none go first
         caller = object()  # this call's turn in the slots' round-robin
-        running: dict[Future, int] = {}
+        deadlines: dict[float, _Deadline] = {}
+        running: dict[Future, tuple[int, _Deadline | None]] = {}
+
+        def deadline_of(item: Work) -> _Deadline | None:
+            if item.deadline_at is None:
+                return None
+            return deadlines.setdefault(item.deadline_at, _Deadline(item.deadline_at, item.deadline_s))
+
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kernelrl-eval") as pool:
 
-            def submit_next() -> Iterator[tuple[int, EvalResult]]:
+            def submit_next() -> Iterator[Indexed]:
                 """Start the next item that needs a sandbox; yield the ones that do not on the way."""
-                for index, problem, candidate in source:
-                    if candidate.code is None:  # a format error: nothing to run
-                        yield index, self._evaluate_candidate(problem, candidate, caller, time.monotonic())
+                for item in work:
+                    deadline = deadline_of(item)
+                    answer = self._answer_at_once(item, verdict)
+                    if answer is not None:
+                        answer.wall_time_s = 0.0
+                        yield Indexed(item.index, answer)
                         continue
-                    if deadline is not None and deadline.cancel.is_set():
-                        yield index, _deadline_result(self._base(problem, candidate.code), deadline.seconds)
+                    if deadline is not None and deadline.passed():
+                        yield Indexed(item.index, _deadline_result(self._base(item.problem, item.candidate.text),
+                                                                   deadline.seconds))
                         continue
-                    running[pool.submit(self._evaluate_candidate, problem, candidate, caller,
-                                        time.monotonic(), deadline)] = index
+                    running[pool.submit(self._evaluate_candidate, item.problem, item.candidate, caller,
+                                        time.monotonic(), verdict, deadline)] = (item.index, deadline)
                     return
 
             try:
                 for _ in range(workers):
                     yield from submit_next()
                 while running:
-                    left = None if deadline is None or deadline.cancel.is_set() else deadline.at - time.monotonic()
-                    if left is not None and left <= 0:
-                        deadline.cancel.set()  # stops the waiting and the running; their results come back now
+                    pending = [d for _, d in running.values() if d is not None and not d.cancel.is_set()]
+                    now = time.monotonic()
+                    expired = [d for d in pending if d.at <= now]
+                    for deadline in expired:  # stops its waiting and running items; their results come back now
+                        deadline.cancel.set()
+                    if expired:
                         self._sandbox_slots.wake()
                         self._compile_slots.wake()
                         continue
-                    done, _ = wait(running, timeout=left, return_when=FIRST_COMPLETED)
+                    left = min((d.at for d in pending), default=None)
+                    done, _ = wait(running, timeout=None if left is None else left - now,
+                                   return_when=FIRST_COMPLETED)
                     for future in done:
-                        index = running.pop(future)
+                        index, _ = running.pop(future)
                         result = future.result()
                         yield from submit_next()
-                        yield index, result
+                        yield Indexed(index, result)
             finally:
                 for future in running:
                     future.cancel()
@@ -327,51 +352,49 @@ class Evaluator:
         return round(self._epoch + monotonic, 6)
 
     def _base(self, problem: Problem, code: str) -> dict:
+        env = self.environment() if self._judge.running() else (self._known.predicted() or self.environment())
         return {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
-                "environment": self.environment()}
+                "environment": env}
 
     def _evaluate_candidate(self, problem: Problem, candidate: Candidate, caller: object, queued: float,
-                            deadline: _Deadline | None = None) -> EvalResult:
+                            cfg: VerdictSettings, deadline: _Deadline | None = None) -> EvalResult:
         started = time.monotonic()
         env = self.environment()
         if candidate.code is None:
             return no_code_verdict(candidate, {"problem_id": problem.id, "problem_sha256": problem.sha256,
                                                "candidate_sha256": _sha(candidate.text), "environment": env})
         code = candidate.code
-        key = self._result_key(problem, code, env) if self._result_cache is not None else None
-        result = self._result_cache.get(key) if self._result_cache is not None and key is not None else None
-        if result is not None:  # as stored: its phases_s and timeline are those of the run that made it
-            result.candidate_sha256 = _sha(code)
-        else:
-            result = self._evaluate(problem, code, env, caller, deadline)
+        result = self._cached(problem, code, env, cfg)
+        if result is None:
+            result = self._evaluate(problem, code, env, caller, cfg, deadline)
             result.wall_time_s = round(time.monotonic() - started, 4)
             result.timeline = {"queued": self._epoch_s(queued), **result.timeline,
                                "end": self._epoch_s(time.monotonic())}
-            if self._result_cache is not None and key is not None and not no_verdict(result):
-                self._result_cache.put(key, result)
+            if self._result_cache is not None and not result.no_verdict:
+                self._result_cache.put(self._result_key(problem, code, env, cfg), result)
         result.wall_time_s = round(time.monotonic() - started, 4)
         return result
 
-    def _result_key(self, problem: Problem, code: str, env: Environment) -> str:
+    def _result_key(self, problem: Problem, code: str, env: Environment, verdict: VerdictSettings) -> str:
         if self._build is None:
             self._build = kernelrl_build()
-        settings = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in NOT_IN_RESULT_KEY}
+        settings = {**self.settings.key_fields(), **dataclasses.asdict(verdict)}
         return result_key(problem.sha256, code, env, settings, self._build)
 
-    def _evaluate(self, problem: Problem, code: str, env: Environment, caller: object,
+    def _evaluate(self, problem: Problem, code: str, env: Environment, caller: object, cfg: VerdictSettings,
                   deadline: _Deadline | None = None) -> EvalResult:
         base = {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
                 "environment": env}
-        cfg = self.config
         early = before_running(code, base, mode=env.mode,
-                               audit=(lambda: self.audit(problem)) if cfg.refuse_flagged_problems else None,
+                               audit=(lambda: self.audit(problem, verdict=cfg)) if cfg.refuse_flagged_problems
+                               else None,
                                static_checks=cfg.static_checks, rule_policy=cfg.rule_policy,
                                extra_rules=cfg.extra_rules)
         if early is not None:
             return early
         started = time.monotonic()
         with self._slots.shared() as slot:
-            result = self._attempt(problem, code, env, base, caller, deadline)
+            result = self._attempt(problem, code, env, base, caller, cfg, deadline)
         if slot.overlapped and ran_out_of_memory(result) and not (deadline and deadline.cancel.is_set()):
             # the memory may have been the other evaluations': once more with the device to itself, and that
             # verdict stands (a candidate that needs too much memory runs out alone too); later evaluations of
@@ -379,9 +402,9 @@ class Evaluator:
             first_s, first_message = time.monotonic() - started, result.message
             memory = self._gpu_admission(env)
             if memory is not None:
-                memory.ran_out(problem.sha256, self._first_need(problem))
+                memory.ran_out(problem.sha256, self._first_need(problem, cfg))
             with self._slots.exclusive():
-                result = self._attempt(problem, code, env, base, caller, deadline)
+                result = self._attempt(problem, code, env, base, caller, cfg, deadline)
             result.phases_s["oom_retry"] = round(first_s, 4)  # the first attempt's wall time
             result.log = f"[kernelrl] first attempt, beside others: {first_message[:300]}\n{result.log}"
         return result
@@ -393,22 +416,21 @@ class Evaluator:
         with self._device_memory_lock:
             if not self._device_memory_planned:
                 self._device_memory = plan_device_memory(self._judge_info().get("memory_free_bytes"),
-                                                         self.config.sandbox_gpu_memory_gb,
-                                                         self.config.gpu_memory_budget_gb)
+                                                         self.settings.sandbox_gpu_memory_gb,
+                                                         self.settings.gpu_memory_budget_gb)
                 self._device_memory_planned = True
         return self._device_memory
 
-    def _first_need(self, problem: Problem) -> int | None:
+    def _first_need(self, problem: Problem, cfg: VerdictSettings) -> int | None:
         """The admission's charge for a problem none of whose evaluations finished yet, from its audit."""
-        audit = self._audits.get(problem.sha256)
-        if audit is None or not (self.config.timing or self.config.bench_correctness):
+        audit = next((a for (sha, *_), a in list(self._audits.items()) if sha == problem.sha256), None)
+        if audit is None or not (cfg.timing or cfg.bench_correctness):
             return None  # nothing of the timing (bench) set on the device: the default charge
-        cfg = self.config
         mixed = cfg.fresh_timed_inputs and mixes(problem.metadata)  # the judge decides from the module itself
         return first_need(audit.timing_set_bytes, timing_variants(cfg.timing_variants, mixed) if cfg.timing else 1)
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
-                 deadline: _Deadline | None = None) -> EvalResult:
+                 cfg: VerdictSettings, deadline: _Deadline | None = None) -> EvalResult:
         queued = time.monotonic()
         cancel = deadline.cancel if deadline is not None else None
         # a sandbox slot (memory) and its problem's GPU memory for its whole life, a compile slot (a core) until
@@ -416,24 +438,25 @@ class Evaluator:
         memory = self._gpu_admission(env)
         with HeldSlot(self._sandbox_slots, caller, cancel) as sandbox_slot, \
                 HeldSlot(memory.slots if memory else None, caller, cancel,
-                         memory.need(problem.sha256, self._first_need(problem)) if memory else 1) as device_bytes, \
+                         memory.need(problem.sha256, self._first_need(problem, cfg)) if memory else 1) as device_bytes, \
                 HeldSlot(self._compile_slots, caller, cancel) as compile_slot:
             granted = time.monotonic()
             if not sandbox_slot.held or not device_bytes.held or not compile_slot.held:
                 result = _deadline_result(base, deadline.seconds)
             else:
-                result = self._attempt_in_slots(problem, code, env, base, compile_slot, granted, deadline)
+                result = self._attempt_in_slots(problem, code, env, base, compile_slot, granted, cfg, deadline)
         result.phases_s = {"queue": round(granted - queued, 4), **result.phases_s}
         result.timeline = {"queue": self._epoch_s(queued), **result.timeline}
         return result
 
     def _attempt_in_slots(self, problem: Problem, code: str, env: Environment, base: dict,
-                          compile_slot: HeldSlot, granted: float, deadline: _Deadline | None) -> EvalResult:
+                          compile_slot: HeldSlot, granted: float, cfg: VerdictSettings, deadline: _Deadline | None) -> EvalResult:
         standby = self.launcher.take_standby(env.mode)
         workdir = standby.workdir if standby is not None else new_workdir()
         eval_id = uuid.uuid4().hex
         try:
-            return self._run(problem, code, env, base, workdir, eval_id, standby, compile_slot, granted, deadline)
+            return self._run(problem, code, env, base, workdir, eval_id, standby, compile_slot, granted, cfg,
+                             deadline)
         finally:
             if self._judge.running():  # a judge that died took this evaluation's state with it
                 try:
@@ -443,10 +466,10 @@ class Evaluator:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _run(self, problem: Problem, code: str, env: Environment, base: dict, workdir: Path, eval_id: str,
-             standby: Standby | None, compile_slot: HeldSlot, started: float,
+             standby: Standby | None, compile_slot: HeldSlot, started: float, cfg: VerdictSettings,
              deadline: _Deadline | None = None) -> EvalResult:
         """`started`: when the evaluation got its slots (its prepare phase includes taking a standby)."""
-        cfg = self.config
+        own = self.settings  # the evaluator's (cfg: this call's verdict settings)
         in_dir, out_dir = workdir / "in", workdir / "out"
         master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
         try:
@@ -477,21 +500,21 @@ class Evaluator:
             problem_path=str(problem.path), candidate_path=str(candidate_path),
             in_dir=str(in_dir), out_dir=str(out_dir), trials=[TrialPlan.from_dict(t) for t in prepared["trials"]],
             timing_set=timing_set, timing=cfg.timing and (env.mode == "gpu" or host_timing),
-            timer=dataclasses.asdict(self._measure.candidate_timer(problem, env)),
+            timer=dataclasses.asdict(self._measurer(cfg).candidate_timer(problem, env)),
             timing_mode=HOST_MODE if host_timing else cfg.timing_mode,
             paired_baseline=cfg.paired_baseline,
             timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True),
             # the measured forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
             kernel_share=cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
                 "rt-kernel-gpu-fraction", "reject") != "off",
-            memory_limit_bytes=int(cfg.memory_limit_gb * GiB), readonly_fs=cfg.readonly_filesystem,
+            memory_limit_bytes=int(cfg.memory_limit_gb * GiB), readonly_fs=own.readonly_filesystem,
             # its own compile caches are the only writable places outside workdir
             writable_paths=[str(workdir), *caches.values()],
-            candidate_uid=cfg.candidate_uid,
+            candidate_uid=own.candidate_uid,
         )
         prepare_s = time.monotonic() - started
         trials = Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
-                         int(cfg.max_output_gb * GiB), dict(cfg.runtime_policy or {}), cfg.reference_error_k)
+                         int(own.max_output_gb * GiB), dict(cfg.runtime_policy or {}), cfg.reference_error_k)
 
         def on_event(event: dict) -> bool:
             if event["event"] == "timing_token":  # CPU work done: the next sandbox may start compiling
@@ -502,7 +525,9 @@ class Evaluator:
         outcome, path = self.launcher.run(
             workdir=workdir, mode=env.mode, request=request, caches=caches, on_event=on_event,
             token_allowed=lambda: trials.passed == trials.planned and trials.hack is None, standby=standby,
-            cancelled=deadline.cancel.is_set if deadline is not None else None)
+            cancelled=deadline.cancel.is_set if deadline is not None else None,
+            limits={"compile_timeout_s": cfg.compile_timeout_s, "run_timeout_s": cfg.run_timeout_s,
+                    "memory_limit_bytes": int(cfg.memory_limit_gb * GiB)})
         compile_slot.give_back()
         sandbox_finished = time.monotonic()
         memory = self._gpu_admission(env)
@@ -533,14 +558,15 @@ class Evaluator:
         verdict = sandbox_verdict(outcome, trials, base, cfg.memory_limit_gb)
         if verdict.status is Status.CORRECT:
             timing_started = time.monotonic()
-            verdict.timing = self._measure.timing(problem, env, trials, master, prepared)
+            verdict.timing = self._measurer(cfg).timing(problem, env, trials, master, prepared)
             verdict.phases_s["baselines"] = round(time.monotonic() - timing_started, 4)
             verdict.timeline["baselines"] = self._epoch_s(timing_started)
             verdict = timing_checks(verdict, trials, cfg.min_kernel_gpu_fraction)
         return verdict
 
 
-def evaluate(problem: Problem, code: str, **config) -> EvalResult:
-    """One-shot convenience: evaluate `code` with a throwaway Evaluator (prefer a long-lived Evaluator)."""
-    with Evaluator(EvalConfig(**config)) as evaluator:
+def evaluate(problem: Problem, code: str, **settings) -> EvalResult:
+    """One-shot convenience: evaluate `code` with a throwaway Evaluator (prefer a long-lived one). `settings`:
+    fields of EvaluatorSettings or VerdictSettings."""
+    with Evaluator(**settings) as evaluator:
         return evaluator.evaluate(problem, code)

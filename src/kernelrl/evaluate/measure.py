@@ -8,7 +8,7 @@ import random
 from collections.abc import Callable
 
 from kernelrl.cache import BaselineCache, BaselineEntry, baseline_key, timing_set_of
-from kernelrl.evaluate.config import EvalConfig
+from kernelrl.evaluate.settings import VerdictSettings
 from kernelrl.evaluate.trials import Trials
 from kernelrl.problems import Problem
 from kernelrl.results import Environment, TimingReport
@@ -22,7 +22,7 @@ PAIRED_REFERENCE_TOLERANCE = 1.25  # paired reference median / judge's eager med
 # TimerSettings fields that only say when to stop timing (how many reps), not how a rep is measured: left out of
 # the baseline cache's key, so baselines timed by the default profile serve the training profile and back
 STOPPING_FIELDS = frozenset({"target_ms", "min_reps", "max_reps", "rse_target", "max_ms"})
-CPU_TIMING_NOTE = ("cpu-interpreter mode: host-clock times of the Triton interpreter (EvalConfig.cpu_timing), for "
+CPU_TIMING_NOTE = ("cpu-interpreter mode: host-clock times of the Triton interpreter (VerdictSettings.cpu_timing), for "
                    "tests and scheduling; no baselines or speedup, and nothing about GPU speed")
 
 
@@ -32,9 +32,10 @@ def measurement_settings(timer: TimerSettings) -> dict:
 
 
 class Measurer:
-    """Turns a correct candidate's raw times into a `TimingReport`, using the judge for baselines and probes."""
+    """Turns a correct candidate's raw times into a `TimingReport`, using the judge for baselines and probes.
+    One per call's verdict settings (cheap: it holds references only)."""
 
-    def __init__(self, config: EvalConfig, judge: JudgeClient, gate: DeviceGate, baseline_cache: BaselineCache,
+    def __init__(self, config: VerdictSettings, judge: JudgeClient, gate: DeviceGate, baseline_cache: BaselineCache,
                  environment: Callable[[], Environment]) -> None:
         self.config = config
         self._judge, self._gate, self._baseline_cache = judge, gate, baseline_cache

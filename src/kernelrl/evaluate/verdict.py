@@ -97,7 +97,7 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
                           message="the sandbox could not reproduce the problem's inputs (a problem or harness "
                                   "error, not the candidate's)",
                           feedback=trials.inputs_unavailable,  # the stub's detail says what the problem must do
-                          **base)
+                          no_verdict=True, **base)
     if trials.mismatch is not None:
         m = trials.mismatch
         return EvalResult(status=Status.WRONG_OUTPUT, stage=Stage.CORRECTNESS,

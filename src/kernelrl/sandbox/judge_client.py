@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 
 from kernelrl.sandbox.protocol import JudgeHello, JudgeReply, JudgeRequest, ProtocolError, parse_judge_request
 
@@ -30,8 +31,10 @@ def python_env() -> dict[str, str]:
 
 
 class JudgeClient:
-    def __init__(self, device: str, timeout_s: float, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, device: str, timeout_s: float, extra_env: dict[str, str] | None = None,
+                 popen: Callable[..., subprocess.Popen] = subprocess.Popen) -> None:
         self.device = device
+        self._popen = popen  # the evaluator's ProcessOwner.popen: the judge outlives the calling thread
         self.extra_env = extra_env or {}
         self.timeout_s = timeout_s
         self.proc: subprocess.Popen | None = None
@@ -44,7 +47,7 @@ class JudgeClient:
 
     def _start(self) -> None:
         self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
+        self.proc = self._popen(
             [sys.executable, "-m", "kernelrl.sandbox.judge", self.device],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env={**python_env(), **self.extra_env},
         )

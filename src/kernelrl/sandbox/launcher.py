@@ -7,9 +7,11 @@ never reads an evaluator's state. Stdlib only, like the rest of the verdict proc
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -53,7 +55,7 @@ def _sha(text: str) -> str:
 
 @dataclass(frozen=True)
 class LaunchSettings:
-    """What a sandbox is started with; the evaluator derives it from its EvalConfig."""
+    """What a sandbox is started with; the evaluator derives it from its EvaluatorSettings."""
 
     cache_dir: Path  # per-candidate Triton caches and CUDA-extension builds, the harness's Triton cache
     visible_devices: dict[str, str] = field(default_factory=dict)  # e.g. {"CUDA_VISIBLE_DEVICES": "1"}
@@ -91,9 +93,11 @@ class Standby:
 class SandboxLauncher:
     """Starts and watches sandboxes for one device. Thread-safe: evaluations run on several threads at once."""
 
-    def __init__(self, settings: LaunchSettings, gate: DeviceGate) -> None:
+    def __init__(self, settings: LaunchSettings, gate: DeviceGate,
+                 popen: Callable[..., subprocess.Popen] = subprocess.Popen) -> None:
         self.settings = settings
         self.gate = gate
+        self._popen = popen  # starts the zygote (the evaluator's ProcessOwner.popen)
         self._prefix: list[str] | None = None  # `unshare` argv for a PID namespace, probed on first use
         self._zygote: ZygoteClient | None = None  # the warm pool, started on first use
         self._zygote_lock = threading.Lock()
@@ -136,7 +140,7 @@ class SandboxLauncher:
                 env.update({"PYTHONPATH": python_env()["PYTHONPATH"], "HOME": neutral, "TMPDIR": neutral})
                 if mode != "gpu":
                     env["TRITON_INTERPRET"] = "1"
-                self._zygote = ZygoteClient(env, self.settings.startup_timeout_s)
+                self._zygote = ZygoteClient(env, self.settings.startup_timeout_s, self._popen)
             return self._zygote
 
     @property
@@ -243,13 +247,14 @@ class SandboxLauncher:
 
     def run(self, *, workdir: Path, mode: str, request: SandboxRequest, caches: dict[str, str],
             on_event: Callable[[dict], bool], token_allowed: Callable[[], bool],
-            standby: Standby | None = None, cancelled: Callable[[], bool] | None = None
-            ) -> tuple[ChildOutcome, str]:
+            standby: Standby | None = None, cancelled: Callable[[], bool] | None = None,
+            limits: dict | None = None) -> tuple[ChildOutcome, str]:
         """Run the candidate's sandbox: a standby (started ahead, its assignment sent on its control pipe), else
         forked from the zygote when the warm pool is on and works, else a fresh process. Returns the outcome and
         which path ran ('zygote-standby', 'zygote' or 'fresh-process'). The request file is written before each
-        start: the stub deletes it once read (it holds the input seeds)."""
-        s = self.settings
+        start: the stub deletes it once read (it holds the input seeds). `limits`: this candidate's
+        `compile_timeout_s`, `run_timeout_s` and `memory_limit_bytes` where they differ from the settings'."""
+        s = dataclasses.replace(self.settings, **(limits or {}))
         home = workdir / "home"
         child_env = {**self.child_env(mode, workdir), **caches}
         watch = dict(

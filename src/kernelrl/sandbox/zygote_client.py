@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 
 
 class ZygoteError(RuntimeError):
@@ -21,7 +22,9 @@ class ZygoteError(RuntimeError):
 
 
 class ZygoteClient:
-    def __init__(self, env: dict[str, str], start_timeout_s: float = 120.0) -> None:
+    def __init__(self, env: dict[str, str], start_timeout_s: float = 120.0,
+                 popen: Callable[..., subprocess.Popen] = subprocess.Popen) -> None:
+        self._popen = popen  # the evaluator's ProcessOwner.popen: the zygote outlives the calling thread
         # the zygote's whole environment: its children can read it back from /proc/self/environ (the initial
         # environment block survives os.environ.clear()), so it must hold nothing a candidate may not see
         self.env = env
@@ -52,7 +55,7 @@ class ZygoteClient:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._stderr = tempfile.TemporaryFile()
         try:
-            self.proc = subprocess.Popen(
+            self.proc = self._popen(
                 [sys.executable, "-m", "kernelrl.sandbox.zygote", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
                 env={**self.env, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},

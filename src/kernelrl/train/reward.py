@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelrl.candidates import Candidate
-from kernelrl.evaluate import Scorer, no_verdict
+from kernelrl.evaluate import EvalItem, Scorer
+from kernelrl.evaluate.scorer import iterate_in_thread
 from kernelrl.problems import Problem
 from kernelrl.results import EvalResult, Status
 from kernelrl.rewards import get_reward, parse_reward_spec, reward_minimum, speedup
@@ -46,7 +47,7 @@ def step_components(results: Sequence[EvalResult], eval_seconds: float) -> dict[
            "kernelrl/compiled_rate": sum(r.compiled for r in results) / n,
            "kernelrl/correct_rate": counts[Status.CORRECT] / n,
            "kernelrl/hack_rate": counts[Status.HACK_DETECTED] / n,
-           "kernelrl/no_verdict_rate": sum(no_verdict(r) for r in results) / n,
+           "kernelrl/no_verdict_rate": sum(r.no_verdict for r in results) / n,
            "kernelrl/eval_seconds": eval_seconds}
     if speedups:
         out["kernelrl/mean_speedup_vs_eager"] = sum(speedups) / len(speedups)
@@ -122,15 +123,15 @@ class KernelReward:
         candidates = [Candidate.from_text(t, "completion") for t in texts]
         started = time.monotonic()
         results: list[EvalResult | None] = [None] * len(candidates)
-        async for index, result in self.scorer.aevaluate_many(list(zip(problems, candidates, strict=True)),
-                                                              kind="completion", with_index=True):
+        items = [EvalItem(p, c) for p, c in zip(problems, candidates, strict=True)]
+        async for index, result in iterate_in_thread(lambda: self.scorer.evaluate_indexed(items, kind="completion")):
             results[index] = result
         eval_seconds = time.monotonic() - started
         done = [r for r in results if r is not None]
         if len(done) != len(results):
             raise RuntimeError(f"the scorer returned {len(done)} results for {len(results)} completions")
         scored = await asyncio.to_thread(
-            lambda: [None if no_verdict(r) else self.score(r, c, p, step)
+            lambda: [None if r.no_verdict else self.score(r, c, p, step)
                      for r, c, p in zip(done, candidates, problems, strict=True)])
         rewards = neutral_fill(scored, [json.dumps(p, sort_keys=True, default=str) for p in prompts])
         groups: dict[str, list[bool]] = defaultdict(list)

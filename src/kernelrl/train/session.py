@@ -32,8 +32,7 @@ class Session:
     problems: list[Problem]
     placement: Placement
     tokenizer: Any
-    # (timing, bench-sized correctness inputs) -> an Evaluator we made
-    _owned: dict[tuple[bool, bool], Any] = field(default_factory=dict, repr=False)
+    _owned: Any = field(default=None, repr=False)  # the scorer we opened (closed at the end)
 
     @classmethod
     def open(cls, config: CommonConfig) -> Session:
@@ -57,21 +56,19 @@ class Session:
         return load_policy(self.config, self.placement)
 
     def scorer(self, given: Scorer | None, timing: bool | None = None) -> Scorer:
-        """`given`, else an Evaluator on the configured device; `timing` None: the rewards' settings
-        (`eval_timing`, `eval_bench_inputs`). Held-out evaluations always time, for fast_p, and check the bench
-        inputs."""
+        """`given`, else the evaluator on the configured device (one for the whole run) with the rewards' verdict
+        settings (`timing` None: `eval_timing`, `eval_bench_inputs`). Held-out evaluations (`timing=True`)
+        always time, for fast_p, and check the bench inputs: the same evaluator with other verdict settings."""
         if given is not None:
             return given
-        rewards = timing is None
-        settings = (self.config.eval_timing if rewards else timing, self.config.eval_bench_inputs or not rewards)
-        if settings not in self._owned:
-            from kernelrl.evaluate import EvalConfig, Evaluator
+        if self._owned is None:
+            from kernelrl.evaluate import open_scorer
 
-            self._owned[settings] = Evaluator(EvalConfig(
-                device=self.config.eval_device, timing=settings[0], bench_correctness=settings[1],
-                max_concurrency=self.config.eval_concurrency,
-                gpu_memory_budget_gb=self.placement.evaluator_gpu_budget_gb))
-        return self._owned[settings]
+            self._owned = open_scorer(self.config.eval_device, max_concurrency=self.config.eval_concurrency,
+                                      gpu_memory_budget_gb=self.placement.evaluator_gpu_budget_gb)
+        rewards = timing is None
+        return self._owned.with_verdict(timing=self.config.eval_timing if rewards else timing,
+                                        bench_correctness=self.config.eval_bench_inputs or not rewards)
 
     def heldout_fn(self, scorer: Scorer | None, label: str) -> Callable[[Any, int], None] | None:
         """The held-out evaluation the trainer callbacks run (None when switched off)."""
@@ -117,7 +114,7 @@ class Session:
                 "num_generations, max_length / max_completion_length, or turn gradient_checkpointing on") from None
 
     def close(self) -> None:
-        for evaluator in self._owned.values():
-            evaluator.close()
-        self._owned.clear()
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
 
