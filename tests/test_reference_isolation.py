@@ -1,4 +1,4 @@
-"""The reference is not in the sandbox (issue 16 item 3): by the time candidate code is imported, the stub has taken
+"""The reference is not in the sandbox: by the time candidate code is imported, the stub has taken
 what it needs from the problem (inputs, constructor arguments) and dropped the module (kernelrl.sandbox.problem_data),
 and the problem file reads empty inside the sandbox (isolation.hide_files). CPU, real evaluator, real sandbox."""
 

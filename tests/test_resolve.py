@@ -1,4 +1,4 @@
-"""The call-resolution pass of the static rules (kernelrl.candidates.resolve, issue 16 item 4): every call reachable
+"""The call-resolution pass of the static rules (kernelrl.candidates.resolve): every call reachable
 from forward resolves to a known-safe target or is a finding that says how to write it instead. Honest code, the
 unusual forms included (kernel tables, bound launchers, kernels passed to helpers or held by helper classes,
 factories returning launchers, loops over literal stages), resolves without a single finding; host reads and

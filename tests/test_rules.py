@@ -104,7 +104,7 @@ def test_header_is_well_formed(case):
 
 def test_corpus_size():
     assert len(DETECTED) >= 30, f"only {len(DETECTED)} detected exploit files"
-    # issue 16 item 9: at least 30 honest but unusual candidates, across the suite's problems
+    # at least 30 honest but unusual candidates, across the suite's problems
     assert len(HONEST) >= 30, f"only {len(HONEST)} honest twins"
     assert len({c.problem for c in HONEST}) >= 15, "honest twins should span the suite, not one problem"
 

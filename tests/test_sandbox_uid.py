@@ -1,4 +1,4 @@
-"""The candidate under its own unprivileged uid (EvalConfig.candidate_uid; issue 16 item 5): files only root may
+"""The candidate under its own unprivileged uid (EvalConfig.candidate_uid): files only root may
 read stay closed to it, and what the interpreter ships stays importable even where Python lives under a directory
 only root may enter (/root/.pyenv here: kernelrl.sandbox.isolation.expose_to). Real sandboxes, CPU mode and (marked
 gpu) CUDA."""

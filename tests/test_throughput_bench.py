@@ -1,5 +1,5 @@
 """bench/throughput.py keeps what it measured: its JSON holds every finished mode's row before the next mode starts,
-so a run cut by a time limit (as a lent GPU machine's call is) loses only the mode it was in."""
+so a run cut by a time limit loses only the mode it was in."""
 
 from __future__ import annotations
 

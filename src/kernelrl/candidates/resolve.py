@@ -1,5 +1,5 @@
 """What each call reachable from `ModelNew.forward` calls, read from the AST (never executed): the allow-list
-layer of the static rules (issue 16 item 4). A call resolves to a known-safe target or becomes a finding whose
+layer of the static rules. A call resolves to a known-safe target or becomes a finding whose
 detail says what could not be verified and how to write it instead.
 
 Known-safe: a Triton launch in any form whose kernel is traced to the module's `@triton.jit` functions

@@ -322,7 +322,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
         os.environ.update(assignment.env)  # read when used: Triton's and the extension builder's caches
     sync, event_cls = (torch.cuda.synchronize, torch.cuda.Event) if gpu else (None, None)
     if not gpu and request.memory_limit_bytes:
-        # address-space caps break CUDA start-up (see DESIGN.md); on GPU the parent's RSS watchdog caps memory.
+        # address-space caps break CUDA start-up (see docs/design.md); on GPU the parent's RSS watchdog caps memory.
         # The cap is what the candidate may add: a CUDA build of torch maps ~4 GB before any candidate code (H100
         # host), and an absolute 4 GiB cap there left no room to start a thread
         if isolation.set_limit(resource.RLIMIT_AS, isolation.mapped_bytes() + request.memory_limit_bytes):

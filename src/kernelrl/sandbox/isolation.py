@@ -290,7 +290,7 @@ def denied_syscalls() -> list[str]:
 def seccomp_filter() -> bool:
     """Install a seccomp filter on this process and everything it starts: the syscalls of `denied_syscalls`,
     clone into a new namespace and the other architectures' ABIs (x32 included) fail with EPERM; the rest is
-    allowed. Needs no_new_privs. After CUDA start-up (a filter before it broke CUDA's, DESIGN.md); the Triton
+    allowed. Needs no_new_privs. After CUDA start-up (a filter before it broke CUDA's, docs/design.md); the Triton
     and CUDA-extension compilers it starts only fork and exec. False where it cannot be installed."""
     table = _DENIED_SYSCALLS.get(os.uname().machine)
     if table is None:

@@ -3,7 +3,7 @@
 Started by the verdict process (`kernelrl.sandbox.zygote_client.ZygoteClient`) as
 `python -m kernelrl.sandbox.zygote SOCKET_FD`. It imports torch, triton, numpy and the stub's modules once and
 never initializes CUDA (checked before every fork), so each forked child starts with everything imported and
-initializes CUDA itself (fork after CUDA init is impossible, see DESIGN.md).
+initializes CUDA itself (fork after CUDA init is impossible, see docs/design.md).
 
 Per request (one JSON message on the Unix socket, with stdout, protocol, control and lifeline fds attached
 through SCM_RIGHTS) the zygote forks a *launcher* and answers with the launcher's host PID. The launcher:

@@ -45,7 +45,7 @@ Inspect = Callable[[int | None, int, Any], None]
 class TimerSettings:
     # lets the clocks leave idle (345 MHz idle, 1980 MHz busy on an H100); 1-3 s warm-ups measured no better.
     # 50 + 100 ms: level-1 rerun spread 0.06% median, 0.27% p90 on an H100 with the sandbox's per-rep input
-    # refill (100 + 300: 0.05% / 0.38%; 25 + 50: 0.07% / 0.87%; 3 reruns, session 6)
+    # refill (100 + 300: 0.05% / 0.38%; 25 + 50: 0.07% / 0.87%; 3 reruns)
     warmup_ms: float = 50.0  # run at least this long (and 3 calls) before timing
     target_ms: float = 100.0  # fixed count: timed work aimed for; the warm-up estimate turns it into reps
     min_reps: int = 20
@@ -58,7 +58,7 @@ class TimerSettings:
     # spin. The host needs 75-250 us from enqueueing the spin to the call's return on level 1, in some reruns
     # 400-800 us at the p90: with 100 us of spin (~240 us of queued work on level 1) those reruns landed up to
     # 7% slow (rerun spread p90 0.88%, worst 7.3%); 300 us of spin (~440 us): p90 0.22%, worst 0.82%; 1 ms:
-    # 0.21%, 0.76% (H100, session 7). Host work of the call that fits in the cover is not timed.
+    # 0.21%, 0.76% (H100). Host work of the call that fits in the cover is not timed.
     launch_cover_us: float = 400.0
     l2_flush: str = "read"  # "read": leaves the L2 clean; "write" (zero-fill, as Triton's do_bench): dirty
 

@@ -1,7 +1,7 @@
 """How long a GPU was held down by its power or thermal limit, through NVML (nvidia-ml-py): the fidelity bench
 reports it per timing, so a rerun spread caused by the GPU's clock is told apart from one caused by the timer.
 
-Measured on an H100 (session 7): the level-1 fp16 matmul draws the board's 700 W limit, the driver caps the
+Measured on an H100 (driver 580): the level-1 fp16 matmul draws the board's 700 W limit, the driver caps the
 SM clock (1980 -> 1480-1620 MHz; NVML clock-event reason: software power cap) within its first timing, and
 waiting before each timing until NVML no longer reports the cap (~0.5 s) did not steady it. Longer launch-cover
 spins lower the duty cycle and with it the cap (reruns 0.13% apart in one run with a 300 us spin, 2.6% in
