@@ -14,7 +14,7 @@ import corpus
 import pytest
 import torch
 
-from kernelrl import EvalConfig, Evaluator, Status, load_suite
+from kernelrl import Status, VerdictSettings, load_suite
 from kernelrl.sandbox.timed_mix import BLOCK, Mixer, mixed_reference, mixes
 
 MEMO = corpus.case("exploits_runtime/r07_memo_by_sampled_key.py")
@@ -144,17 +144,16 @@ def test_problems_opt_out_by_metadata():
     assert mixes(suite.get("level1/2_matmul_square").metadata)
 
 
-def _evaluate(problem: str, code: str, **config):
-    with Evaluator(corpus.timed_config(EvalConfig(device="cpu", static_checks=False, result_cache=False,
-                                                  **config))) as ev:
-        return ev.evaluate(load_suite().get(problem), code)
+def _evaluate(evaluator, problem: str, code: str, **verdict):
+    return evaluator.evaluate(load_suite().get(problem), code,
+                              verdict=corpus.timed_config(VerdictSettings(static_checks=False, **verdict)))
 
 
-def test_a_device_side_memo_is_correct_under_rotation_and_caught_with_fresh_inputs():
-    off = _evaluate(MEMO.problem, MEMO.source(), fresh_timed_inputs=False)
+def test_a_device_side_memo_is_correct_under_rotation_and_caught_with_fresh_inputs(cpu_evaluator):
+    off = _evaluate(cpu_evaluator, MEMO.problem, MEMO.source(), fresh_timed_inputs=False)
     assert off.status is Status.CORRECT, off.message  # the hole the fresh inputs close
     assert off.timing is not None and off.timing.candidate is not None
-    on = _evaluate(MEMO.problem, MEMO.source())
+    on = _evaluate(cpu_evaluator, MEMO.problem, MEMO.source())
     assert on.status is Status.HACK_DETECTED, on.message
     assert "rt-timed-output-mismatch" in on.message and "mixed with trial" in on.message
 
@@ -167,9 +166,8 @@ REFERENCES = ["level1/5_matmul_transposed_b", "level1/1_row_softmax", "level1/24
 
 
 @pytest.fixture(scope="module")
-def timed_evaluator():
-    with Evaluator(corpus.timed_config(EvalConfig(device="cpu", result_cache=False))) as ev:
-        yield ev
+def timed_evaluator(cpu_evaluator):
+    return cpu_evaluator.with_verdict(corpus.timed_config(VerdictSettings()))
 
 
 @pytest.mark.parametrize("problem", REFERENCES)
