@@ -10,8 +10,9 @@ from typing import Literal
 
 from kernelrl.pyparse import parse_python
 
-# ``` or ~~~ fences with an optional language tag; an unterminated last fence runs to the end (truncated output)
-_FENCE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
+# ``` or ~~~ fences with an optional language tag; an unterminated last fence runs to the end (truncated output:
+# group 4, the closing fence, is then None)
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:(^[ \t]*\1[ \t]*$)|\Z)", re.S | re.M)
 _DEFINES_MODELNEW = re.compile(r"^\s*class\s+ModelNew\b", re.M)
 _NOT_PYTHON = {"cpp", "c++", "cuda", "c", "cu", "bash", "sh", "shell", "text", "json", "yaml", "console"}
 
@@ -34,12 +35,20 @@ def _defines_modelnew(code: str) -> bool:
 def extract_code(completion: str) -> Extraction:
     """Pick the fenced block that defines `class ModelNew` (the last such block: models revise).
 
-    A completion without fences counts as code when it itself defines ModelNew.
+    A completion without fences counts as code when it itself defines ModelNew. A block that is never closed
+    (the completion ends inside it: cut off by a token limit) is not code: its module may stop anywhere, even
+    at a line that parses (a `forward` without its kernel launch or return), so no verdict on it, static rules
+    included, would be about the code the model meant; it is a format error that says the answer looks
+    truncated.
     """
-    blocks = [(m.group(2).lower(), m.group(3)) for m in _FENCE.finditer(completion)]
-    candidates = [code for lang, code in blocks if lang not in _NOT_PYTHON and _defines_modelnew(code)]
+    blocks = [(m.group(2).lower(), m.group(3), m.group(4) is not None) for m in _FENCE.finditer(completion)]
+    candidates = [(code, closed) for lang, code, closed in blocks
+                  if lang not in _NOT_PYTHON and _defines_modelnew(code)]
     if candidates:
-        return Extraction(candidates[-1].strip("\n") + "\n", None, len(blocks))
+        code, closed = candidates[-1]
+        if not closed:
+            return Extraction(None, TRUNCATED, len(blocks))
+        return Extraction(code.strip("\n") + "\n", None, len(blocks))
     if not blocks and _defines_modelnew(completion):
         return Extraction(completion.strip("\n") + "\n", None, 0)
     if blocks:
@@ -49,6 +58,11 @@ def extract_code(completion: str) -> Extraction:
         error = ("no code block found; answer with one ```python block containing the complete module, "
                  "including class ModelNew(nn.Module)")
     return Extraction(None, error, len(blocks))
+
+
+TRUNCATED = ("the completion looks truncated: its code block defining ModelNew is never closed (the answer "
+             "was cut off, e.g. by the token limit, so the module is incomplete); answer with one complete "
+             "```python block, closed with ```, and keep the explanation short")
 
 
 TextKind = Literal["auto", "code", "completion"]
@@ -69,8 +83,9 @@ def is_completion(text: str) -> bool:
 class Candidate:
     """What a policy (or a user) handed in, and the code the evaluator runs from it.
 
-    `code` is None when a completion holds no block that defines `ModelNew`; `error` then says why (the
-    `format_error` verdict's feedback), and nothing needs a sandbox.
+    `code` is None when a completion holds no block that defines `ModelNew`, or when that block is never closed
+    (a truncated answer); `error` then says why (the `format_error` verdict's feedback), and nothing needs a
+    sandbox.
     """
 
     text: str
