@@ -527,3 +527,33 @@ def test_cli_bad_values_exit_2_and_leave_no_run_directory(tmp_path):
         assert result.exit_code == 2, (args, result.output)
         assert message in " ".join(result.output.split()), (args, result.output)
         assert not run_dir.exists(), args
+
+
+def test_cli_checks_run_dir_and_paths_before_showing_or_loading_anything(tmp_path, monkeypatch):
+    """A missing --run-dir, model path or adapter: one plain error line, exit 2, the settings not printed, nothing
+    loaded or created."""
+    from kernelrl.train.session import Session
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("training set-up started")
+
+    monkeypatch.setattr(Session, "open", no_loading)
+    run_dir, missing = tmp_path / "run", tmp_path / "no" / "model.gguf"
+    cases = [
+        (("sft",), "--run-dir is required"),
+        (("grpo", "--max-steps", "1"), "--run-dir is required"),
+        (("two-stage",), "--run-dir is required"),
+        (("sft", "--run-dir", run_dir, "--model", missing), f"--model {missing}: no such file or directory"),
+        (("grpo", "--run-dir", run_dir, "--model", "./no/such/model"), "--model ./no/such/model: no such file"),
+        (("two-stage", "--run-dir", run_dir, "--model", missing), f"--model {missing}: no such file"),
+        (("grpo", "--run-dir", run_dir, "--adapter", tmp_path / "no-adapter"), "no-adapter: no such directory"),
+        (("sft", "--run-dir", run_dir, "--model", Path(__file__)), "is a file but not a .gguf model"),
+    ]
+    for args, message in cases:
+        result = invoke(*args)
+        assert result.exit_code == 2, (args, result.output)
+        text = " ".join(result.output.split())
+        assert text.startswith("error: ") and message in text, (args, result.output)
+        assert "Traceback" not in result.output and '"lora_r"' not in result.output, args  # settings not shown
+        assert not run_dir.exists(), args
+

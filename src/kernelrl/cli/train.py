@@ -27,6 +27,7 @@ from kernelrl.train.config import (
     GRPOConfig,
     SFTConfig,
     TrainConfigError,
+    check_inputs,
     config_from_dict,
     load_toml,
 )
@@ -106,6 +107,15 @@ def _file(path: Path | None) -> dict[str, Any]:
         fail(str(exc), EXIT_BAD_INPUT)
 
 
+def _checked(*configs: Any) -> None:
+    """The run directory, model and adapter paths, before anything is shown or loaded."""
+    for config in configs:
+        try:
+            check_inputs(config)
+        except TrainConfigError as exc:
+            fail(str(exc), EXIT_BAD_INPUT)
+
+
 def _show(title: str, config: Any) -> None:
     console = stdout()
     console.print(Text(title, style="bold"))
@@ -139,6 +149,7 @@ def sft_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
     train split: reference solutions, teacher rollouts (agent/bench run dirs), training rollouts, .jsonl files.
     Resumable: the same command continues from the last checkpoint."""
     config = _build(SFTConfig, _file(config_file), given)
+    _checked(config)
     _show("kernelrl train sft", config)
     from kernelrl.train.sft import run_sft
 
@@ -154,6 +165,7 @@ def grpo_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
     evaluated at once, reward components and every rollout are logged. Start from an SFT adapter with
     --adapter. Resumable: the same command continues from the last checkpoint (curriculum included)."""
     config = _build(GRPOConfig, _file(config_file), given)
+    _checked(config)
     _show("kernelrl train grpo", config)
     from kernelrl.train.grpo import run_grpo
 
@@ -181,8 +193,7 @@ def two_stage_cmd(
     base = {"preset": "seed004", **shared}
     frontend = _build(GRPOConfig, {"reward": "two_stage:stage=frontend", **base, **front_table}, given)
     midend = _build(GRPOConfig, {"reward": "two_stage:stage=midend", **base, **mid_table}, given)
-    if not frontend.run_dir:
-        fail("a run directory is required (--run-dir)", EXIT_BAD_INPUT)
+    _checked(frontend, midend)
     _show("stage 1 (frontend)", frontend)
     _show("stage 2 (midend)", midend)
     from kernelrl.train.two_stage import run_two_stage

@@ -259,5 +259,33 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise TrainConfigError(f"config {path} is not valid TOML: {exc}") from None
 
 
+def looks_like_path(model: str) -> bool:
+    """Whether a --model value names a local file or directory rather than a hub id ("org/name")."""
+    return model.startswith(("/", "./", "../", "~")) or model in (".", "..") or model.endswith(".gguf") or (
+        model.count("/") > 1)
+
+
+def check_inputs(config: CommonConfig) -> None:
+    """What a training command needs before it shows its settings or loads anything: a run directory, and the
+    local model and adapter paths it names (a hub id is only checked when it is loaded)."""
+    if not config.run_dir:
+        raise TrainConfigError("--run-dir is required: the directory the run writes its settings, metrics, "
+                               "checkpoints and adapter to (e.g. --run-dir runs/sft)")
+    if Path(config.run_dir).exists() and not Path(config.run_dir).is_dir():
+        raise TrainConfigError(f"--run-dir {config.run_dir} is a file, not a directory")
+    model = config.model
+    if model != "smollm2":
+        path = Path(model)
+        if looks_like_path(model) and not path.exists():
+            raise TrainConfigError(f"--model {model}: no such file or directory (give an existing model "
+                                   "directory or .gguf file, smollm2, or a Hugging Face hub id such as org/name)")
+        if path.is_file() and path.suffix != ".gguf":
+            raise TrainConfigError(f"--model {model} is a file but not a .gguf model (give a .gguf file or a "
+                                   "model directory)")
+    if config.adapter is not None and not Path(config.adapter).is_dir():
+        raise TrainConfigError(f"--adapter {config.adapter}: no such directory (give a LoRA adapter directory, "
+                               "e.g. an SFT run's RUN_DIR/adapter)")
+
+
 def to_dict(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(config)))
