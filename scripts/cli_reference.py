@@ -38,7 +38,9 @@ A solution file may be a Python module or a raw LLM completion (fenced blocks); 
 Exit codes: `0` every evaluated candidate correct (demo: every verdict as expected), `1` at least one not
 correct, `2` bad usage or input (unreadable file, not a problem, unknown device, `--device cuda` without a GPU,
 `agent`/`bench` without `--policy`; nothing is written then), `3` the evaluator itself failed, `4` the policy
-failed (a server unreachable after retries, a replay file without a matching completion).
+failed (a server unreachable after retries, a replay file without a matching completion). Each command's help
+ends with the codes it uses; `kernelrl train` exits `0` when training finished, `2` on bad input (checked
+before anything loads) and `3` when the evaluator failed.
 """
 
 

@@ -1,11 +1,14 @@
 """The typer app, exit codes and the error helpers every command uses.
 
 Exit codes:
-  0  every evaluated candidate is correct (demo: every verdict as expected; problems: listed)
+  0  every evaluated candidate is correct (demo: every verdict as expected; problems, rules, report: done)
   1  at least one candidate is not correct (demo: at least one verdict not as expected)
   2  bad usage or input: unreadable file, not a problem (ProblemError), unknown device, no GPU for --device cuda
   3  the evaluator itself failed (kernelrl.EvaluatorError): no verdict was reached
   4  the policy failed (agent, bench): server unreachable after retries, replay without a matching completion
+
+The EPILOG below (these codes) ends the help of eval, demo and agent; audit, baselines, bench and the train
+commands name their own codes; problems, rules and report exit 0, or 2 on bad input.
 
 Commands validate everything they were given before they create anything (a run directory, a results file,
 a kernel database), so a rejected command leaves no files behind.
@@ -31,7 +34,7 @@ EXIT_EVALUATOR = 3
 EXIT_POLICY = 4
 
 EPILOG = (
-    "Exit codes: 0 = every evaluated candidate correct (demo: all verdicts as expected; problems: listed); "
+    "Exit codes: 0 = every evaluated candidate correct (demo: all verdicts as expected); "
     "1 = at least one candidate not correct; "
     "2 = bad usage or input (unreadable file, not a problem, unknown device, no GPU for --device cuda); "
     "3 = the evaluator itself failed (EvaluatorError); "

@@ -169,7 +169,7 @@ def _eval_batch(suite_location: str, solutions: Path, out: Path, jobs: int, json
 
 
 # -- problems, rules ---------------------------------------------------------------------------------------------
-@app.command("problems", epilog=EPILOG)
+@app.command("problems")
 def problems_cmd(suite: SuiteArg = "builtin", json_output: JsonOpt = False) -> None:
     """List a suite's problems."""
     with bad_input():
@@ -185,7 +185,7 @@ def problems_cmd(suite: SuiteArg = "builtin", json_output: JsonOpt = False) -> N
     console.print(render.problems_table(console, loaded))
 
 
-@app.command("rules", epilog=EPILOG)
+@app.command("rules")
 def rules_cmd(json_output: JsonOpt = False) -> None:
     """List the checks against reward hacking: static rules (on the source, before running) and runtime
     checks (in the sandbox and the verdict), each with id, default policy and message."""
@@ -227,7 +227,8 @@ def _select(suite_location: str, specs: list[str] | None, only: str | None) -> t
     return loaded.name, list(loaded)
 
 
-@app.command("audit", epilog=EPILOG)
+@app.command("audit", epilog="Exit codes: 0 = no problem flagged; 1 = at least one problem flagged; 2 = bad usage "
+             "or input; 3 = the evaluator itself failed (EvaluatorError).")
 @with_options(evaluation=eval_options("device"))
 def audit_cmd(
     problems: Annotated[list[str] | None, typer.Argument(
@@ -276,7 +277,8 @@ def _check_baselines_device(config: Evaluation) -> None:
     check_device(config, "nothing was timed or stored")
 
 
-@app.command("baselines", epilog=EPILOG)
+@app.command("baselines", epilog="Exit codes: 0 = every reference timed; 1 = at least one could not be timed; 2 = "
+             "bad usage or input, or no GPU; 3 = the evaluator itself failed (EvaluatorError).")
 @with_options(evaluation=dataclasses.replace(
     eval_options("device", device="cuda"), help={"device": "cuda or cuda:N (baselines are GPU times)."},
     check=_check_baselines_device))

@@ -180,7 +180,9 @@ def _bench_problems(suite: str, split: str, level: list[int] | None, problem: li
     return loaded, chosen
 
 
-@app.command("bench", epilog=EPILOG)
+@app.command("bench", epilog="Exit codes: 0 = the benchmark ran (its verdicts are in its metrics); 2 = bad usage or "
+             "input; 3 = the evaluator itself failed (EvaluatorError); 4 = the policy failed (finished attempts "
+             "are saved).")
 @with_options(agent=AGENT_OPTIONS.with_defaults(samples=1, turns=1), run=POLICY_OPTIONS, evaluation=EVAL_OPTIONS)
 def bench_cmd(
     *,
@@ -255,7 +257,7 @@ def bench_cmd(
 
 
 # -- report --------------------------------------------------------------------------------------------------------
-@app.command("report", epilog=EPILOG)
+@app.command("report")
 def report_cmd(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory of kernelrl bench or agent, "
                                                                     "or of kernelrl train.")],

@@ -7,6 +7,7 @@ then the dataclass default. The resolved settings are printed and saved in RUN_D
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import inspect
@@ -20,8 +21,9 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.text import Text
+from typer.core import TyperCommand
 
-from kernelrl.cli.app import EPILOG, EXIT_BAD_INPUT, EXIT_EVALUATOR, app, fail, stdout
+from kernelrl.cli.app import EXIT_BAD_INPUT, EXIT_EVALUATOR, app, fail, stdout
 from kernelrl.train.config import (
     SEED004,
     GRPOConfig,
@@ -31,6 +33,34 @@ from kernelrl.train.config import (
     config_from_dict,
     load_toml,
 )
+
+TRAIN_EPILOG = (
+    "Exit codes: 0 = training finished (adapter saved); "
+    "2 = bad usage or input (settings, config file, run directory, model or adapter path, training data); "
+    "3 = the evaluator itself failed (EvaluatorError)."
+)
+
+
+class TrainCommand(TyperCommand):
+    """A training command whose help fits 80 columns: an on/off option shows as one wrapped name
+    (--eval-timing / --no-eval-timing) instead of two columns that leave the names no room but "..."."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        params = self.params
+        self.params = [_one_name(p) for p in params]
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.params = params
+
+
+def _one_name(param: Any) -> Any:
+    if not getattr(param, "secondary_opts", None):
+        return param
+    shown = copy.copy(param)
+    shown.opts = [" / ".join([*param.opts, *param.secondary_opts])]
+    shown.secondary_opts = []
+    return shown
 
 train_app = typer.Typer(name="train", help="Train kernel-writing models: SFT warm start, GRPO, two-stage GRPO "
                         "(needs the train extra: pip install 'kernelrl\\[train]').", no_args_is_help=True)
@@ -142,7 +172,7 @@ def _tables(values: dict[str, Any], *names: str) -> tuple[dict[str, Any], list[d
     return shared, tables
 
 
-@train_app.command("sft", epilog=EPILOG)
+@train_app.command("sft", epilog=TRAIN_EPILOG, cls=TrainCommand)
 @config_options(SFTConfig)
 def sft_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
     """Supervised fine-tuning (TRL SFTTrainer + LoRA, loss on the completion only) on correct kernels of the
@@ -158,7 +188,7 @@ def sft_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
                    f"{outcome.train_loss if outcome.train_loss is not None else 'n/a'}; adapter: {outcome.adapter}")
 
 
-@train_app.command("grpo", epilog=EPILOG)
+@train_app.command("grpo", epilog=TRAIN_EPILOG, cls=TrainCommand)
 @config_options(GRPOConfig)
 def grpo_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
     """GRPO (TRL GRPOTrainer + LoRA) with the sandboxed evaluator as the reward: every completion of a step is
@@ -173,7 +203,7 @@ def grpo_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
     stdout().print(f"grpo: {outcome.steps} steps; adapter: {outcome.adapter}")
 
 
-@train_app.command("two-stage", epilog=EPILOG)
+@train_app.command("two-stage", epilog=TRAIN_EPILOG, cls=TrainCommand)
 @config_options(GRPOConfig, defaults_shown={
     **SEED004, "preset": "seed004",
     "reward": "two_stage:stage=frontend (stage 1), two_stage:stage=midend (stage 2)"})
