@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 # torch is already installed on a GPU machine.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: venv demo test lint gpu-check clean
+# the suite runs on two workers (pytest-xdist; one file per worker at a time, so module fixtures start once)
+PYTEST := $(BIN)/python -m pytest -q -n $(or $(JOBS),2) --dist loadfile
+
+.PHONY: venv demo test test-fast lint gpu-check clean
 
 $(BIN)/kernelrl:
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +31,14 @@ demo: venv
 
 test: venv
 	$(BIN)/ruff check src tests
-	$(BIN)/python -m pytest -q
+	$(PYTEST) --durations=20
 
-gpu-check:  # on a CUDA machine with torch and triton installed (no venv, no internet needed)
-	bash scripts/gpu_check.sh
+test-fast: venv  # the edit loop: everything but the `slow` tests (mutants, training, CLI subprocesses, pool timing)
+	$(BIN)/ruff check src tests
+	$(PYTEST) -m "not slow" --durations=10
+
+gpu-check:  # on a CUDA machine with torch and triton installed (no venv, no internet needed); PART=evaluator,
+	bash scripts/gpu_check.sh $(PART)  # sandbox or demo runs one part (each fits a 10-minute call), none: all
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info

@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
 # Run kernelrl's GPU checks on a CUDA machine that already has torch and triton (no internet needed):
-# installs kernelrl without dependencies, runs the gpu-marked tests and the demo.
-# Writes logs and a JSON-lines summary to $OUT (or ./gpu-check-out).
+# installs kernelrl without dependencies, then runs one part or all of them:
+#   evaluator  the evaluator's gpu tests (timing, baselines, admission, the timed-input mix, the judge's memory)
+#   sandbox    the sandbox's gpu tests (protocol, static and runtime checks, the candidate's uid, the warm pool)
+#   demo       `kernelrl demo --device cuda`
+# Each part fits a 10-minute call on an H100. Writes logs and a JSON-lines summary to $OUT (or ./gpu-check-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-check-out}"
+PARTS="${1:-evaluator sandbox demo}"
 mkdir -p "$OUT"
 PY="${PYTHON:-python3}"
 "$PY" -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 \
   || { echo "pip install failed (see install.log); using PYTHONPATH=src"; export PYTHONPATH="$PWD/src"; }
 "$PY" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
 export PYTHONUNBUFFERED=1 KERNELRL_GPU_SUMMARY="$OUT/gpu_summary.jsonl"
-rm -f "$KERNELRL_GPU_SUMMARY"
-"$PY" -m pytest -m gpu -v -s -p no:cacheprovider tests/ 2>&1 | tee "$OUT/gpu_pytest.log"
-status=${PIPESTATUS[0]}
-"$PY" -m kernelrl.cli demo --device cuda 2>&1 | tee "$OUT/demo.log"
+status=0
+for part in ${PARTS//,/ }; do
+  case "$part" in
+    evaluator) files="tests/test_gpu.py tests/test_free_blocks.py tests/test_timed_mix.py tests/test_judge_memory.py" ;;
+    sandbox) files="tests/test_protocol.py tests/test_rules.py tests/test_runtime_exploits.py tests/test_sandbox_uid.py tests/test_pool.py" ;;
+    demo) "$PY" -m kernelrl.cli demo --device cuda 2>&1 | tee "$OUT/demo.log"; [ "${PIPESTATUS[0]}" = 0 ] || status=1
+          continue ;;
+    *) echo "unknown part $part (evaluator, sandbox, demo)"; exit 2 ;;
+  esac
+  # shellcheck disable=SC2086
+  "$PY" -m pytest -m gpu -v -s -p no:cacheprovider $files 2>&1 | tee "$OUT/gpu_pytest_$part.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+done
 exit "$status"

@@ -22,6 +22,8 @@ from mutants import MUTANTS, Mutant, MutationError, apply, mutate
 
 import kernelrl
 
+pytestmark = pytest.mark.slow  # a subprocess (a fresh evaluator) per mutant
+
 PACKAGE = Path(kernelrl.__file__).parent
 RUNNER = Path(__file__).parent / "corpus_runner.py"
 IDS = [m.id for m in MUTANTS]

@@ -274,7 +274,7 @@ class Evaluator(ScorerBase):
         environment is known: a completion without code (format error) or a verdict in the result cache."""
         if work.candidate.code is not None and self._result_cache is None:
             return None
-        env = self.environment() if self._judge.running() else self._known.predicted()
+        env = self.environment() if self._judge.ready() else self._known.predicted()
         if env is None:
             return None
         if work.candidate.code is None:
@@ -352,7 +352,7 @@ class Evaluator(ScorerBase):
         return round(self._epoch + monotonic, 6)
 
     def _base(self, problem: Problem, code: str) -> dict:
-        env = self.environment() if self._judge.running() else (self._known.predicted() or self.environment())
+        env = self.environment() if self._judge.ready() else (self._known.predicted() or self.environment())
         return {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
                 "environment": env}
 

@@ -46,6 +46,7 @@ class JudgeClient:
         self.lock = self._lock  # held by the device gate while a run is timed (no judge work meanwhile)
 
     def _start(self) -> None:
+        self.info = {}  # not ready until this judge's hello
         self._stderr = tempfile.TemporaryFile()
         self.proc = self._popen(
             [sys.executable, "-m", "kernelrl.sandbox.judge", self.device],
@@ -64,6 +65,10 @@ class JudgeClient:
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def ready(self) -> bool:
+        """Running and its hello read (a judge still starting is not ready)."""
+        return self.running() and bool(self.info)
 
     def ensure_started(self) -> dict:
         with self._lock:
