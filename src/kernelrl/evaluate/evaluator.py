@@ -158,6 +158,7 @@ class Evaluator(ScorerBase):
         self._device_memory_planned = False
         self._device_memory_lock = threading.Lock()
         self._warming: threading.Thread | None = None
+        self._closing = threading.Event()  # close() is stopping a background warm-up
         self._warming_lock = threading.Lock()
         self._epoch = time.time() - time.monotonic()  # one offset for every timeline of this evaluator
         self.launcher = SandboxLauncher(LaunchSettings(
@@ -230,11 +231,24 @@ class Evaluator(ScorerBase):
 
     def _warm_quietly(self) -> None:
         try:
-            self.warm_up()
+            mode = self._device_mode()
+            if not self._closing.is_set():
+                self.launcher.warm_up(mode)
         except (EvaluatorError, JudgeError, OSError):
             pass  # the evaluations that need the judge raise it themselves
 
     def close(self) -> None:
+        warming = self._warming
+        if warming is not None and warming.is_alive():
+            # a warm-up still starting workers (a call answered from the cache, then closed): stop them now
+            # rather than wait for their start, and let it end before closing, or it would start them again
+            self._closing.set()
+            while warming.is_alive():
+                self._judge.abort()
+                if self.launcher.zygote is not None:
+                    self.launcher.zygote.abort()
+                warming.join(0.05)
+            self._closing.clear()
         self.launcher.close()
         self._judge.close()
         self._owner.close()

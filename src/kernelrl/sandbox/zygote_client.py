@@ -139,3 +139,10 @@ class ZygoteClient:
     def close(self) -> None:
         with self._lock:
             self._close()
+
+    def abort(self) -> None:
+        """Kill the process now, without waiting for a request or a start in progress (which then fails at
+        once); `close` cleans up after."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
