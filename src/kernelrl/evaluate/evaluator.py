@@ -496,7 +496,7 @@ class Evaluator(ScorerBase):
         except JudgeError as exc:
             return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                               message="the problem's reference failed (a problem error, not the candidate's)",
-                              feedback=trim(str(exc)), **base)
+                              feedback=trim(str(exc)), no_verdict=True, **base)
         tol = tolerance_for(prepared["output_dtypes"], cfg.tolerances)
         if env.mode != "gpu" and "bfloat16" in prepared["output_dtypes"] + prepared["input_dtypes"]:
             return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
