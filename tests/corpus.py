@@ -5,9 +5,9 @@ kernelrl at module level, so the runner's copy is the one imported.
 
 A corpus file starts with `# key: value` lines: `problem` (a built-in problem id), `expect` (what its class's
 verdict must be, below), `technique` (one line on the hack, or on what an honest twin imitates), and optionally
-`device` (cpu or gpu; gpu files run only in the gpu test set), `timing` (cpu: evaluated with `timed_config`,
-the timed calls on the host clock), `static` (`missed`: the static layer lets it through),
-`reason` (a wrong_output's mismatch reason), `message` (a substring of the verdict's message) and, for a runtime
+`device` (cpu or gpu; gpu files run only in the gpu test set), `timing` (cpu: evaluated with the verdict
+settings of `timed_config`, the timed calls on the host clock), `static` (`missed`: the static layer lets it
+through), `reason` (a wrong_output's mismatch reason), `message` (a substring of the verdict's message) and, for a runtime
 check that only warns by default, `policy` (the policy the file is evaluated with: its check at `reject`).
 """
 
@@ -81,14 +81,18 @@ class Case:
         return self.path.read_text()
 
 
-def timed_config(config):
-    """A `timing: cpu` file's configuration: `config` timed on the host clock (cpu_timing), with three trials of
-    the check set, so that the timed calls have three variants of their inputs (kernelrl.sandbox.timed_mix)."""
+def timed_config(verdict=None):
+    """A `timing: cpu` file's verdict settings: `verdict` (default: VerdictSettings()) timed on the host clock
+    (cpu_timing), with three trials of the check set, so that the timed calls have three variants of their inputs
+    (kernelrl.sandbox.timed_mix). Any settings dataclass with those fields (the deprecated EvalConfig too) comes
+    back as its own type."""
     import dataclasses
 
+    from kernelrl import VerdictSettings
     from kernelrl.timing.cuda_timer import TimerSettings
 
-    return dataclasses.replace(config, cpu_timing=True, trials=3, input_sets=["check"],
+    return dataclasses.replace(verdict if verdict is not None else VerdictSettings(), cpu_timing=True, trials=3,
+                               input_sets=("check",),
                                timer=TimerSettings(warmup_ms=5, target_ms=100, min_reps=5, max_reps=1000))
 
 

@@ -32,20 +32,24 @@ def main(names: list[str]) -> None:
         else:
             to_run.append(c)
     if to_run:
-        from kernelrl import EvalConfig, Evaluator, load_suite
+        from kernelrl import Evaluator, VerdictSettings, load_suite
 
         suite = load_suite()
-        config = EvalConfig(device="cpu", trials=2, static_checks=False, standby_sandboxes=1, result_cache=False)
+        verdict = VerdictSettings(trials=2, static_checks=False)
         # `timing: cpu` files: timed on the host clock (corpus.timed_config); `policy:` files run with their
-        # check at that policy (a check that only warns by default)
+        # check at that policy (a check that only warns by default). One evaluator for every group: a group's
+        # verdict settings are its call's, and the cases of a group are evaluated concurrently
         kinds = sorted({(c.header.get("timing") == "cpu", c.header.get("policy", "")) for c in to_run})
-        for timed, policy in kinds:
-            group = [c for c in to_run if (c.header.get("timing") == "cpu", c.header.get("policy", "")) == (timed, policy)]
-            chosen = dataclasses.replace(config, runtime_policy={group[0].expect: policy}) if policy else config
-            with Evaluator(corpus.timed_config(chosen) if timed else chosen) as ev:
-                for c in group:
-                    result = ev.evaluate(suite.get(c.problem), c.source())
-                    verdicts[c.name] = {"status": result.status.value, "message": result.message, "rules": []}
+        with Evaluator(device="cpu", standby_sandboxes=1, result_cache=False) as ev:
+            for timed, policy in kinds:
+                group = [c for c in to_run
+                         if (c.header.get("timing") == "cpu", c.header.get("policy", "")) == (timed, policy)]
+                chosen = dataclasses.replace(verdict, runtime_policy={group[0].expect: policy}) if policy else verdict
+                items = [(suite.get(c.problem), c.source()) for c in group]
+                for done in ev.evaluate_indexed(items, kind="code",
+                                                verdict=corpus.timed_config(chosen) if timed else chosen):
+                    verdicts[group[done.index].name] = {"status": done.result.status.value,
+                                                        "message": done.result.message, "rules": []}
     for c in cases:
         print(json.dumps({"name": c.name, **verdicts[c.name]}), flush=True)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import corpus
 import pytest
 
-from kernelrl import EvalConfig, Evaluator, load_suite
+from kernelrl import VerdictSettings, load_suite
 from kernelrl.candidates.rules import analyze_rules
 from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 
@@ -56,9 +56,8 @@ SANDBOX = [c for c in CASES if c.cls.directory == "exploits_sandbox"]
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with Evaluator(EvalConfig(device="cpu", static_checks=False)) as ev:
-        yield ev
+def evaluator(cpu_evaluator):
+    return cpu_evaluator.with_verdict(VerdictSettings(static_checks=False))
 
 
 @pytest.mark.parametrize("case", VALUES + SANDBOX, ids=[c.name for c in VALUES + SANDBOX])
