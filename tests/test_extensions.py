@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import example
 
-from kernelrl import EvalConfig, EvalResult, Evaluator, Stage, Status
+from kernelrl import EvalResult, Stage, Status, VerdictSettings
 from kernelrl.candidates.rules import RULES_BY_ID, Rule, analyze_rules, resolve_rules
 from kernelrl.policies import make_policy, register_policy
 from kernelrl.rewards import REWARDS, get_reward, parse_reward_spec, register_reward, reward_minimum
@@ -135,18 +135,17 @@ def test_a_static_rule_from_a_user_module(usermod):
         resolve_rules([Rule(**clash)])
 
 
-def test_a_user_rule_rejects_through_the_evaluator(usermod, suite):
-    """End to end: EvalConfig(extra_rules=...) turns the user's rule into a hack_detected verdict before anything
-    runs; the same candidate without the rule is correct."""
+def test_a_user_rule_rejects_through_the_evaluator(cpu_evaluator, usermod, suite):
+    """End to end: VerdictSettings(extra_rules=...) turns the user's rule into a hack_detected verdict before
+    anything runs; the same candidate without the rule is correct."""
     relu = suite.get("level0/1_relu")
-    with Evaluator(EvalConfig(device="cpu", trials=2, extra_rules=(f"{usermod}:NO_CHEAT",))) as ev:
-        result = ev.evaluate(relu, CHEATING)
+    result = cpu_evaluator.evaluate(relu, CHEATING,
+                                    verdict=VerdictSettings(trials=2, extra_rules=(f"{usermod}:NO_CHEAT",)))
     assert result.status is Status.HACK_DETECTED and result.stage is Stage.STATIC
     assert "user-no-cheat" in result.message
-    with Evaluator(device="cpu", trials=2) as ev:
-        assert ev.evaluate(relu, CHEATING).status is Status.CORRECT
+    assert cpu_evaluator.evaluate(relu, CHEATING, verdict=VerdictSettings(trials=2)).status is Status.CORRECT
     with pytest.raises(ValueError, match="cannot import"):
-        EvalConfig(extra_rules=("kernelrl_no_such_module:RULES",))
+        VerdictSettings(extra_rules=("kernelrl_no_such_module:RULES",))
 
 
 def test_rule_checks_are_one_function_per_rule():

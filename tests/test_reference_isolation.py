@@ -8,16 +8,15 @@ import corpus
 import pytest
 from conftest import example
 
-from kernelrl import EvalConfig, Evaluator, Stage, Status, load_problem, load_suite
+from kernelrl import Stage, Status, VerdictSettings, load_problem, load_suite
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 
 PROBE = corpus.case("exploits_sandbox/p01_reference_hunt.py")
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with Evaluator(EvalConfig(device="cpu", static_checks=False, trials=2)) as ev:
-        yield ev
+def evaluator(cpu_evaluator):
+    return cpu_evaluator.with_verdict(VerdictSettings(static_checks=False, trials=2))
 
 
 def test_a_candidate_finds_no_route_to_the_reference(evaluator):

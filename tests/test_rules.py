@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import kernelrl
-from kernelrl import Evaluator, Stage, Status
+from kernelrl import Evaluator, Stage, Status, VerdictSettings
 from kernelrl.candidates.rules import RULES, RULES_BY_ID, analyze_rules
 
 HERE = Path(__file__).parent
@@ -184,9 +184,8 @@ GPU_TWINS = [c for c in HONEST if c.device == "gpu"]
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with Evaluator(device="cpu", trials=2) as ev:
-        yield ev
+def evaluator(cpu_evaluator):
+    return cpu_evaluator.with_verdict(VerdictSettings(trials=2))
 
 
 def test_end_to_end_cases_use_distinct_rules():
@@ -216,7 +215,8 @@ def test_honest_twins_end_to_end_are_correct_on_gpu(suite):
     a torch.compile baseline per problem would be most of the test's time and is not what it is about), as one
     batch (timing still one at a time)."""
     wrong = []
-    with Evaluator(device="cuda", trials=2, inductor_baseline=False) as ev:
+    # its own evaluator: the GPU's (the session's shared one runs in CPU mode)
+    with Evaluator(device="cuda", verdict=VerdictSettings(trials=2, inductor_baseline=False)) as ev:
         for case, result in zip(HONEST, ev.evaluate_many([(suite.get(c.problem), c.source()) for c in HONEST],
                                                          ordered=True), strict=True):
             print(case.name, result.status.value, result.message)
