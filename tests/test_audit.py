@@ -8,7 +8,7 @@ import pytest
 from conftest import example
 from torch import nn
 
-from kernelrl import Evaluator, Stage, Status, load_problem
+from kernelrl import Stage, Status, VerdictSettings, load_problem
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
@@ -109,9 +109,8 @@ DEGENERATE = {
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with Evaluator(device="cpu", trials=2) as ev:
-        yield ev
+def evaluator(cpu_evaluator):
+    return cpu_evaluator.with_verdict(VerdictSettings(trials=2))
 
 
 @pytest.mark.parametrize("name", sorted(DEGENERATE))
@@ -129,8 +128,8 @@ def test_evaluator_refuses_flagged_problem_unless_told_otherwise(evaluator, tmp_
     result = evaluator.evaluate(problem, identity)
     assert result.status is Status.UNSUPPORTED and result.stage is Stage.REFERENCE
     assert "returns_input" in result.message and "refuse_flagged_problems" in result.feedback
-    with Evaluator(device="cpu", trials=2, refuse_flagged_problems=False, static_checks=False,
-                   runtime_policy={"rt-no-kernel-launched": "off", "rt-output-provenance": "off"}) as lenient:
+    with evaluator.with_verdict(refuse_flagged_problems=False, static_checks=False,
+                                runtime_policy={"rt-no-kernel-launched": "off", "rt-output-provenance": "off"}) as lenient:
         assert lenient.evaluate(problem, identity).status is Status.CORRECT
 
 

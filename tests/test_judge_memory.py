@@ -90,16 +90,19 @@ def test_the_audit_reports_one_calls_bytes_on_the_timing_set(tmp_path):
     assert report["timing_set_bytes"] == 2 * 16 * 8 * 4  # the input and the output, float32
 
 
-def test_the_first_wave_charge_counts_the_bench_set_only_when_an_evaluation_holds_it(suite):
+def test_the_first_wave_charge_counts_the_bench_set_only_when_an_evaluation_holds_it(cpu_evaluator, suite,
+                                                                                    monkeypatch):
     """Untimed evaluations without the bench set in their correctness trials hold none of its inputs: their
     problem's first evaluations get the default charge, not the bench set's estimate."""
-    from kernelrl import EvalConfig, Evaluator
+    from kernelrl import VerdictSettings
     from kernelrl.evaluate.slots import GiB, first_need
     from kernelrl.problems.audit import ProblemAudit
 
     problem = suite.get("level1/1_row_softmax")
+    # the problem's audit as the evaluator caches it, keyed by (sha256, tolerances, k): for this test only
+    audit = ProblemAudit(problem.id, problem.sha256, timing_set_bytes=2 * GiB)
+    monkeypatch.setattr(cpu_evaluator, "_audits", {(problem.sha256, "[]", VerdictSettings().reference_error_k): audit})
     expected = {(False, True): first_need(2 * GiB, 1), (True, False): first_need(2 * GiB, 2), (False, False): None}
     for (timing, bench), need in expected.items():
-        with Evaluator(EvalConfig(device="cpu", timing=timing, bench_correctness=bench)) as ev:
-            ev._audits[problem.sha256] = ProblemAudit(problem.id, problem.sha256, timing_set_bytes=2 * GiB)
-            assert ev._first_need(problem) == need, (timing, bench)
+        verdict = VerdictSettings(timing=timing, bench_correctness=bench)
+        assert cpu_evaluator._first_need(problem, verdict) == need, (timing, bench)

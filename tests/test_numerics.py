@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import kernelrl
-from kernelrl import EvalResult, Evaluator, Stage, Status, load_problem
+from kernelrl import EvalResult, Evaluator, Stage, Status, VerdictSettings, load_problem
 from kernelrl.cache import result_cacheable
 from kernelrl.results import CorrectnessReport, Mismatch
 from kernelrl.sandbox import protocol as p
@@ -277,24 +277,25 @@ def _variant(change: tuple[str, str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with Evaluator(device="cpu", trials=3) as ev:
-        yield ev
+def evaluator(cpu_evaluator):
+    return cpu_evaluator.with_verdict(VerdictSettings(trials=3))
 
 
 def test_accurate_kernel_against_an_inexact_reference_is_correct_and_says_why(evaluator, tmp_path):
     path = tmp_path / "naive_variance.py"
     path.write_text(textwrap.dedent(NAIVE_VARIANCE))
     problem = load_problem(path)
-    result = evaluator.evaluate(problem, textwrap.dedent(TWO_PASS_VARIANCE))
+    two_pass = textwrap.dedent(TWO_PASS_VARIANCE)
+    # the honest kernel and the same kernel dividing by n - 1 (0.4% off), in one batch
+    result, unbiased = evaluator.evaluate_many([(problem, two_pass), (problem, two_pass.replace("DDOF=0", "DDOF=1"))],
+                                               kind="code", ordered=True)
     assert result.status is Status.CORRECT, result.feedback
     assert result.correctness.tolerance_model == "allclose|float64-reference(k=3)"
     assert result.correctness.trials_within_reference_error == 3  # allclose alone fails every trial
-    with Evaluator(device="cpu", trials=3, reference_error_k=0) as allclose:
-        before = allclose.evaluate(problem, textwrap.dedent(TWO_PASS_VARIANCE))
+    with evaluator.with_verdict(reference_error_k=0) as allclose:
+        before = allclose.evaluate(problem, two_pass)
     assert before.status is Status.WRONG_OUTPUT and before.correctness.tolerance_model == "allclose"
-    # dividing by n - 1 (0.4% off) is still caught where the reference happens to round well
-    unbiased = evaluator.evaluate(problem, textwrap.dedent(TWO_PASS_VARIANCE).replace("DDOF=0", "DDOF=1"))
+    # dividing by n - 1 is still caught where the reference happens to round well
     assert unbiased.status is Status.WRONG_OUTPUT and unbiased.correctness.mismatch.reference_error > 0
 
 
@@ -312,6 +313,7 @@ def test_marginal_wrong_output_is_evaluated_again_and_a_clear_one_is_cached(tmp_
     matvec = suite.get("level1/6_matvec")
     scaled = _variant(("tl.sum(acc, axis=1)", "tl.sum(acc, axis=1) * 1.001"))  # 0.1% off: 1-10x the tolerance
     clear = _variant(WRONG_MATVEC["off_by_one"])
+    # its own evaluator: the result cache on, in a directory of its own (evaluator settings)
     with Evaluator(device="cpu", trials=2, cache_dir=tmp_path) as ev:
         first, again = ev.evaluate(matvec, scaled), ev.evaluate(matvec, scaled)
         assert first.status is again.status is Status.WRONG_OUTPUT
