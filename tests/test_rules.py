@@ -131,13 +131,13 @@ def test_honest_twin_is_not_rejected(case):
     assert not _rejected(findings), [(f.rule, f.line, f.detail) for f in findings if f.policy == "reject"]
 
 
-@pytest.mark.parametrize("case", MISSED, ids=_ids(MISSED))
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=f"analyzer misses {case.missed}: {case.technique}"))
+    for case in MISSED], ids=_ids(MISSED))
 def test_known_gap(case):
-    """Known analyzer gaps: reported as xfail while missed; once caught, flip the header to `expect: <rule>`."""
-    rejected = _rejected(analyze_rules(case.source()))
-    if case.missed not in rejected:
-        print(f"MISSED {case.missed}: {case.name}: {case.technique}")
-        pytest.xfail(f"analyzer misses {case.missed}: {case.technique}")
+    """Known analyzer gaps, each a strict xfail: while missed it fails as expected; once caught it passes, which
+    fails the suite until its header is flipped to `expect: <rule>`."""
+    assert case.missed in _rejected(analyze_rules(case.source()))
 
 
 REFERENCE_SOURCES = sorted(SOLUTIONS.rglob("*.py")) + [

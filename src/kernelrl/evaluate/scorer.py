@@ -176,6 +176,14 @@ class VerdictView(ScorerBase):
     def close(self) -> None:
         """Nothing: the workers are the inner scorer's, closed by whoever opened it."""
 
+    def audit(self, problem: Problem, timing: bool = False):
+        """The inner evaluator's audit with this view's tolerances."""
+        return self.inner.audit(problem, timing=timing, verdict=self.verdict)  # type: ignore[attr-defined]
+
+    def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False):
+        """The inner evaluator's baselines with this view's timer."""
+        return self.inner.time_baselines(problem, seed, fresh, verdict=self.verdict)  # type: ignore[attr-defined]
+
     def __getattr__(self, name: str):
         return getattr(self.inner, name)  # the rest (environment, audit, caches) is the inner scorer's
 
