@@ -10,12 +10,13 @@ import sqlite3
 import subprocess
 import sys
 import warnings
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from conftest import example
 
-from kernelrl import EvalConfig, EvalResult, Evaluator, Stage, Status
+from kernelrl import EvalResult, Evaluator, Stage, Status, VerdictSettings
 from kernelrl.cache import (
     BaselineCache,
     BaselineEntry,
@@ -84,27 +85,29 @@ def test_result_key_changes_with_every_part():
 
 def test_evaluator_key_covers_verdict_settings_not_device_or_cache_dir(tmp_path, suite, result_cache_on):
     problem = suite.get("level0/1_relu")
+    # constructing an Evaluator starts nothing (no judge, no zygote): only the evaluator settings need their own
+    with Evaluator(device="cpu", cache_dir=tmp_path) as ev, \
+            Evaluator(device="cuda:1", cache_dir=tmp_path / "elsewhere") as moved, \
+            Evaluator(device="cpu", cache_dir=tmp_path, isolate_network=False) as open_network:
 
-    def key(**overrides) -> str:
-        ev = Evaluator(EvalConfig(device="cpu", cache_dir=tmp_path), **overrides)  # starts nothing
-        try:
-            return ev._result_key(problem, CODE, ENV)
-        finally:
-            ev.close()
+        def key(evaluator: Evaluator = ev, **verdict) -> str:
+            return evaluator._result_key(problem, CODE, ENV, VerdictSettings(**verdict))
 
-    base = key()
-    assert key(device="cuda:1", cache_dir=tmp_path / "elsewhere") == base
-    changed = {
-        "trials": 3, "input_sets": ("check",), "tolerances": {"float32": (1e-3, 1e-3)}, "static_checks": False,
-        "rule_policy": {"no-torch-fallback": "warn"}, "runtime_policy": {"rt-deferred-write": "warn"},
-        "timer": TimerSettings(min_reps=50), "seed": 3, "timing": False, "inductor_baseline": False,
-        "run_timeout_s": 10.0, "memory_limit_gb": 2.0, "timing_variants": 3, "isolate_network": False,
-    }
-    keys = {name: key(**{name: value}) for name, value in changed.items()}
-    assert base not in keys.values() and len(set(keys.values())) == len(keys), keys
-    assert key(seed=None) == base  # the default
-    # another problem source is another key
-    assert Evaluator(device="cpu", cache_dir=tmp_path)._result_key(suite.get("level0/2_scale_shift"), CODE, ENV) != base
+        base = key()
+        assert key(moved) == base
+        changed = {
+            "trials": 3, "input_sets": ("check",), "tolerances": {"float32": (1e-3, 1e-3)}, "static_checks": False,
+            "rule_policy": {"no-torch-fallback": "warn"}, "runtime_policy": {"rt-deferred-write": "warn"},
+            "timer": TimerSettings(min_reps=50), "seed": 3, "timing": False, "inductor_baseline": False,
+            "run_timeout_s": 10.0, "memory_limit_gb": 2.0, "timing_variants": 3,
+        }
+        keys = {name: key(**{name: value}) for name, value in changed.items()}
+        keys["isolate_network"] = key(open_network)  # an evaluator setting that can change a verdict
+        assert base not in keys.values() and len(set(keys.values())) == len(keys), keys
+        assert key(seed=None) == base  # the default
+        assert ev._result_key(problem, CODE, ENV, ev.verdict) == base  # the evaluator's default verdict settings
+        # another problem source is another key
+        assert ev._result_key(suite.get("level0/2_scale_shift"), CODE, ENV, VerdictSettings()) != base
 
 
 def test_kernelrl_build_changes_with_verdict_code(tmp_path):
@@ -267,10 +270,13 @@ def test_identical_candidate_is_a_hit_shared_across_evaluators(tmp_path, suite, 
     with Evaluator(device="cpu", trials=2, cache_dir=tmp_path) as ev:
         assert ev.evaluate(relu, CODE).cached
         # a verdict-changing setting: a miss (format errors are decided before anything runs)
-    with Evaluator(device="cpu", trials=3, cache_dir=tmp_path) as ev:
         no_model = "import torch\nclass Other(torch.nn.Module):\n    pass\n"
-        assert not ev.evaluate(relu, no_model).cached and ev.evaluate(relu, no_model).cached
-        assert ev.cache_stats()["results"].hits == 1
+        assert not ev.evaluate(relu, no_model).cached  # stored with two trials
+        hits = ev.cache_stats()["results"].hits
+        more_trials = VerdictSettings(trials=3)
+        assert not ev.evaluate(relu, no_model, verdict=more_trials).cached
+        assert ev.evaluate(relu, no_model, verdict=more_trials).cached
+        assert ev.cache_stats()["results"].hits == hits + 1
 
 
 def test_result_cache_opt_out(tmp_path, suite, monkeypatch):
@@ -281,7 +287,8 @@ def test_result_cache_opt_out(tmp_path, suite, monkeypatch):
         assert not ev.evaluate(relu, no_model).cached and not ev.evaluate(relu, no_model).cached
         assert "results" not in ev.cache_stats()
     monkeypatch.setenv("KERNELRL_RESULT_CACHE", "0")
-    assert "results" not in Evaluator(device="cpu", cache_dir=tmp_path).cache_stats()
+    with Evaluator(device="cpu", cache_dir=tmp_path) as ev:  # the variable is read when an evaluator starts
+        assert "results" not in ev.cache_stats()
     assert not (tmp_path / "results.sqlite").exists()
 
 
@@ -316,20 +323,23 @@ def test_evaluator_baselines_use_the_cache_and_fresh_retimes(tmp_path, suite):
         return {"eager": {"times_ms": [base] * 20, "wall_ms": [base] * 20, "warmup": 3, "method": METHOD},
                 "inductor": {"times_ms": [base / 2] * 20, "warmup": 3, "method": METHOD}}
 
-    def evaluator() -> Evaluator:
-        ev = Evaluator(device="cpu", cache_dir=tmp_path)
+    def evaluator(stack: ExitStack) -> Evaluator:
+        ev = stack.enter_context(Evaluator(device="cpu", cache_dir=tmp_path))  # its judge never starts
         ev.environment = lambda: ENV  # type: ignore[method-assign]
         ev._judge_info = lambda: {"mode": "gpu"}  # type: ignore[method-assign]
         ev._judge.request = fake_judge  # type: ignore[method-assign]
         return ev
 
-    first = evaluator().time_baselines(problem)
-    assert first.eager.median_ms == 2.0 and first.eager.source == first.inductor.source == "measured"
-    again = evaluator().time_baselines(problem)
-    assert calls == [False] and again.eager.source == again.inductor.source == "cache"
-    assert (again.eager.median_ms, again.inductor.median_ms) == (2.0, 1.0)
-    ev = evaluator()
-    fresh = ev.time_baselines(problem, fresh=True)
-    assert calls == [False, True] and fresh.eager.median_ms == 3.0 and fresh.eager.source == "measured"
-    assert evaluator().time_baselines(problem).eager.median_ms == 3.0  # overwritten
-    assert ev.cache_stats()["baselines"].stores == 1
+    with ExitStack() as stack:
+        timed_first = evaluator(stack)
+        first = timed_first.time_baselines(problem)
+        assert first.eager.median_ms == 2.0 and first.eager.source == first.inductor.source == "measured"
+        again = evaluator(stack).time_baselines(problem)
+        assert calls == [False] and again.eager.source == again.inductor.source == "cache"
+        assert (again.eager.median_ms, again.inductor.median_ms) == (2.0, 1.0)
+        ev = evaluator(stack)
+        fresh = ev.time_baselines(problem, fresh=True)
+        assert calls == [False, True] and fresh.eager.median_ms == 3.0 and fresh.eager.source == "measured"
+        # overwritten on disk: the first evaluator, which timed and stored 2.0 itself, now reads 3.0 back
+        assert timed_first.time_baselines(problem).eager.median_ms == 3.0
+        assert ev.cache_stats()["baselines"].stores == 1
