@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import example
 
-from kernelrl import Evaluator, Status
+from kernelrl import Status
 from kernelrl.agent import Agent, AgentConfig
 from kernelrl.policies import ReplayPolicy, write_replay
 from kernelrl.prompts import Prompts
@@ -21,9 +21,8 @@ def fenced(code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with Evaluator(device="cpu", trials=2, run_timeout_s=60, compile_timeout_s=60) as ev:
-        yield ev
+def evaluator(cpu_evaluator):
+    return cpu_evaluator.with_verdict(trials=2, run_timeout_s=60, compile_timeout_s=60)
 
 
 def test_refinement_fixes_wrong_kernel_on_turn_two(tmp_path, suite, evaluator):
@@ -58,27 +57,28 @@ def test_refinement_fixes_wrong_kernel_on_turn_two(tmp_path, suite, evaluator):
 
 
 def test_samples_of_a_turn_are_evaluated_together_and_recorded_in_sample_order(tmp_path, suite, evaluator):
-    """Without a target speedup nothing stops a turn early, so its samples go through `evaluate_many`; every
-    attempt is recorded, steps come back in sample order, and the verdicts are the ones a serial run gives."""
+    """Without a target speedup nothing stops a turn early, so its samples go through one batch call
+    (`evaluate_indexed`); every attempt is recorded, steps come back in sample order, and the verdicts are the ones
+    a serial run gives."""
     relu = suite.get("level0/1_relu")
     texts = [fenced(WRONG_RELU), "no code here", fenced(example("relu_triton.py")), fenced(WRONG_RELU)]
     replay = write_replay(tmp_path / "script.jsonl",
                           [{"problem_id": relu.id, "turn": 1, "sample": i, "text": t} for i, t in enumerate(texts)])
     batches = []
-    original = evaluator.evaluate_many
+    original = evaluator.evaluate_indexed
 
-    def counting(items, **kwargs):  # the real evaluate_many, with the batch it was given noted
+    def counting(items, **kwargs):  # the real evaluate_indexed, with the batch it was given noted
         items = list(items)
         batches.append(len(items))
         return original(items, **kwargs)
 
-    evaluator.evaluate_many = counting
+    evaluator.evaluate_indexed = counting
     try:
         store = RunStore(tmp_path / "run")
         outcome = Agent(ReplayPolicy(replay), evaluator, AgentConfig(turns=1, samples=4, reward="tiered"),
                         store=store).solve(relu)
     finally:
-        del evaluator.evaluate_many
+        del evaluator.evaluate_indexed
     assert batches == [4]  # one call; its format error needs no sandbox (below)
     assert [s.sample for s in outcome.steps] == [0, 1, 2, 3]
     assert [s.result.status for s in outcome.steps] == [Status.WRONG_OUTPUT, Status.FORMAT_ERROR, Status.CORRECT,

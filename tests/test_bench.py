@@ -12,7 +12,7 @@ import threading
 import pytest
 from conftest import example
 
-from kernelrl import Evaluator, Status
+from kernelrl import Status
 from kernelrl.agent import AgentConfig
 from kernelrl.agent.bench import run_bench, solutions_replay
 from kernelrl.policies import Completion, ReplayPolicy, write_replay
@@ -88,9 +88,8 @@ def test_metrics_on_hand_built_steps():
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with Evaluator(device="cpu", trials=2, run_timeout_s=60, compile_timeout_s=60) as ev:
-        yield ev
+def evaluator(cpu_evaluator):
+    return cpu_evaluator.with_verdict(trials=2, run_timeout_s=60, compile_timeout_s=60)
 
 
 def test_bench_and_report_from_replayed_solutions(tmp_path, suite, evaluator):

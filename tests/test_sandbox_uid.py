@@ -1,4 +1,4 @@
-"""The candidate under its own unprivileged uid (EvalConfig.candidate_uid): files only root may
+"""The candidate under its own unprivileged uid (EvaluatorSettings.candidate_uid): files only root may
 read stay closed to it, and what the interpreter ships stays importable even where Python lives under a directory
 only root may enter (/root/.pyenv here: kernelrl.sandbox.isolation.expose_to). Real sandboxes, CPU mode and (marked
 gpu) CUDA."""
@@ -11,7 +11,7 @@ import corpus
 import pytest
 from conftest import example
 
-from kernelrl import EvalConfig, Evaluator, Status, load_suite
+from kernelrl import Evaluator, EvaluatorSettings, Status, VerdictSettings, load_suite
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not pid_namespace_prefix(),
@@ -37,14 +37,18 @@ def _snooping(secret_path: str) -> str:
 
 
 @pytest.mark.parametrize("warm_pool", [True, False], ids=["zygote", "fresh-process"])
-def test_root_only_files_are_closed_to_the_candidate_and_its_imports_still_work(tmp_path, warm_pool):
+def test_root_only_files_are_closed_to_the_candidate_and_its_imports_still_work(tmp_path, warm_pool, cpu_evaluator):
     secret = _root_only_secret(tmp_path)
     problem = load_suite().get("level0/1_relu")
+    verdict = VerdictSettings(static_checks=False, trials=2)
     seen = {}
     for uid in (UID, None):
-        with Evaluator(EvalConfig(device="cpu", static_checks=False, trials=2, warm_pool=warm_pool,
-                                  result_cache=False, candidate_uid=uid)) as ev:
-            result = ev.evaluate(problem, _snooping(secret))
+        settings = EvaluatorSettings(device="cpu", warm_pool=warm_pool, result_cache=False, candidate_uid=uid)
+        if settings == cpu_evaluator.settings:  # the shared evaluator is this one (the default uid, the pool)
+            result = cpu_evaluator.evaluate(problem, _snooping(secret), verdict=verdict)
+        else:  # the uid and the pool are the evaluator's own settings: one of its own
+            with Evaluator(settings, verdict) as ev:
+                result = ev.evaluate(problem, _snooping(secret))
         assert result.status is Status.CORRECT, (uid, result.message, result.log[-2000:])
         seen[uid] = ("separate-uid" in result.environment.isolation,
                      [line for line in result.log.splitlines() if line.startswith("SECRET:")])
@@ -54,16 +58,17 @@ def test_root_only_files_are_closed_to_the_candidate_and_its_imports_still_work(
 
 def test_candidate_uid_must_be_unprivileged():
     with pytest.raises(ValueError, match="unprivileged uid"):
-        EvalConfig(candidate_uid=0)
+        EvaluatorSettings(candidate_uid=0)
 
 
-def test_the_uid_is_on_by_default_and_closes_proc_self_mem():
+def test_the_uid_is_on_by_default_and_closes_proc_self_mem(cpu_evaluator):
     """On by default (CPU mode): the process is not dumpable once it switched, so its /proc files are root's and a
     read of its own memory (corpus c14, which rt-host-read catches where the uid is off) fails at the open."""
     case = corpus.case("exploits_runtime/c14_proc_self_mem.py")
-    assert EvalConfig().candidate_uid == UID
-    with Evaluator(EvalConfig(device="cpu", static_checks=False, result_cache=False)) as ev:
-        result = ev.evaluate(load_suite().get(case.problem), case.source())
+    assert EvaluatorSettings().candidate_uid == UID
+    assert cpu_evaluator.settings.candidate_uid == UID  # the shared evaluator keeps the default
+    result = cpu_evaluator.evaluate(load_suite().get(case.problem), case.source(),
+                                    verdict=VerdictSettings(static_checks=False))
     assert "separate-uid" in result.environment.isolation
     assert result.status is Status.RUNTIME_ERROR and "PermissionError" in result.message, result.message
 
@@ -74,8 +79,8 @@ def test_on_a_gpu_the_candidate_runs_under_the_uid_and_its_kernels_still_compile
     kernel compiles into caches handed to the uid, its 1 GiB outputs come back, the timed calls run, and a
     root-only file stays closed."""
     secret = _root_only_secret(tmp_path)
-    assert EvalConfig().candidate_uid == UID
-    with Evaluator(EvalConfig(device="cuda", inductor_baseline=False, result_cache=False)) as ev:
+    assert EvaluatorSettings().candidate_uid == UID
+    with Evaluator(device="cuda", inductor_baseline=False, result_cache=False) as ev:
         result = ev.evaluate(load_suite().get("level0/1_relu"), _snooping(secret))
     assert result.status is Status.CORRECT, (result.message, result.log[-2000:])
     assert "separate-uid" in result.environment.isolation

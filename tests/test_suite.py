@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from kernelrl import Evaluator, Status, load_suite
+from kernelrl import Status, load_suite
 
 SUITE = load_suite()
 WITH_SOLUTIONS = [p for p in SUITE if SUITE.solution_path(p)]
@@ -44,9 +44,8 @@ def test_reference_solution_coverage():
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with Evaluator(device="cpu", trials=2, run_timeout_s=120) as ev:
-        yield ev
+def evaluator(cpu_evaluator):
+    return cpu_evaluator.with_verdict(trials=2, run_timeout_s=120)
 
 
 def test_builtin_suite_audit_is_clean(evaluator):
