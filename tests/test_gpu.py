@@ -12,7 +12,7 @@ import candidates as c
 import pytest
 from conftest import example
 
-from kernelrl import Evaluator, Status
+from kernelrl import Evaluator, Status, VerdictSettings
 
 pytestmark = pytest.mark.gpu
 SUMMARY = os.environ.get("KERNELRL_GPU_SUMMARY")  # where to append one JSON line per evaluation
@@ -39,7 +39,8 @@ def record(name, result):
 
 @pytest.fixture(scope="module")
 def evaluator():
-    with Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False) as ev:
+    """The module's GPU evaluator; tests that differ only in verdict settings bring theirs per call."""
+    with Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False, result_cache=False) as ev:
         yield ev
 
 
@@ -84,10 +85,10 @@ def test_host_memory_hog_is_killed_by_watchdog(evaluator, suite):
     assert "memory" in (result.message + result.feedback).lower()
 
 
-def test_infinite_loop_times_out_on_gpu(suite):
-    with Evaluator(device="cuda", run_timeout_s=10, static_checks=False) as ev:
-        start = time.monotonic()
-        result = ev.evaluate(suite.get("level0/1_relu"), c.INFINITE_LOOP)
+def test_infinite_loop_times_out_on_gpu(evaluator, suite):
+    start = time.monotonic()
+    result = evaluator.evaluate(suite.get("level0/1_relu"), c.INFINITE_LOOP,
+                                verdict=VerdictSettings(run_timeout_s=10, static_checks=False))
     record("infinite_loop", result)
     assert result.status is Status.TIMEOUT and time.monotonic() - start < 60
 
@@ -113,8 +114,7 @@ def test_matmul_timing_reruns(evaluator, suite):
     # torch.matmul as the "candidate": the checks that reject exactly that are off for this timer measurement
     off = {"rt-no-kernel-launched": "off", "rt-kernel-gpu-fraction": "off", "rt-aten-op": "off",
            "rt-output-provenance": "off"}
-    evaluator = Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False,
-                          runtime_policy=off, result_cache=False)
+    evaluator = evaluator.with_verdict(runtime_policy=off)
     for i in range(3):
         result = evaluator.evaluate(problem, code)
         record(f"matmul_run{i}", result)
@@ -126,18 +126,17 @@ def test_matmul_timing_reruns(evaluator, suite):
         print(f"matmul {name} medians {[round(t, 4) for t in times]} rerun spread {spread:.4f}")
         # 2*4096^3 FLOP can't beat the H100/H200 fp32 peak (~67 TFLOP/s) nor take a second
         assert all(2.0 < t < 1000.0 for t in times)
-    evaluator.close()
 
 
-def test_timing_modes_report_how_they_timed(suite):
+def test_timing_modes_report_how_they_timed(evaluator, suite):
     """CUDA-graph replay, adaptive stopping and paired interleaved timing, through the sandbox."""
     from kernelrl.timing import TimerSettings
 
     relu = suite.get("level0/1_relu")
     timer = TimerSettings(warmup_ms=50, rse_target=0.005, max_ms=2000)
-    with Evaluator(device="cuda", run_timeout_s=90, memory_limit_gb=8, static_checks=False, inductor_baseline=False,
-                   timer=timer, timing_mode="cuda-graph", paired_baseline=True, result_cache=False) as ev:
-        result = ev.evaluate(relu, example("relu_triton.py"))
+    verdict = VerdictSettings(run_timeout_s=90, memory_limit_gb=8, static_checks=False, inductor_baseline=False,
+                              timer=timer, timing_mode="cuda-graph", paired_baseline=True)
+    result = evaluator.evaluate(relu, example("relu_triton.py"), verdict=verdict)
     record("relu_triton.py cuda-graph+adaptive+paired", result)
     assert result.status is Status.CORRECT, result.feedback
     stats, paired = result.timing.candidate, result.timing.paired_vs_eager
@@ -281,7 +280,7 @@ def test_baselines_are_timed_once_then_reused_from_the_cache(suite, tmp_path):
     baseline cache afterwards (`source == "cache"`), also by a new Evaluator on the same cache_dir."""
     problem, code = suite.get("level0/1_relu"), example("relu_triton.py")
     sources = []
-    for _ in range(2):  # a new Evaluator each time: the cache on disk, not the judge's memory, serves the second
+    for _ in range(2):  # a new Evaluator each time (its own): the cache on disk, not the judge's memory, serves the second
         with Evaluator(device="cuda", cache_dir=tmp_path, result_cache=False) as ev:
             result = ev.evaluate(problem, code)
         assert result.status is Status.CORRECT, result.feedback
@@ -299,6 +298,7 @@ def test_gpu_memory_admission_learns_from_the_first_evaluation(suite, tmp_path):
     from kernelrl.evaluate.slots import CUDA_CONTEXT_BYTES, GiB
 
     problem, code = suite.get("level1/1_row_softmax"), example("softmax_triton.py")
+    # its own: a fresh GPU memory admission, and eight evaluations in flight
     with Evaluator(device="cuda", cache_dir=tmp_path, result_cache=False, timing=False, max_concurrency=8) as ev:
         first = ev.evaluate(problem, code)
         assert first.status is Status.CORRECT, first.feedback
@@ -309,7 +309,7 @@ def test_gpu_memory_admission_learns_from_the_first_evaluation(suite, tmp_path):
         assert ev.gpu_memory()["need_bytes"] == {problem.sha256: learned}  # what the bench reports
         # the audit's estimate for a first wave (timing off: one variant) against what was learned
         assert ev.audit(problem).timing_set_bytes == 2 * GiB  # 1 GiB in, 1 GiB out
-        print(f"first-wave estimate {ev._first_need(problem) / GiB:.2f} GiB, learned {learned / GiB:.2f} GiB")
+        print(f"first-wave estimate {ev._first_need(problem, ev.verdict) / GiB:.2f} GiB, learned {learned / GiB:.2f} GiB")
         results = list(ev.evaluate_many([(problem, code + f"\n# variant {k}\n") for k in range(8)]))
         assert all(r.status is Status.CORRECT for r in results), [r.message for r in results]
         assert memory.slots.peak <= memory.budget_bytes and memory.slots.held == 0
@@ -322,17 +322,19 @@ def test_correctness_without_the_bench_inputs_still_times_on_them(suite, tmp_pat
     sweeps only, an untimed evaluation needs far less GPU memory, and a timed one still times on the bench set."""
     problem, code = suite.get("level1/1_row_softmax"), example("softmax_triton.py")
     needs = {}
-    for bench, timing in ((True, False), (False, False), (False, True)):
-        with Evaluator(device="cuda", cache_dir=tmp_path / f"{bench}{timing}", result_cache=False,
-                       bench_correctness=bench, timing=timing) as ev:
-            result = ev.evaluate(problem, code)
-            record(f"softmax bench_correctness={bench} timing={timing}", result)
-            assert result.status is Status.CORRECT, result.feedback
-            assert ("bench" in result.correctness.input_sets) is bench, result.correctness.input_sets
-            t = result.timing
-            assert bool(t and t.candidate and t.candidate.median_ms > 0) is timing
-            if not timing:
-                needs[bench] = ev._device_memory.need(problem.sha256)
+    # an evaluator per bench setting (its own): a problem's learned need only grows within one evaluator; the timed
+    # run without the bench set comes after the untimed one's need was read
+    for bench, runs in ((True, (False,)), (False, (False, True))):
+        with Evaluator(device="cuda", cache_dir=tmp_path / f"{bench}", result_cache=False) as ev:
+            for timing in runs:
+                result = ev.evaluate(problem, code, verdict=VerdictSettings(bench_correctness=bench, timing=timing))
+                record(f"softmax bench_correctness={bench} timing={timing}", result)
+                assert result.status is Status.CORRECT, result.feedback
+                assert ("bench" in result.correctness.input_sets) is bench, result.correctness.input_sets
+                t = result.timing
+                assert bool(t and t.candidate and t.candidate.median_ms > 0) is timing
+                if not timing:
+                    needs[bench] = ev._device_memory.need(problem.sha256)
     print(f"learned need untimed: with the bench set {needs[True] / 2**30:.2f} GiB, without "
           f"{needs[False] / 2**30:.2f} GiB")
     assert needs[False] < 0.5 * needs[True]
