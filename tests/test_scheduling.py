@@ -12,7 +12,8 @@ import time
 import pytest
 from conftest import example
 
-from kernelrl import Evaluator, Stage, Status
+from kernelrl import Evaluator, Stage, Status, VerdictSettings
+from kernelrl.evaluate import DEADLINE_MESSAGE
 from kernelrl.evaluate.slots import (
     CUDA_CONTEXT_BYTES,
     NEED_MARGIN,
@@ -189,13 +190,27 @@ def test_device_memory_learns_each_problems_need():
 pool = pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)")
 
 
+def missed_deadline(result) -> bool:
+    """Stopped by the call's deadline: no verdict on the code."""
+    return result.no_verdict and result.message.startswith(DEADLINE_MESSAGE)
+
+
+# Slots are an evaluator's own settings (EvaluatorSettings): a test of a slot plan needs an evaluator with that
+# plan, with no memory bound unless the bound is what it tests (so the plan does not depend on this host's free
+# memory). Tests of the same plan share one and bring their verdict settings per call.
+@pytest.fixture(scope="module")
+def one_compile_slot():
+    with Evaluator(device="cpu", result_cache=False, compile_slots=1, max_concurrency=8, sandbox_memory_gb=0) as ev:
+        yield ev
+
+
 @pool
 def test_compile_slots_outnumber_timing_slot_and_timing_stays_exclusive(suite):
     problem = suite.get("level0/1_relu")
-    with Evaluator(device="cpu", trials=2, result_cache=False, cpu_timing=True, timer=TIMER, compile_slots=2,
-                   max_concurrency=6, sandbox_memory_gb=0) as ev:
+    with Evaluator(device="cpu", result_cache=False, compile_slots=2, max_concurrency=6, sandbox_memory_gb=0) as ev:
         assert (ev.slots.compile_slots, ev.slots.workers) == (2, 6)
-        results = list(ev.evaluate_many([(problem, code) for code in distinct(4)]))
+        results = list(ev.evaluate_many([(problem, code) for code in distinct(4)],
+                                        verdict=VerdictSettings(trials=2, cpu_timing=True, timer=TIMER)))
         peak = ev._compile_slots.peak
     assert [r.status for r in results] == [Status.CORRECT] * 4, [r.message for r in results]
     for r in results:  # timed for real: the host-clock timer behind the timing token
@@ -212,11 +227,12 @@ def test_compile_slots_outnumber_timing_slot_and_timing_stays_exclusive(suite):
 
 
 @pool
-def test_compile_slot_given_back_at_the_timing_token(suite):
+def test_compile_slot_given_back_at_the_timing_token(suite, one_compile_slot):
     problem = suite.get("level0/1_relu")
-    with Evaluator(device="cpu", trials=2, result_cache=False, cpu_timing=True, timer=SHORT_TIMER, compile_slots=1,
-                   max_concurrency=3, sandbox_memory_gb=0) as ev:
-        results = list(ev.evaluate_many([(problem, code) for code in distinct(3)]))
+    assert one_compile_slot.slots.compile_slots == 1 and one_compile_slot.slots.workers >= 3  # all three in flight
+    results = list(one_compile_slot.evaluate_many([(problem, code) for code in distinct(3)],
+                                                  verdict=VerdictSettings(trials=2, cpu_timing=True,
+                                                                          timer=SHORT_TIMER)))
     assert [r.status for r in results] == [Status.CORRECT] * 3
     # with one compile slot, a candidate began (took the slot) while another waited for or held the timing
     # token: the slot went back when that one asked for the token, not when it ended
@@ -231,7 +247,7 @@ def test_memory_bound_limits_sandboxes_alive(suite):
     problem = suite.get("level0/1_relu")
     # a per-sandbox estimate larger than the host: one sandbox at a time, whatever the batch asks for
     with Evaluator(device="cpu", trials=2, result_cache=False, sandbox_memory_gb=1e6, compile_slots=4,
-                   max_concurrency=4) as ev:
+                   max_concurrency=4) as ev:  # its own: the memory bound is the evaluator's
         assert ev.slots.sandbox_slots == 1 and ev.slots.compile_slots == 1
         results = list(ev.evaluate_many([(problem, code) for code in distinct(4)]))
     assert [r.status for r in results] == [Status.CORRECT] * 4
@@ -240,24 +256,24 @@ def test_memory_bound_limits_sandboxes_alive(suite):
 
 
 @pool
-def test_single_request_is_not_starved_by_a_batch(suite):
+def test_single_request_is_not_starved_by_a_batch(suite, one_compile_slot):
     problem = suite.get("level0/1_relu")
-    with Evaluator(device="cpu", trials=2, result_cache=False, compile_slots=1, max_concurrency=8,
-                   sandbox_memory_gb=0) as ev:
-        ev.warm_up()
-        batch: list = []
-        first = threading.Event()
+    ev = one_compile_slot.with_verdict(trials=2)
+    assert ev.slots.compile_slots == 1 and ev.slots.workers == 8
+    ev.warm_up()
+    batch: list = []
+    first = threading.Event()
 
-        def run_batch():
-            for result in ev.evaluate_many([(problem, code) for code in distinct(8)]):
-                batch.append(result)
-                first.set()
+    def run_batch():
+        for result in ev.evaluate_many([(problem, code) for code in distinct(8)]):
+            batch.append(result)
+            first.set()
 
-        runner = threading.Thread(target=run_batch)
-        runner.start()
-        first.wait(60)  # the batch's other items are queued for the one compile slot by now
-        single = ev.evaluate(problem, RELU + "\n_SINGLE = 1\n")
-        runner.join(120)
+    runner = threading.Thread(target=run_batch)
+    runner.start()
+    first.wait(60)  # the batch's other items are queued for the one compile slot by now
+    single = ev.evaluate(problem, RELU + "\n_SINGLE = 1\n")
+    runner.join(120)
     assert single.status is Status.CORRECT and len(batch) == 8
     asked, granted = single.timeline["queue"], single.timeline["prepare"]
     # batch items that were already waiting when the single request came, and got their slot after it did
@@ -273,11 +289,10 @@ def test_single_request_is_not_starved_by_a_batch(suite):
 def test_batch_deadline_returns_every_item_in_time(suite):
     from candidates import INFINITE_LOOP
 
-    from kernelrl.evaluate import missed_deadline
-
     problem = suite.get("level0/1_relu")
     codes = [RELU + "\n_CANDIDATE = 0\n", INFINITE_LOOP, *distinct(6)[1:]]
-    # static checks off: the hanging candidate must reach its sandbox
+    # static checks off: the hanging candidate must reach its sandbox; its own evaluator: two in flight, so the
+    # first two items are the ones that run
     with Evaluator(device="cpu", trials=2, result_cache=False, compile_slots=2, max_concurrency=2,
                    sandbox_memory_gb=0, run_timeout_s=60, static_checks=False) as ev:
         ev.warm_up()
@@ -297,10 +312,10 @@ def test_multi_device_batch_deadline(suite):
     from candidates import INFINITE_LOOP
 
     from kernelrl import MultiDeviceEvaluator
-    from kernelrl.evaluate import missed_deadline
 
     problem = suite.get("level0/1_relu")
     codes = [INFINITE_LOOP, INFINITE_LOOP, *distinct(3)]
+    # its own: one sandbox in flight per device, so that both devices hold a hanging candidate
     with MultiDeviceEvaluator(["cpu", "cpu"], trials=2, max_concurrency=1, sandbox_memory_gb=0, run_timeout_s=60,
                               static_checks=False, result_cache=False) as multi:
         multi.warm_up()
