@@ -17,7 +17,7 @@ import candidates as c
 import pytest
 from conftest import example
 
-from kernelrl import Evaluator, Status
+from kernelrl import Evaluator, Status, VerdictSettings
 from kernelrl.sandbox.gate import DeviceGate, RunSlots
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.runner import run_child
@@ -122,29 +122,51 @@ def relu(suite):
     return suite.get("level0/1_relu")
 
 
+TWO_TRIALS = VerdictSettings(trials=2, static_checks=False)
+
+
 @pytest.fixture(scope="module")
 def pooled():
+    """This module's warm pool, its own rather than the shared cpu_evaluator: the secret must be in the
+    environment before its zygote starts, and the tests below kill its zygote and standbys. Its slots are sized
+    here, not from the host's free memory or cores: three sandboxes in flight (and the three standbys), each with
+    a compile slot, so a batch goes past a hanging candidate on any host (the memory bound's own tests are in
+    test_scheduling.py)."""
     os.environ[SECRET] = SECRET  # the zygote and its children must never see the verdict process's environment
     try:
         with Evaluator(device="cpu", trials=2, run_timeout_s=8, compile_timeout_s=20, memory_limit_gb=4,
-                       static_checks=False, warm_pool=True, max_concurrency=3) as ev:
+                       static_checks=False, warm_pool=True, max_concurrency=3, compile_slots=3,
+                       sandbox_memory_gb=0) as ev:
             yield ev
     finally:
         os.environ.pop(SECRET, None)
 
 
-def test_zygote_child_has_the_full_isolation_list(pooled, relu):
+@pytest.fixture(scope="module")
+def fresh():
+    """An evaluator without the warm pool (a fresh process per candidate): the pool is an evaluator setting."""
+    with Evaluator(device="cpu", warm_pool=False, result_cache=False) as ev:
+        yield ev
+
+
+@pytest.fixture(scope="module")
+def no_standbys():
+    """The warm pool without standbys (each candidate forked when it comes): an evaluator setting."""
+    with Evaluator(device="cpu", warm_pool=True, standby_sandboxes=0, result_cache=False) as ev:
+        yield ev
+
+
+def test_zygote_child_has_the_full_isolation_list(pooled, fresh, relu):
     result = pooled.evaluate(relu, PROBE)
     assert result.status is Status.CORRECT, result.feedback
     iso = result.environment.isolation
     assert iso[-1] == "zygote-standby"
     expected = {"process-group", "private-tmpdir", "env-allowlist", "netns", "rlimit-fsize", "no-new-privs",
                 "rlimit-as", "readonly-fs", "no-capabilities", "pidns", "seccomp"}
-    if os.geteuid() == 0:  # EvalConfig.candidate_uid
+    if os.geteuid() == 0:  # EvaluatorSettings.candidate_uid
         expected.add("separate-uid")
     assert expected <= set(iso), iso
-    with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=False) as fresh:
-        old = fresh.evaluate(relu, PROBE)
+    old = fresh.evaluate(relu, PROBE, verdict=TWO_TRIALS)
     assert old.status is Status.CORRECT, old.feedback
     assert old.environment.isolation[-1] == "fresh-process"
     assert set(old.environment.isolation) - {"fresh-process"} == set(iso) - {"zygote-standby"}
@@ -174,8 +196,8 @@ def test_the_zygote_has_imported_what_a_first_trial_would_import():
 def test_standby_is_started_ahead_and_replaced_once_taken(pooled, relu):
     pooled.warm_up()
     waiting = list(pooled.launcher.standbys)
-    standbys = pooled.config.standby_sandboxes
-    assert len(waiting) == standbys == 3 and all(s.alive() for s in waiting)  # EvalConfig's default
+    standbys = pooled.settings.standby_sandboxes
+    assert len(waiting) == standbys == 3 and all(s.alive() for s in waiting)  # EvaluatorSettings' default
     result = pooled.evaluate(relu, example("relu_triton.py"))
     assert result.status is Status.CORRECT, result.feedback
     assert result.environment.isolation[-1] == "zygote-standby"
@@ -202,6 +224,7 @@ def test_standby_that_died_waiting_costs_nothing_but_its_slot(pooled, relu, monk
 
 
 def test_standbys_end_with_their_evaluator(relu):
+    # its own: what is checked is its closing
     ev = Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=True, standby_sandboxes=2)
     ev.warm_up()
     standbys = list(ev.launcher.standbys)
@@ -210,14 +233,13 @@ def test_standbys_end_with_their_evaluator(relu):
     assert _ended(standbys) and not any(s.workdir.exists() for s in standbys)
 
 
-def test_without_standbys_each_candidate_is_forked_on_demand(relu):
-    with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=True, standby_sandboxes=0) as ev:
-        result = ev.evaluate(relu, example("relu_triton.py"))
-        assert ev.launcher.standbys == []
+def test_without_standbys_each_candidate_is_forked_on_demand(no_standbys, relu):
+    result = no_standbys.evaluate(relu, example("relu_triton.py"), verdict=TWO_TRIALS)
+    assert no_standbys.launcher.standbys == []
     assert result.status is Status.CORRECT and result.environment.isolation[-1] == "zygote"
 
 
-def test_the_address_space_cap_is_what_the_candidate_may_add_to_the_sandbox(relu):
+def test_the_address_space_cap_is_what_the_candidate_may_add_to_the_sandbox(no_standbys, fresh, relu):
     """On the CPU, memory_limit_gb caps the address space on top of what the sandbox has mapped when the candidate
     starts: a CUDA build of torch maps ~4 GB before any candidate code (H100 host), where an absolute 4 GiB cap failed
     every CPU-mode import (no thread could start). The candidate sees a cap above the limit by what torch maps (here
@@ -230,10 +252,10 @@ if _CAP <= {limit} + (512 << 20):
     raise ValueError(f"address-space cap {{_CAP}} leaves the candidate less than its limit")
 """)
     greedy = c.relu_candidate("return relu(x)", module_extra=f"\nimport mmap\n_ROOM = mmap.mmap(-1, {limit + (2 << 30)})\n")
-    for pooled in (True, False):
-        with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=pooled, standby_sandboxes=0,
-                       memory_limit_gb=limit / (1 << 30)) as ev:
-            fits, too_much = ev.evaluate(relu, probe), ev.evaluate(relu, greedy)
+    verdict = VerdictSettings(trials=2, static_checks=False, memory_limit_gb=limit / (1 << 30))
+    for pooled, ev in ((True, no_standbys), (False, fresh)):
+        assert ev.settings.warm_pool is pooled
+        fits, too_much = ev.evaluate(relu, probe, verdict=verdict), ev.evaluate(relu, greedy, verdict=verdict)
         assert fits.status is Status.CORRECT, (pooled, fits.message, fits.log[-2000:])
         assert "rlimit-as" in fits.environment.isolation
         assert too_much.status is not Status.CORRECT and "Cannot allocate memory" in too_much.message, (
@@ -267,7 +289,9 @@ def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
     items = [(relu, c.INFINITE_LOOP), (relu, c.ABORT), (relu, good), (relu, c.RAISE_IN_FORWARD), (relu, good),
              (relu, good)]
     order, started = [], time.monotonic()
-    for index, result in pooled.evaluate_many(items, with_index=True):
+    # room to go past the hang: the fixture's own sizing, whatever the host's free memory and cores
+    assert min(pooled.slots.sandbox_slots, pooled.slots.compile_slots, pooled.slots.workers) >= 3, pooled.slots
+    for index, result in pooled.evaluate_indexed(items):
         order.append((index, result.status, round(time.monotonic() - started, 2)))
     print("\nbatch order (index, status, seconds since start):", order)
     statuses = dict((i, s) for i, s, _ in order)
@@ -333,7 +357,7 @@ def test_run_slots_mark_overlap_and_an_exclusive_run_waits_then_keeps_newcomers_
 
 def test_out_of_memory_next_to_other_evaluations_is_retried_alone(pooled, relu):
     items = [(relu, SLOW_RELU), (relu, OUT_OF_MEMORY), (relu, SLOW_RELU)]
-    results = dict(pooled.evaluate_many(items, with_index=True))
+    results = dict(pooled.evaluate_indexed(items))
     assert results[0].status is results[2].status is Status.CORRECT
     oom = results[1]
     # it ran out next to the others, then alone: the verdict alone stands (this candidate always runs out)
@@ -349,7 +373,8 @@ def test_zygote_killed_mid_batch_is_restarted_and_the_batch_completes(pooled, re
     first_pid, starts = zygote.pid, zygote.starts
     items = [(relu, example("relu_triton.py"))] * 6
     results = []
-    for n, result in enumerate(pooled.evaluate_many(items, max_concurrency=2)):
+    assert pooled.slots.workers < len(items)  # items still to start when the zygote dies
+    for n, result in enumerate(pooled.evaluate_many(items)):
         results.append(result)
         if n == 0:
             os.kill(first_pid, signal.SIGKILL)
@@ -505,20 +530,20 @@ def test_other_sandboxes_go_on_once_the_timed_run_reports_while_the_judge_stays_
     judge.release()
 
 
-def test_wall_time_with_and_without_the_pool(relu):
+def test_wall_time_with_and_without_the_pool(cpu_evaluator, fresh, relu):
     code = example("relu_triton.py")
     times = {}
-    for pool in (True, False):
-        with Evaluator(device="cpu", trials=2, warm_pool=pool) as ev:
-            ev.warm_up()
-            walls = []
-            for _ in range(3):
-                result = ev.evaluate(relu, code)
-                assert result.status is Status.CORRECT, result.feedback
-                walls.append(result.wall_time_s)
-                # the path that ran: with the pool no evaluation starts a Python process of its own
-                assert result.environment.isolation[-1] == ("zygote-standby" if pool else "fresh-process")
-            times["pool" if pool else "fresh"] = walls
+    for pool, ev in ((True, cpu_evaluator), (False, fresh)):
+        assert ev.settings.warm_pool is pool
+        ev.warm_up()
+        walls = []
+        for _ in range(3):
+            result = ev.evaluate(relu, code, verdict=VerdictSettings(trials=2))
+            assert result.status is Status.CORRECT, result.feedback
+            walls.append(result.wall_time_s)
+            # the path that ran: with the pool no evaluation starts a Python process of its own
+            assert result.environment.isolation[-1] == ("zygote-standby" if pool else "fresh-process")
+        times["pool" if pool else "fresh"] = walls
     print(f"\nper-evaluation wall time (s), relu, 2 trials, CPU: warm pool {times['pool']}, "
           f"fresh process {times['fresh']}")
     # the pool skips the sandbox's torch import (~2 s here against ~0.2 s): a margin no scheduler noise closes
@@ -533,7 +558,7 @@ def test_gpu_batch_through_the_pool_is_timed_and_the_zygote_stays_cuda_free(suit
     with Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False, max_concurrency=4,
                    warm_pool=True) as ev:
         started = time.monotonic()
-        results = dict(ev.evaluate_many(items, with_index=True))
+        results = dict(ev.evaluate_indexed(items))
         batch_s = time.monotonic() - started
         info = ev.launcher.zygote.ping()
     print(f"\nGPU batch of {len(items)}: {batch_s:.1f} s; walls {[results[i].wall_time_s for i in range(len(items))]}")
@@ -546,43 +571,50 @@ def test_gpu_batch_through_the_pool_is_timed_and_the_zygote_stays_cuda_free(suit
         assert "no-capabilities" in results[i].environment.isolation
 
 
-def test_multi_device_evaluator_spreads_one_stream_over_devices(relu):
+@pytest.fixture(scope="module")
+def multi():
+    """Two CPU "devices": each has its own judge, zygote and timing token."""
     from kernelrl import MultiDeviceEvaluator
 
+    with MultiDeviceEvaluator(["cpu", "cpu"], trials=2, max_concurrency=2, static_checks=False,
+                              result_cache=False) as multi:
+        yield multi
+
+
+def test_multi_device_evaluator_spreads_one_stream_over_devices(multi, relu):
     good = example("relu_triton.py")
     items = [(relu, good), (relu, c.WRONG_SHAPE), (relu, good), (relu, good), (relu, c.ABORT), (relu, good)]
-    # two CPU "devices": each has its own judge, zygote and timing token
-    with MultiDeviceEvaluator(["cpu", "cpu"], trials=2, max_concurrency=2, static_checks=False) as multi:
-        results = dict(multi.evaluate_many(iter(items), with_index=True))
-        counts = list(multi.counts)
+    before = list(multi.counts)
+    results = dict(multi.evaluate_indexed(iter(items)))
+    counts = [n - m for n, m in zip(multi.counts, before, strict=True)]  # this call's
     assert sorted(results) == list(range(len(items)))
     assert results[1].status is Status.WRONG_OUTPUT and results[4].status is Status.CRASHED
     assert all(results[i].status is Status.CORRECT for i in (0, 2, 3, 5))
     assert sum(counts) == len(items) and all(n > 0 for n in counts), counts
 
 
-def test_multi_device_evaluator_is_a_scorer_over_completions_in_input_order(relu):
+def test_multi_device_evaluator_is_a_scorer_over_completions_in_input_order(multi, relu):
     """The same seam as one Evaluator: completions, prose and code mixed, verdicts in input order, sync and
     async."""
-    from kernelrl import MultiDeviceEvaluator, Scorer
+    from kernelrl import Scorer
 
     good = example("relu_triton.py")
     items = [(relu, "```python\n" + good + "```"), (relu, "sorry, no kernel today"), (relu, c.WRONG_SHAPE),
              (relu, good)]
     expected = [Status.CORRECT, Status.FORMAT_ERROR, Status.WRONG_OUTPUT, Status.CORRECT]
-    with MultiDeviceEvaluator(["cpu", "cpu"], trials=2, max_concurrency=2, static_checks=False) as multi:
-        assert isinstance(multi, Scorer)
-        assert [r.status for r in multi.evaluate_many(items, ordered=True)] == expected
+    assert isinstance(multi, Scorer)
+    assert [r.status for r in multi.evaluate_many(items, ordered=True)] == expected
 
-        async def collect():
-            return [r async for r in multi.aevaluate_many(items, ordered=True)]
+    async def collect():
+        return [r async for r in multi.aevaluate_many(items, ordered=True)]
 
-        assert [r.status for r in asyncio.run(collect())] == expected
+    assert [r.status for r in asyncio.run(collect())] == expected
 
 
-def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(relu):
+def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(fresh, relu):
     from kernelrl.sandbox.zygote_client import ZygoteClient
 
+    # its own evaluator: its zygote is replaced by one that never starts
     with Evaluator(device="cpu", trials=2, static_checks=False) as ev:
         ev.launcher._zygote = ZygoteClient({"PATH": os.environ.get("PATH", "")}, start_timeout_s=0.01)  # never answers in time
         results = [ev.evaluate(relu, example("relu_triton.py")) for _ in range(3)]
@@ -591,8 +623,8 @@ def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(relu):
         assert [r.status for r in results] == [Status.CORRECT] * 4, [r.feedback for r in results]
         assert [r.environment.isolation[-1] for r in results] == ["fresh-process"] * 4
         assert ev.launcher.zygote.starts == tries  # given up after three failed evaluations in a row
-    with Evaluator(device="cpu", trials=2, static_checks=False, warm_pool=False) as ev:
-        assert ev.evaluate(relu, example("relu_triton.py")).environment.isolation[-1] == "fresh-process"
+    assert fresh.evaluate(relu, example("relu_triton.py"), verdict=TWO_TRIALS).environment.isolation[-1] == \
+        "fresh-process"
 
 
 def test_one_candidate_cannot_write_another_candidates_compile_cache(pooled, relu):
