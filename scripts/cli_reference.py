@@ -40,7 +40,7 @@ correct, `2` bad usage or input (unreadable file, not a problem, unknown device,
 `agent`/`bench` without `--policy`; nothing is written then), `3` the evaluator itself failed, `4` the policy
 failed (a server unreachable after retries, a replay file without a matching completion). Each command's help
 ends with the codes it uses; `kernelrl train` exits `0` when training finished, `2` on bad input (checked
-before anything loads) and `3` when the evaluator failed.
+before anything loads), `3` when the evaluator failed and `130` when interrupted (the same command resumes).
 """
 
 

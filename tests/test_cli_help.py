@@ -57,4 +57,4 @@ def test_exit_code_epilogue_only_where_its_codes_apply():
         assert (epilog in text) == (path in EXIT_CODES_APPLY), path
         assert ("Exit codes:" in text) == (path in EXIT_CODES_APPLY | OWN_EXIT_CODES), path
     for path in (("train", "sft"), ("train", "grpo"), ("train", "two-stage")):
-        assert "1 = " not in flat[path]
+        assert "1 = " not in flat[path] and "130 = interrupted" in flat[path]

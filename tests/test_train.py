@@ -557,3 +557,51 @@ def test_cli_checks_run_dir_and_paths_before_showing_or_loading_anything(tmp_pat
         assert "Traceback" not in result.output and '"lora_r"' not in result.output, args  # settings not shown
         assert not run_dir.exists(), args
 
+
+@pytest.mark.slow
+def test_sft_stopped_between_save_steps_keeps_its_last_step(tmp_path, monkeypatch):
+    """Ctrl-C after step 2 of 3 (saves every 50): checkpoint-2 and its adapter stay in the run directory, and the
+    same command resumes there; the resumed run ends at max_steps before a save step and still checkpoints."""
+    from transformers import TrainerCallback
+
+    import kernelrl.train.sft as sft_module
+
+    class CtrlC(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 2:
+                raise KeyboardInterrupt
+
+    make_callbacks = sft_module.make_callbacks
+    monkeypatch.setattr(sft_module, "make_callbacks", lambda *a, **k: [*make_callbacks(*a, **k), CtrlC()])
+    run_dir = tmp_path / "run"
+    settings = {**SFT_SETTINGS, "problems": (RELU,), "max_length": 640, "save_steps": 50, "merge": False,
+                "heldout_every": -1}
+    config = SFTConfig(**settings, run_dir=str(run_dir), max_steps=3)
+    with pytest.raises(KeyboardInterrupt):
+        run_sft(config)
+    checkpoints = run_dir / "checkpoints"
+    assert sorted(p.name for p in checkpoints.glob("checkpoint-*")) == ["checkpoint-2"]
+    assert json.loads((checkpoints / "checkpoint-2" / "trainer_state.json").read_text())["global_step"] == 2
+    kept = load_file(str(run_dir / "adapter" / "adapter_model.safetensors"))
+    at_step_2 = load_file(str(checkpoints / "checkpoint-2" / "adapter_model.safetensors"))
+    assert kept.keys() == at_step_2.keys() and all(torch.equal(kept[k], at_step_2[k]) for k in kept)
+    assert max(float(b.abs().max()) for b in lora_b(run_dir / "adapter")) > 0  # trained, not LoRA's zero start
+
+    monkeypatch.undo()
+    outcome = run_sft(config)
+    assert Path(outcome.resumed_from).name == "checkpoint-2" and outcome.steps == 3
+    assert (checkpoints / "checkpoint-3" / "trainer_state.json").is_file()
+
+
+def test_cli_interrupted_training_exits_130_and_says_what_was_kept(tmp_path, monkeypatch):
+    import kernelrl.train.sft as sft_module
+
+    def interrupted(config):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sft_module, "run_sft", interrupted)
+    result = invoke("sft", "--run-dir", tmp_path / "run")
+    assert result.exit_code == 130, result.output
+    text = " ".join(result.output.split())
+    assert "interrupted: the last finished step's checkpoint and adapter (once a step finished) are in" in text
+    assert "Traceback" not in result.output

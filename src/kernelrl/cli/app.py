@@ -6,6 +6,7 @@ Exit codes:
   2  bad usage or input: unreadable file, not a problem (ProblemError), unknown device, no GPU for --device cuda
   3  the evaluator itself failed (kernelrl.EvaluatorError): no verdict was reached
   4  the policy failed (agent, bench): server unreachable after retries, replay without a matching completion
+  130  train: interrupted (Ctrl-C); the same command resumes from the last checkpoint
 
 The EPILOG below (these codes) ends the help of eval, demo and agent; audit, baselines, bench and the train
 commands name their own codes; problems, rules and report exit 0, or 2 on bad input.

@@ -34,10 +34,12 @@ from kernelrl.train.config import (
     load_toml,
 )
 
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a process ended by SIGINT
 TRAIN_EPILOG = (
     "Exit codes: 0 = training finished (adapter saved); "
     "2 = bad usage or input (settings, config file, run directory, model or adapter path, training data); "
-    "3 = the evaluator itself failed (EvaluatorError)."
+    "3 = the evaluator itself failed (EvaluatorError); "
+    "130 = interrupted (Ctrl-C; the same command resumes from the last checkpoint)."
 )
 
 
@@ -152,8 +154,9 @@ def _show(title: str, config: Any) -> None:
     console.print(Text(json.dumps(dataclasses.asdict(config), indent=2, default=str), style="dim"))
 
 
-def _running(run: Callable[[], Any]) -> Any:
-    """Run a training function; setup errors are bad input (exit 2), an evaluator failure exit 3."""
+def _running(run: Callable[[], Any], interrupted: str) -> Any:
+    """Run a training function; setup errors are bad input (exit 2), an evaluator failure exit 3, Ctrl-C 130
+    (`interrupted` says what was kept)."""
     from kernelrl import EvaluatorError, ProblemError
     from kernelrl.train.data import TrainDataError
     from kernelrl.train.model import TrainSetupError
@@ -164,6 +167,8 @@ def _running(run: Callable[[], Any]) -> Any:
         fail(str(exc), EXIT_BAD_INPUT)
     except EvaluatorError as exc:
         fail(f"the evaluator failed: {exc}", EXIT_EVALUATOR)
+    except KeyboardInterrupt:
+        fail(f"interrupted: {interrupted}", EXIT_INTERRUPTED)
 
 
 def _tables(values: dict[str, Any], *names: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -183,7 +188,8 @@ def sft_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
     _show("kernelrl train sft", config)
     from kernelrl.train.sft import run_sft
 
-    outcome = _running(lambda: run_sft(config))
+    outcome = _running(lambda: run_sft(config), f"the last finished step's checkpoint and adapter (once a step "
+                                               f"finished) are in {config.run_dir}; the same command resumes from it")
     stdout().print(f"sft: {outcome.steps} steps on {outcome.rows} examples, train loss "
                    f"{outcome.train_loss if outcome.train_loss is not None else 'n/a'}; adapter: {outcome.adapter}")
 
@@ -199,7 +205,8 @@ def grpo_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
     _show("kernelrl train grpo", config)
     from kernelrl.train.grpo import run_grpo
 
-    outcome = _running(lambda: run_grpo(config))
+    outcome = _running(lambda: run_grpo(config), f"the same command resumes from the last checkpoint in "
+                                                 f"{config.run_dir} (one every --save-steps steps)")
     stdout().print(f"grpo: {outcome.steps} steps; adapter: {outcome.adapter}")
 
 
@@ -228,7 +235,9 @@ def two_stage_cmd(
     _show("stage 2 (midend)", midend)
     from kernelrl.train.two_stage import run_two_stage
 
-    outcome = _running(lambda: run_two_stage(frontend, midend, frontend.run_dir, tuple(kernels or ("frontend",))))
+    outcome = _running(lambda: run_two_stage(frontend, midend, frontend.run_dir, tuple(kernels or ("frontend",))),
+                       f"the same command resumes from the last checkpoint in {frontend.run_dir} (one every "
+                       "--save-steps steps)")
     stdout().print(f"frontend: {outcome.frontend.steps} steps, adapter {outcome.frontend.adapter}")
     stdout().print(f"midend: {outcome.midend.steps} steps on {len(outcome.kernels)} problems, adapter "
                    f"{outcome.midend.adapter}")

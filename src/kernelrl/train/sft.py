@@ -69,8 +69,12 @@ def _train(session: Session, config: SFTConfig, scorer: Scorer | None) -> SFTOut
         callbacks=make_callbacks(run_dir, "sft", None, session.heldout_fn(scorer, "sft"), config.heldout_every,
                                      config.heldout_at_start))
     resume = last_checkpoint(run_dir)
-    output = session.train(trainer, resume)
     adapter = run_dir / ADAPTER
+    try:
+        output = session.train(trainer, resume)
+    except KeyboardInterrupt:
+        keep_last_step(trainer, run_dir, adapter)
+        raise
     trainer.save_model(str(adapter))
     if trainer.is_world_process_zero():  # under accelerate launch, one process evaluates
         session.final_heldout(trainer.model, trainer.state.global_step, scorer, "sft")
@@ -79,6 +83,17 @@ def _train(session: Session, config: SFTConfig, scorer: Scorer | None) -> SFTOut
         merged.save_pretrained(str(run_dir / "merged"))
         session.tokenizer.save_pretrained(str(run_dir / "merged"))
     return SFTOutcome(run_dir, adapter, trainer.state.global_step, _loss(output), len(rows), resume)
+
+
+def keep_last_step(trainer: Any, run_dir: Path, adapter: Path) -> None:
+    """A run stopped between save steps (Ctrl-C): checkpoint the last finished step, so the same command resumes
+    from it, and save its adapter (a step cut midway has not changed the weights: the optimizer steps last)."""
+    step = trainer.state.global_step
+    if step == 0 or not trainer.is_world_process_zero():
+        return
+    if not (run_dir / CHECKPOINTS / f"checkpoint-{step}").is_dir():
+        trainer._save_checkpoint(trainer.model, trial=None)
+    trainer.save_model(str(adapter))
 
 
 def _check_lengths(rows: list[dict[str, Any]], tokenizer: Any, max_length: int) -> None:
