@@ -414,7 +414,7 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         for pid, code in warm.items():  # judge state, audit, baselines (the GPU fills the baseline cache here)
             problem = suite.get(pid)
             ev.audit(problem)
-            if ev.environment().mode == "gpu" and config.timing:
+            if ev.environment().mode == "gpu" and ev.verdict.timing:
                 ev.time_baselines(problem)
             if not args.warm_batch:  # one at a time: each problem's GPU memory need learned with the device to itself
                 ev.evaluate(problem, fresh(code, f"{run}-warm"))

@@ -263,7 +263,8 @@ class Evaluator(ScorerBase):
 
     def _judge_info(self) -> dict:
         try:
-            info = self._judge.ensure_started()
+            # a ready judge's hello is read without its lock, which a timed run holds (the dispatcher asks too)
+            info = self._judge.info if self._judge.ready() else self._judge.ensure_started()
         except JudgeError as exc:
             raise EvaluatorError(str(exc)) from None
         if info["mode"] != "gpu" and self._interpreter_problem:
