@@ -8,7 +8,6 @@ import pytest
 
 from kernelrl.candidates import Candidate, extract_code
 from kernelrl.candidates.rules import analyze_rules
-from kernelrl.evaluate import EvalConfig, Evaluator
 from kernelrl.problems import load_suite
 from kernelrl.results import Status
 
@@ -48,14 +47,15 @@ def test_a_completion_cut_inside_forward_is_a_truncation_format_error(relu):
     assert extract_code(completion(solution) + "```\nIt masks negative values.").code == solution
 
 
-def test_the_evaluator_judges_a_truncated_completion_format_error_not_hack_detected(relu):
+def test_the_evaluator_judges_a_truncated_completion_format_error_not_hack_detected(relu, cpu_evaluator):
     problem, solution = relu
     launch = solution.index("        relu_kernel[")
-    with Evaluator(EvalConfig(device="cpu", timing=False)) as evaluator:
+    with cpu_evaluator.with_verdict(timing=False) as evaluator:
         for code in (solution[:launch], solution[:solution.index("(x, y, n, BLOCK")]):  # before the launch; inside
             result = evaluator.evaluate(problem, Candidate.from_text(completion(code), "completion"))
             assert result.status is Status.FORMAT_ERROR, (result.status, result.message)
-            assert "looks truncated" in result.feedback and not result.compiled
+            assert "looks truncated" in result.message and "looks truncated" in result.feedback
+            assert not result.compiled
             # the module itself, handed in as code, is what the rules reject
             as_code = evaluator.evaluate(problem, Candidate.from_text(code, "code"))
             assert as_code.status is Status.HACK_DETECTED

@@ -8,6 +8,7 @@ import signal
 from collections.abc import Callable
 
 from kernelrl.candidates import Candidate, analyze
+from kernelrl.candidates.extract import TRUNCATED
 from kernelrl.candidates.rules import analyze_rules
 from kernelrl.evaluate.trials import Trials
 from kernelrl.problems.audit import ProblemAudit
@@ -190,6 +191,9 @@ def timing_checks(verdict: EvalResult, trials: Trials, min_kernel_gpu_fraction: 
 
 
 def no_code_verdict(candidate: Candidate, base: dict) -> EvalResult:
-    """A completion without a block that defines ModelNew: a format error, and nothing to run."""
-    return EvalResult(status=Status.FORMAT_ERROR, stage=Stage.EXTRACT, message="no code block defines ModelNew",
+    """A completion without a block that defines ModelNew (or whose block was cut off): a format error, and
+    nothing to run."""
+    cut = (candidate.error or "").startswith(TRUNCATED)
+    return EvalResult(status=Status.FORMAT_ERROR, stage=Stage.EXTRACT,
+                      message="the completion looks truncated" if cut else "no code block defines ModelNew",
                       feedback=candidate.error or "", **base)
