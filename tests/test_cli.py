@@ -44,6 +44,7 @@ def test_problems_lists_builtin_suite():
     assert rows[0]["difficulty"] == 1 and len(rows[0]["sha256"]) == 64
 
 
+@pytest.mark.slow  # a kernelrl process that starts its own judge
 def test_eval_module_json():
     proc = cli("eval", RELU, EXAMPLES / "relu_triton.py", "--json", "--device", "cpu", "--trials", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -53,6 +54,7 @@ def test_eval_module_json():
     assert result["correctness"]["trials_passed"] == 2
 
 
+@pytest.mark.slow  # a kernelrl process that starts its own judge
 def test_eval_completion_json(tmp_path):
     code = (EXAMPLES / "relu_triton.py").read_text()
     completion = tmp_path / "completion.md"
@@ -65,6 +67,7 @@ def test_eval_completion_json(tmp_path):
     assert result["candidate_sha256"]
 
 
+@pytest.mark.slow  # a kernelrl process that starts its own judge
 def test_eval_batch_writes_jsonl(tmp_path):
     suite = tmp_path / "suite"
     (suite / "level0").mkdir(parents=True)
@@ -85,6 +88,7 @@ def test_eval_batch_writes_jsonl(tmp_path):
     assert "skipped (no solution): 1" in proc.stdout
 
 
+@pytest.mark.slow  # a kernelrl process that starts its own judge
 def test_eval_batch_in_parallel_keeps_every_verdict(tmp_path):
     suite = tmp_path / "suite"
     solutions = tmp_path / "solutions"
@@ -127,16 +131,18 @@ def test_usage_error_exits_2():
         assert "Traceback" not in proc.stderr and "PROBLEM" in proc.stderr
 
 
+@pytest.mark.slow  # a kernelrl process that starts its own judge
 def test_demo_verdicts_match_on_cpu():
     proc = cli("demo", "--device", "cpu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "6/6 verdicts as expected" in proc.stdout
 
 
-# -- what a new user hit (issue 18 item 5) -------------------------------------------------------------------------
+# -- what a new user hits ------------------------------------------------------------------------------------------
 NO_GPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}  # no GPU visible, on any machine
 
 
+@pytest.mark.slow  # a kernelrl process that starts its own judge
 def test_eval_accepts_a_problem_id(tmp_path):
     proc = cli("eval", "level0/1_relu", EXAMPLES / "relu_triton.py", "--json", "--device", "cpu", "--trials", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -219,6 +225,7 @@ def test_rejected_commands_leave_no_files(tmp_path):
         assert _tree(work) == before, (args, _tree(work) - before)
 
 
+@pytest.mark.slow  # a kernelrl process that starts its own judge
 def test_audit_selects_problems_by_id_and_prefix():
     proc = cli("audit", "level0/2_scale_shift", "--only", "level0/1_", "--device", "cpu", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -28,7 +28,6 @@ from typer.testing import CliRunner  # noqa: E402
 
 from kernelrl.candidates import Candidate  # noqa: E402
 from kernelrl.cli import app  # noqa: E402
-from kernelrl.evaluate import EvalConfig, Evaluator  # noqa: E402
 from kernelrl.problems import load_problem, load_suite  # noqa: E402
 from kernelrl.prompts import TEMPLATE_DIR, Prompts  # noqa: E402
 from kernelrl.results import Status  # noqa: E402
@@ -142,6 +141,7 @@ def sft_run(tmp_path_factory) -> dict:
     return snap
 
 
+@pytest.mark.slow  # trains SmolLM2 on the CPU
 def test_sft_lowers_the_loss_and_the_adapter_reloads_to_the_trained_logits(sft_run):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -167,6 +167,7 @@ def test_sft_lowers_the_loss_and_the_adapter_reloads_to_the_trained_logits(sft_r
     assert torch.allclose(reloaded, exported, atol=1e-3, rtol=0), (reloaded - exported).abs().max()
 
 
+@pytest.mark.slow  # trains SmolLM2 on the CPU
 def test_sft_resume_continues_the_step_count(sft_run):
     run_dir = sft_run["run_dir"]
     assert training_steps(sft_run["metrics1"], "sft") == [1, 2]
@@ -187,6 +188,7 @@ def test_sft_resume_continues_the_step_count(sft_run):
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
 
 
+@pytest.mark.slow  # trains SmolLM2 on the CPU
 def test_sft_heldout_records_at_start_and_end_and_not_repeated_on_resume(sft_run):
     run_dir = sft_run["run_dir"]
     first = [("initial", 0, "greedy"), ("initial", 0, "sampled"), ("sft", 2, "greedy"), ("sft", 2, "sampled")]
@@ -208,6 +210,7 @@ def test_sft_heldout_records_at_start_and_end_and_not_repeated_on_resume(sft_run
     assert {p.id for p in load_suite().split("test")[:1]} == {TEST_ID}
 
 
+@pytest.mark.slow  # trains SmolLM2 on the CPU
 def test_cli_config_file_values_are_used_and_the_command_line_wins(sft_run):
     config = sft_run["config1"]
     assert config["max_steps"] == 2  # --max-steps 2 over the file's 5
@@ -232,7 +235,8 @@ def grpo_run(tmp_path_factory):
     return config, run_grpo(config)
 
 
-def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite):
+@pytest.mark.slow  # trains SmolLM2 on the CPU
+def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite, cpu_evaluator):
     config, outcome = grpo_run
     run_dir = Path(config.run_dir)
     assert outcome.steps == 1 and outcome.resumed_from is None
@@ -241,7 +245,7 @@ def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite
     assert len({r["problem_id"] for r in rollouts}) == 1  # one group: 2 completions of one prompt
     problem = suite.get(rollouts[0]["problem_id"])
     assert problem.id in (RELU, SCALE_SHIFT)
-    with Evaluator(EvalConfig(device="cpu", timing=False)) as evaluator:  # the verdicts again, independently
+    with cpu_evaluator.with_verdict(timing=False) as evaluator:  # the verdicts again, independently
         for record in rollouts:
             result = evaluator.evaluate(problem, Candidate.from_text(record["completion"], "completion"))
             assert record["status"] == result.status.value in STATUSES
@@ -261,6 +265,7 @@ def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite
     assert args.use_transformers_continuous_batching is True
 
 
+@pytest.mark.slow  # trains SmolLM2 on the CPU
 def test_grpo_curriculum_state_and_stats(grpo_run, suite):
     config, _ = grpo_run
     run_dir = Path(config.run_dir)
@@ -280,6 +285,7 @@ def test_grpo_curriculum_state_and_stats(grpo_run, suite):
     assert step["curriculum/promotions"] == 0 and step["curriculum/solve_rate"] == correct / 2
 
 
+@pytest.mark.slow  # trains SmolLM2 on the CPU
 def test_grpo_resume_of_a_finished_run_trains_no_more(grpo_run):
     """With the curriculum on, Trainer does not skip data on resume and would run one step past max_steps."""
     config, outcome = grpo_run
@@ -294,7 +300,7 @@ def test_grpo_resume_of_a_finished_run_trains_no_more(grpo_run):
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
 
 
-def test_no_verdict_completions_get_their_groups_mean_reward(tmp_path, suite, prompts):
+def test_no_verdict_completions_get_their_groups_mean_reward(tmp_path, suite, prompts, cpu_evaluator):
     """An evaluation that says nothing about the code (here the problem's reference fails in the judge, as on a GPU
     a trainer filled) neither rewards nor punishes the completion: its advantage is 0; it is logged as such."""
     relu = suite.get(RELU)
@@ -306,7 +312,7 @@ def test_no_verdict_completions_get_their_groups_mean_reward(tmp_path, suite, pr
     completions = [solution, "no code", solution, "no code", solution]
     ids = [RELU, RELU, RELU, "broken", "broken"]
     problems = {RELU: relu, "broken": broken}
-    with Evaluator(EvalConfig(device="cpu", timing=False, refuse_flagged_problems=False)) as evaluator:
+    with cpu_evaluator.with_verdict(timing=False, refuse_flagged_problems=False) as evaluator:
         reward = KernelReward(evaluator, problems, "composite", format_weight=0.1, rollouts=rollouts)
         scored = asyncio.run(reward(prompts=[relu.id, relu.id, relu.id, "b", "b"],
                                     completions=[[{"role": "assistant", "content": c}] for c in completions],
@@ -355,9 +361,9 @@ def test_the_trainers_evaluator_gets_the_gpu_budget_its_placement_leaves(tmp_pat
                           Placement("cuda", False, False, budget), None)
         evaluator = session.scorer(None)
         try:
-            assert evaluator.config.gpu_memory_budget_gb == budget
+            assert evaluator.settings.gpu_memory_budget_gb == budget
         finally:
-            evaluator.close()
+            session.close()
 
 
 def test_rewards_can_skip_the_bench_sized_inputs_but_heldout_evaluations_check_them(tmp_path):
@@ -368,9 +374,10 @@ def test_rewards_can_skip_the_bench_sized_inputs_but_heldout_evaluations_check_t
     session = Session(config, None, None, [], Placement("cpu", False, False), None)
     try:
         rewards, heldout = session.scorer(None), session.scorer(None, timing=True)
-        assert (rewards.config.timing, rewards.config.bench_correctness) == (False, False)
-        assert (heldout.config.timing, heldout.config.bench_correctness) == (True, True)
-        assert session.scorer(None) is rewards
+        assert (rewards.verdict.timing, rewards.verdict.bench_correctness) == (False, False)
+        assert (heldout.verdict.timing, heldout.verdict.bench_correctness) == (True, True)
+        # one evaluator serves both, with the verdict settings per call: no second judge
+        assert session.scorer(None).inner is rewards.inner is heldout.inner
     finally:
         session.close()
 
@@ -379,7 +386,8 @@ def test_rewards_can_skip_the_bench_sized_inputs_but_heldout_evaluations_check_t
 # Two-stage
 
 
-def test_two_stage_trains_stage_2_on_stage_1s_correct_kernels(tmp_path, suite, prompts):
+@pytest.mark.slow  # trains SmolLM2 on the CPU
+def test_two_stage_trains_stage_2_on_stage_1s_correct_kernels(tmp_path, suite, prompts, cpu_evaluator):
     common = {**GRPO_TINY, "problems": (RELU,), "max_completion_length": 16, "curriculum": False}
     frontend = GRPOConfig(**common, reward="two_stage:stage=frontend")
     midend = GRPOConfig(**common, reward="two_stage:stage=midend")
@@ -398,7 +406,7 @@ def test_two_stage_trains_stage_2_on_stage_1s_correct_kernels(tmp_path, suite, p
     # a completion of step 1 that holds the reference solution, scored like any rollout of the stage
     problem = suite.get(RELU)
     solution = suite.solution_path(problem).read_text()
-    with Evaluator(EvalConfig(device="cpu", timing=False)) as evaluator:
+    with cpu_evaluator.with_verdict(timing=False) as evaluator:
         reward = KernelReward(evaluator, {RELU: problem}, frontend.reward, rollouts=front_rollouts, stage="frontend")
         scored = asyncio.run(reward(prompts=[prompts.initial(problem)],
                                     completions=[[{"role": "assistant", "content": fenced(solution)}]],

@@ -23,6 +23,8 @@ from kernelrl.train.config import GRPOConfig, TrainConfigError  # noqa: E402
 from kernelrl.train.dynamic import splice_groups  # noqa: E402
 from kernelrl.train.rundir import read_metrics  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real GRPO steps of SmolLM2 on the CPU
+
 RELU = "level0/1_relu"
 TINY = {
     "problems": (RELU,), "prompt_style": "compact", "prompts_per_step": 1, "num_generations": 2,

@@ -444,7 +444,7 @@ assert set(BANNED_MODULES.values()) | set(BANNED_CALLS.values()) | set(BANNED_AT
 
 def resolve_rules(specs: Sequence[Rule | str]) -> list[Rule]:
     """Rules from `Rule` objects or `package.module:NAME` specs, where NAME is a Rule or a sequence of Rules
-    (how a user adds rules without editing kernelrl: `EvalConfig(extra_rules=("mypkg.rules:RULES",))`)."""
+    (how a user adds rules without editing kernelrl: `VerdictSettings(extra_rules=("mypkg.rules:RULES",))`)."""
     rules: list[Rule] = []
     for spec in specs:
         if isinstance(spec, Rule):
