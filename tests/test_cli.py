@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import kernelrl
 
 PACKAGE = Path(kernelrl.__file__).parent
