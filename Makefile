@@ -6,8 +6,9 @@ BIN := $(VENV)/bin
 # torch is already installed on a GPU machine.
 TORCH_PIN ?= torch==2.13.0
 
-# the suite runs on two workers (pytest-xdist; one file per worker at a time, so module fixtures start once)
-PYTEST := $(BIN)/python -m pytest -q -n $(or $(JOBS),2) --dist loadfile
+# the suite runs on two workers (pytest-xdist; one file per worker at a time, so module fixtures start once), the
+# files in the order tests/conftest.py gives (the longest first)
+PYTEST := $(BIN)/python -m pytest -q -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
 .PHONY: venv demo test test-fast lint gpu-check clean
 
