@@ -13,6 +13,11 @@ EXAMPLES = Path(kernelrl.__file__).parent / "examples"
 # tests' subprocesses inherit this); tests of the cache itself remove it with monkeypatch.delenv
 os.environ.setdefault("KERNELRL_RESULT_CACHE", "0")
 
+# `make test` runs one xdist worker per core: one torch thread each (the worker's and its subprocesses'), or the
+# workers' OpenMP threads spin against each other (training tests ran 3-5x slower beside an evaluating worker)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 def example(name: str) -> str:
     return (EXAMPLES / name).read_text()
