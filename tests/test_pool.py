@@ -611,6 +611,7 @@ def test_multi_device_evaluator_is_a_scorer_over_completions_in_input_order(mult
     assert [r.status for r in asyncio.run(collect())] == expected
 
 
+@pytest.mark.slow  # waits out a zygote that cannot start
 def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(fresh, relu):
     from kernelrl.sandbox.zygote_client import ZygoteClient
 

@@ -308,6 +308,7 @@ def test_batch_deadline_returns_every_item_in_time(suite):
 
 
 @pool
+@pytest.mark.slow  # two evaluators and a deadline
 def test_multi_device_batch_deadline(suite):
     from candidates import INFINITE_LOOP
 

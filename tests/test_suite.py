@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+import verdict_table
 
 from kernelrl import Status, load_suite
 
@@ -53,10 +54,15 @@ def test_builtin_suite_audit_is_clean(evaluator):
     assert flagged == {}
 
 
-@pytest.mark.parametrize("problem", WITH_SOLUTIONS, ids=[p.id for p in WITH_SOLUTIONS])
+# levels 2 and 3 (fused blocks, whole layers) take the interpreter longest: in the full suite, not the edit loop
+@pytest.mark.parametrize("problem", [pytest.param(p, marks=[pytest.mark.slow] if p.level >= 2 else [])
+                                     for p in WITH_SOLUTIONS], ids=[p.id for p in WITH_SOLUTIONS])
 def test_reference_solution_is_correct_on_cpu(evaluator, problem):
     if problem.metadata.get("dtype") == "bfloat16":
         pytest.skip("bf16 needs a GPU")
     result = evaluator.evaluate(problem, SUITE.solution_path(problem).read_text())
     assert result.status is Status.CORRECT, f"{result.message}\n{result.feedback}"
+    # the committed verdict table's row (tests/verdict_table.py) for this solution
+    assert verdict_table.verdict_key(result.status.value, result.message) == \
+        verdict_table.load()[f"solutions/{problem.id}"]
     assert set(result.correctness.input_sets) >= {"check"} and len(result.correctness.input_sets) >= 2

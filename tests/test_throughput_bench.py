@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
 
 
+@pytest.mark.slow  # runs the bench script
 def test_each_finished_modes_row_is_in_the_json_before_the_next_mode_runs(tmp_path):
     out = tmp_path / "throughput.json"
     proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "throughput.py"), "--device", "cpu", "--modes",

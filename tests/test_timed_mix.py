@@ -149,6 +149,7 @@ def _evaluate(evaluator, problem: str, code: str, **verdict):
                               verdict=corpus.timed_config(VerdictSettings(static_checks=False, **verdict)))
 
 
+@pytest.mark.slow  # a matmul in the interpreter, timed
 def test_a_device_side_memo_is_correct_under_rotation_and_caught_with_fresh_inputs(cpu_evaluator):
     off = _evaluate(cpu_evaluator, MEMO.problem, MEMO.source(), fresh_timed_inputs=False)
     assert off.status is Status.CORRECT, off.message  # the hole the fresh inputs close

@@ -597,6 +597,7 @@ def test_tensor_files_round_trip_with_and_without_a_host_stage(tmp_path):
         read_tensor(tmp_path / "link.bin", {"dtype": "uint8", "shape": [10]})
 
 
+@pytest.mark.slow  # builds a C++ extension
 def test_aten_calls_inside_a_cpp_extension_are_seen_nested_in_its_span(tmp_path):
     """A load_inline function that calls ATen (torch::mm) must not have that time counted as the candidate's:
     the dispatch mode sees the calls made from C++, opened inside the extension's own span. Real build (~25 s)."""
