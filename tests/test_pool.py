@@ -22,7 +22,9 @@ from kernelrl.sandbox.gate import DeviceGate, RunSlots
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.runner import run_child
 
-pytestmark = pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)")
+# the pool's timing and failure paths: in the full suite (`make test`), not the edit loop (`make test-fast`)
+pytestmark = [pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)"),
+              pytest.mark.slow]
 
 SECRET = "KERNELRL_TEST_SECRET_VALUE_7f3a"
 

@@ -28,6 +28,8 @@ from kernelrl.evaluate.slots import (
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.timing.cuda_timer import TimerSettings
 
+pytestmark = pytest.mark.slow  # sandboxes timed against each other: in `make test`, not `make test-fast`
+
 RELU = example("relu_triton.py")
 # a timed run longer than the gap between two sandboxes' timing tokens (their first trials run side by side),
 # so their timings would overlap if the gate let them
