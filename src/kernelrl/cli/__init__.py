@@ -1,7 +1,7 @@
 """The `kernelrl` command line: thin shells over the Python API (`Evaluator`, `load_problem`, `load_suite`).
 
 Rooms: `app` (the typer app, exit codes, error helpers, `main`), `options` (options shared by commands,
-generated from dataclass fields), `render` (tables and result panels), and the commands: `eval` (eval,
+generated from dataclass fields), `render` (tables and result panels), and the commands: `serve` (the reward service), `eval` (eval,
 problems, rules, audit, baselines, demo) `run` (agent, bench, report) and `train` (sft, grpo, two-stage).
 
   kernelrl eval PROBLEM SOLUTION_FILE               evaluate one candidate (PROBLEM: an id of --suite or a file)
@@ -14,12 +14,14 @@ problems, rules, audit, baselines, demo) `run` (agent, bench, report) and `train
   kernelrl bench --policy P --split test            benchmark a policy on a suite split (resumable run dir)
   kernelrl report RUN_DIR                           HTML report and summary of a run directory
   kernelrl train sft|grpo|two-stage --run-dir D     train a model (SFT, GRPO with the evaluator as reward)
+  kernelrl serve [--device D] [--ray ADDR]         serve rewards over HTTP to trainers elsewhere
 
 Exit codes: see `kernelrl.cli.app`.
 """
 
 from kernelrl.cli import eval as _eval_commands  # noqa: F401  (registers the commands on `app`)
 from kernelrl.cli import run as _run_commands  # noqa: F401
+from kernelrl.cli import serve as _serve_commands  # noqa: F401
 from kernelrl.cli import train as _train_commands  # noqa: F401
 from kernelrl.cli.app import app, main
 

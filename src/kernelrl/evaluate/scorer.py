@@ -269,8 +269,8 @@ def open_scorer(device: str | list[str] | None = None, settings=None, verdict: V
     from kernelrl.evaluate.multi import MultiDeviceEvaluator
 
     if isinstance(device, str) and "://" in device:
-        raise ValueError(f"{device!r}: a remote scorer (reward service URL or Ray address) is not available in "
-                         "this version; give a device: auto, cpu, cuda, cuda:N or all")
+        raise ValueError(f"{device!r} is a remote scorer (reward service URL or Ray address): open it with "
+                         "kernelrl.serve.open_scorer; this one takes a device: auto, cpu, cuda, cuda:N or all")
     if device == "all":
         return MultiDeviceEvaluator("auto", settings, verdict, **overrides)
     if isinstance(device, list | tuple):
