@@ -100,6 +100,7 @@ def create_app(service: RewardService, *, token: str | None = None,
 
     app = FastAPI(title="kernelrl reward service", version=str(WIRE_VERSION), lifespan=lifespan)
     app.state.service = service
+    app.state.token = token  # for mounted routes the HTTP middleware does not see (WebSocket handshakes)
 
     @app.exception_handler(HTTPError)
     async def _http_error(request: Request, exc: HTTPError) -> JSONResponse:
