@@ -32,7 +32,7 @@ from kernelrl.problems.problem import ProblemError, load_problem
 from kernelrl.results import EvalResult, Status
 from kernelrl.rewards import get_reward, parse_reward_spec, reward_minimum, speedup
 from kernelrl.rewards.presets import REWARDS
-from kernelrl.serve.journal import Journal
+from kernelrl.serve.journal import Journal, Stored
 from kernelrl.serve.metrics import ServiceMetrics
 from kernelrl.serve.schema import REQUEST_VERDICT_FIELDS, WireError, infrastructure_result, item_key
 
@@ -275,27 +275,44 @@ class RewardService:
                                "new request")
             replay = known is not None
         keys = [item_key(it.problem.sha256, it.candidate, verdict, self.grader) for it in items]
+        stored: dict[str, Stored] = {}
+        if use_journal or replay:
+            lookups = [k for k in dict.fromkeys(keys) if k not in self._inflight]
+            stored = await asyncio.to_thread(self._stored, lookups)
+        # no await from here until the new keys' futures are registered: another request that comes in between
+        # must find them in flight, or one key would be evaluated twice and a waiter left without its answer
         sub = Submission(items, keys)
+        futures: dict[str, asyncio.Future[EvalResult]] = {}
         new: dict[str, int] = {}  # key -> index of the copy that is evaluated
+        loop = asyncio.get_running_loop()
         for index, (it, key) in enumerate(zip(items, keys, strict=True)):
-            if key in self._inflight or key in new:
+            if key in futures:
                 continue
-            stored = await asyncio.to_thread(self.journal.get, key) if use_journal or replay else None
-            if stored is not None and (replay or not stored.result.no_verdict):
-                sub.ready.append(Answer(index, it.id, key, stored.result, "journal"))
+            if key in self._inflight:
+                futures[key] = self._inflight[key]
+                continue
+            hit = stored.get(key)
+            if hit is not None and (replay or not hit.result.no_verdict):
+                sub.ready.append(Answer(index, it.id, key, hit.result, "journal"))
                 self.metrics.cache_hits.labels("journal").inc()
                 continue
             new[key] = index
-        if await self._admit(len(new), hold_s):
-            message = f"no room in the evaluation queue within {hold_s:g} s"
+            futures[key] = self._inflight[key] = loop.create_future()
+        try:
+            held_out = await self._admit(len(new), hold_s)
+        except QueueFull:
+            for key in new:  # refused before any await: nobody joined these
+                del self._inflight[key]
+            raise
+        if held_out:
             for key, index in new.items():
                 problem = items[index].problem
-                sub.ready.append(Answer(index, items[index].id, key,
-                                        infrastructure_result(problem.id, problem.sha256, message), "evaluated"))
+                result = infrastructure_result(problem.id, problem.sha256,
+                                               f"no room in the evaluation queue within {hold_s:g} s")
+                self._inflight.pop(key, None)
+                futures[key].set_result(result)
                 self.metrics.no_verdicts.inc()
             new = {}
-        for key in new:
-            self._inflight[key] = asyncio.get_running_loop().create_future()
         if new:
             task = asyncio.create_task(self._evaluate([(k, items[i]) for k, i in new.items()], verdict, arrived))
             self._tasks.add(task)
@@ -306,8 +323,11 @@ class RewardService:
                 source = "evaluated" if new.get(key) == index else "joined"
                 if source == "joined":
                     self.metrics.cache_hits.labels("joined").inc()
-                sub.waiting[self._inflight[key]].append((index, source))
+                sub.waiting[futures[key]].append((index, source))
         return sub
+
+    def _stored(self, keys: list[str]) -> dict[str, Stored]:
+        return {k: hit for k in keys if (hit := self.journal.get(k)) is not None}
 
     async def _admit(self, count: int, hold_s: float | None) -> bool:
         """Reserve room for `count` items; returns True when a held request got none within `hold_s`."""

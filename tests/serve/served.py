@@ -1,0 +1,56 @@
+"""A real reward service on loopback for the serve tests: uvicorn on a free port, in a thread of the test process,
+over a scorer the test gives (usually the session's CPU evaluator)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass
+class Served:
+    url: str
+    service: object  # kernelrl.serve.service.RewardService
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(scorer, problems=None, settings=None, *, token: str | None = None, journal=None, extra_routes=None,
+          ready: bool = True) -> Iterator[Served]:
+    """Serve `scorer` on loopback until the block ends; `ready`: wait for /readyz (the scorer warmed up)."""
+    import httpx
+    import uvicorn
+
+    from kernelrl import load_suite
+    from kernelrl.serve.app import create_app
+    from kernelrl.serve.service import RewardService
+
+    problems = problems if problems is not None else {p.id: p for p in load_suite()}
+    service = RewardService(scorer, problems, settings, journal, device="cpu")
+    app = create_app(service, token=token, extra_routes=extra_routes)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    end = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < end, "the server did not start"
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}"
+    while ready and httpx.get(f"{url}/readyz").status_code != 200:
+        assert time.monotonic() < end + 120, "the service never became ready"
+        time.sleep(0.1)
+    try:
+        yield Served(url, service)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
