@@ -85,6 +85,8 @@ def serve_cmd(
     ray: Annotated[str | None, typer.Option(
         help="Front a Ray pool instead of local evaluators: 'auto' (the cluster this host belongs to) or "
              "ray://HOST:PORT.")] = None,
+    openenv: Annotated[bool, typer.Option(
+        help="Also serve kernelrl as an OpenEnv environment under /openenv (needs the openenv package).")] = False,
     *, evaluation: Evaluation, service,
 ) -> None:
     """Serve rewards over HTTP: /v1/evaluate, /v1/reward, OpenRLHF's and slime's routes, /metrics."""
@@ -106,6 +108,12 @@ def serve_cmd(
         from kernelrl.serve.service import RewardService
     except ImportError as exc:
         fail(f"kernelrl serve needs the serve extra (pip install 'kernelrl[serve]'): {exc}", EXIT_BAD_INPUT)
+    mount = None
+    if openenv:
+        try:
+            from kernelrl.serve.openenv_env import mount_openenv as mount
+        except ImportError as exc:
+            fail(f"--openenv needs the openenv package (pip install 'kernelrl[openenv]'): {exc}", EXIT_BAD_INPUT)
     token = _token(token_file, host)
     allowed = REQUEST_VERDICT_FIELDS if allow_verdict is None else frozenset(
         f.strip() for f in allow_verdict.split(",") if f.strip() and f.strip() != "none")
@@ -141,7 +149,7 @@ def serve_cmd(
     err.print(f"kernelrl serve: {len(problems)} problems, device {device if not ray else 'ray ' + ray}, journal "
               f"{journal}, http://{host}:{port} ({'token required' if token else 'no token: loopback only'})")
     try:
-        uvicorn.run(create_app(svc, token=token), host=host, port=port, log_level="warning",
+        uvicorn.run(create_app(svc, token=token, extra_routes=mount), host=host, port=port, log_level="warning",
                     timeout_graceful_shutdown=int(settings.drain_s))
     finally:
         svc.close()

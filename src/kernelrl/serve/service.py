@@ -53,8 +53,9 @@ class ServiceSettings:
     max_deadline_s: float = _help("The longest deadline an item may ask for (seconds).", 3600.0)
     default_deadline_s: float | None = _help("An item's deadline when its request gives none (seconds; default "
                                              "the longest).", None)
-    hold_s: float = _help("Trainer routes that must never get 429 (OpenRLHF, slime) wait this long for room, "
-                          "then answer a neutral score flagged no_verdict; also their items' deadline.", 170.0)
+    hold_s: float = _help("Trainer routes that must never get 429 (OpenRLHF, slime, OpenEnv) wait this long for "
+                          "room, then answer a neutral score flagged no_verdict; also their items' deadline, "
+                          "counted from arrival (under slime's 120 s and OpenRLHF's 180 s request timeouts).", 110.0)
     allowed_verdict_fields: frozenset[str] = _help("Verdict settings a request may change.",
                                                    default_factory=lambda: REQUEST_VERDICT_FIELDS)
     trust_problem_sources: bool = _help("Take problems by source from requests: the judge runs a problem's "
