@@ -15,7 +15,8 @@ import kernelrl
 SRC = Path(kernelrl.__file__).parent
 MAX_LINES = 600
 
-# a room may import rooms of its own layer or below, never above (train/ and serve/ sit on top with the CLI)
+# a room may import rooms of its own layer or below, never above (train/, serve/ and adapters/ sit on top with
+# the CLI)
 LAYERS: dict[str, int] = {
     "_version": 0, "results": 0, "pyparse": 0,
     "candidates": 1, "cache": 1, "timing": 1, "verify": 1, "problems": 1,
@@ -23,7 +24,7 @@ LAYERS: dict[str, int] = {
     "evaluate": 3,
     "rewards": 4, "policies": 4, "prompts": 4, "runs": 4,
     "agent": 5, "report": 5, "demo": 5,
-    "train": 6, "serve": 6, "cli": 7,
+    "train": 6, "serve": 6, "adapters": 6, "cli": 7,
 }
 PACKAGE = "<package>"  # `import kernelrl` / `from kernelrl import Evaluator`: the face, for the CLI only
 LAYERS_OF_FACE_USERS = 7

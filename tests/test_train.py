@@ -26,6 +26,7 @@ import train_rewards  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
+from kernelrl.adapters.trl import KernelReward, neutral_fill  # noqa: E402
 from kernelrl.candidates import Candidate  # noqa: E402
 from kernelrl.cli import app  # noqa: E402
 from kernelrl.problems import load_problem, load_suite  # noqa: E402
@@ -50,7 +51,6 @@ from kernelrl.train.model import (  # noqa: E402
     merge_adapter,
     placement,
 )
-from kernelrl.train.reward import KernelReward, neutral_fill  # noqa: E402
 from kernelrl.train.rundir import read_metrics  # noqa: E402
 from kernelrl.train.sft import run_sft  # noqa: E402
 from kernelrl.train.two_stage import run_two_stage  # noqa: E402
@@ -300,9 +300,10 @@ def test_grpo_resume_of_a_finished_run_trains_no_more(grpo_run):
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
 
 
-def test_no_verdict_completions_get_their_groups_mean_reward(tmp_path, suite, prompts, cpu_evaluator):
+def test_no_verdict_completions_get_no_reward_or_their_groups_mean(tmp_path, suite, prompts, cpu_evaluator):
     """An evaluation that says nothing about the code (here the problem's reference fails in the judge, as on a GPU
-    a trainer filled) neither rewards nor punishes the completion: its advantage is 0; it is logged as such."""
+    a trainer filled) neither rewards nor punishes the completion: None (TRL gives it advantage 0), or with
+    missing='neutral' its group's mean; it is logged as such."""
     relu = suite.get(RELU)
     broken_path = tmp_path / "broken.py"
     broken_path.write_text(relu.path.read_text().replace("return torch.relu(x)", "raise RuntimeError('ref bug')"))
@@ -312,16 +313,24 @@ def test_no_verdict_completions_get_their_groups_mean_reward(tmp_path, suite, pr
     completions = [solution, "no code", solution, "no code", solution]
     ids = [RELU, RELU, RELU, "broken", "broken"]
     problems = {RELU: relu, "broken": broken}
+    groups = []
     with cpu_evaluator.with_verdict(timing=False, refuse_flagged_problems=False) as evaluator:
-        reward = KernelReward(evaluator, problems, "composite", format_weight=0.1, rollouts=rollouts)
-        scored = asyncio.run(reward(prompts=[relu.id, relu.id, relu.id, "b", "b"],
-                                    completions=[[{"role": "assistant", "content": c}] for c in completions],
-                                    problem_id=ids, trainer_state=SimpleNamespace(global_step=0),
-                                    sampling_round=[2] * 5, log_metric=logged.__setitem__))
-    recorded = jsonl(rollouts)
+        for missing in ({}, {"missing": "neutral"}):  # the default: None
+            reward = KernelReward(evaluator, problems, "composite", format_weight=0.1, rollouts=rollouts,
+                                  on_groups=lambda g: groups.append(g) or {}, **missing)
+            messages = [[{"role": "assistant", "content": c}] for c in completions]
+            scored = asyncio.run(reward(prompts=[relu.id, relu.id, relu.id, "b", "b"], completions=messages,
+                                        problem_id=ids, trainer_state=SimpleNamespace(global_step=0),
+                                        sampling_round=[2] * 5, log_metric=logged.__setitem__))
+            if not missing:
+                assert scored[4] is None and None not in scored[:4]
+    # the curriculum hears the verdicts only
+    assert groups[0] == {RELU: [True, False, True], "broken": [False]}
+    recorded = jsonl(rollouts)[5:]
     assert [r["status"] for r in recorded] == ["correct", "format_error", "correct", "format_error", "runtime_error"]
     assert {r["round"] for r in recorded} == {2}  # a dynamic-sampling round, scored like the first
     assert "reference failed" in recorded[4]["message"] and recorded[4]["reward"] is None
+    assert recorded[4]["no_verdict"] and not recorded[3]["no_verdict"]
     # where each evaluation's time went (a step waits for its slowest completion)
     assert recorded[0]["eval_wall_s"] > 0 and recorded[0]["eval_phases_s"]["first_trial"] > 0
     assert scored[0] == scored[2] > scored[1]
@@ -342,6 +351,15 @@ def test_heldout_generation_calls_hold_whole_groups_up_to_the_batch():
 
 def test_neutral_fill():
     assert neutral_fill([1.0, None, 0.0, None, None], ["a", "a", "a", "b", "b"]) == [1.0, 0.5, 0.0, 0.0, 0.0]
+
+
+def test_dynamic_sampling_resamples_groups_with_fewer_than_two_verdicts():
+    from kernelrl.train.dynamic import zero_std_groups
+
+    nan = float("nan")
+    # groups of 2: a spread; equal; one verdict; none (a None reward is NaN in TRL's table)
+    scored = torch.tensor([[1.0], [0.0], [0.5], [0.5], [1.0], [nan], [nan], [nan]])
+    assert zero_std_groups(scored, torch.ones(1), 2).tolist() == [False, True, True, True]
 
 
 def test_training_memory_cap_applies_when_the_evaluator_shares_the_gpu():

@@ -43,9 +43,10 @@ def weighted_rewards(scored: torch.Tensor, weights: torch.Tensor) -> torch.Tenso
 
 
 def zero_std_groups(scored: torch.Tensor, weights: torch.Tensor, group_size: int) -> torch.Tensor:
-    """One bool per group: its rewards are all equal (TRL's `frac_reward_zero_std` test)."""
+    """One bool per group that teaches nothing: its rewards are all equal (TRL's `frac_reward_zero_std` test),
+    or fewer than two of its completions have one (no verdict: TRL gives them all advantage 0)."""
     std = nanstd(weighted_rewards(scored, weights).view(-1, group_size), dim=1)
-    return torch.isclose(std, torch.zeros_like(std))
+    return torch.isclose(std, torch.zeros_like(std)) | torch.isnan(std)
 
 
 def group_rows(groups: Sequence[int], group_size: int) -> list[int]:

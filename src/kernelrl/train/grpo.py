@@ -1,10 +1,11 @@
 """`kernelrl train grpo`: GRPO with TRL's GRPOTrainer and a LoRA adapter; the reward is the sandboxed evaluator.
 
 A step generates `num_generations` completions for each of `prompts_per_step` prompts, sends all of them to the
-`Scorer` at once (`KernelReward`), and logs the reward components next to TRL's own metrics (reward mean/std,
-`frac_reward_zero_std`: the share of groups whose rewards are all equal and so teach nothing); with
-`dynamic_sampling` such groups are generated again (`kernelrl.train.dynamic`). With the curriculum on, prompts
-are drawn by `CurriculumSampler` from the problems the curriculum allows.
+`Scorer` at once (`kernelrl.adapters.trl.KernelReward`), and logs the reward components next to TRL's own
+metrics (reward mean/std, `frac_reward_zero_std`: the share of groups whose rewards are all equal and so teach
+nothing); with `dynamic_sampling` such groups are generated again (`kernelrl.train.dynamic`). A completion
+without a verdict gets no reward (None): TRL leaves it out of its group's baseline and gives it no advantage.
+With the curriculum on, prompts are drawn by `CurriculumSampler` from the problems the curriculum allows.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
     from datasets import Dataset
     from trl import GRPOConfig as TRLGRPOConfig
 
-    from kernelrl.train.reward import KernelReward
+    from kernelrl.adapters.trl import KernelReward
 
     if judge is None and config.judge and config.judge_steps:
         from kernelrl.policies import make_policy
