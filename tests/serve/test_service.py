@@ -237,7 +237,6 @@ def test_the_client_without_a_server_answers_no_verdict_in_time():
     from served import free_port
 
     client = Client(f"http://127.0.0.1:{free_port()}", backoff_cap_s=0.2)
-    client._info = {"max_batch": 8}  # nothing to ask: the server is down
     started = time.monotonic()
     [result] = client.evaluate_many([(RELU, SOLUTION)], deadline_s=2)
     assert result.no_verdict and "did not answer in time" in result.message

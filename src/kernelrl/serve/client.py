@@ -36,6 +36,7 @@ from kernelrl.serve.schema import (
 
 TOKEN_ENV = "KERNELRL_SERVE_TOKEN"
 RETRY_STATUS = frozenset({429, 502, 503, 504})
+FALLBACK_BATCH = 64  # chunk size while the server's own limit cannot be asked
 
 
 class ServiceError(RuntimeError):
@@ -160,7 +161,10 @@ class Client(ScorerBase):
 
     # --- the Scorer core -------------------------------------------------------------------------------------
     def _evaluate_work(self, work: Iterator[Work], verdict: VerdictSettings | None) -> Iterator[Indexed]:
-        max_batch = int(self.info()["max_batch"])
+        try:
+            max_batch = int(self.info()["max_batch"])
+        except ConnectionError:  # the server is down: each chunk retries within its deadline, then no verdict
+            max_batch = FALLBACK_BATCH
         results: queue.Queue = queue.Queue()
         done = object()
         stop = threading.Event()

@@ -61,7 +61,11 @@ class Session:
         always time, for fast_p, and check the bench inputs: the same evaluator with other verdict settings."""
         if given is not None:
             return given
-        if self._owned is None:
+        if self._owned is None and "://" in self.config.eval_device:  # a reward service (its token from the env)
+            from kernelrl.serve import open_scorer
+
+            self._owned = open_scorer(self.config.eval_device)
+        elif self._owned is None:
             from kernelrl.evaluate import open_scorer
 
             self._owned = open_scorer(self.config.eval_device, max_concurrency=self.config.eval_concurrency,
