@@ -7,6 +7,7 @@ nothing was evaluated), 429 + Retry-After (the queue is full), 503 + Retry-After
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -93,7 +94,7 @@ def create_app(service: RewardService, *, token: str | None = None,
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        starting = _spawn(service.start())
+        starting = asyncio.get_running_loop().create_task(service.start())
         yield
         await service.drain()  # uvicorn stopped taking requests; in-flight evaluations may finish
         starting.cancel()
@@ -229,12 +230,6 @@ def create_app(service: RewardService, *, token: str | None = None,
     if extra_routes is not None:
         extra_routes(app, service)
     return app
-
-
-def _spawn(coro):
-    import asyncio
-
-    return asyncio.get_running_loop().create_task(coro)
 
 
 def _or_422(fn, *args):
