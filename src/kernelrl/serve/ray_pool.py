@@ -11,146 +11,33 @@ most free slots, re-reads the cluster's membership as nodes join and leave, and 
 that died to another one (at most `MAX_ATTEMPTS` attempts, then `no_verdict`), answering every item exactly
 once.
 
-Ray is imported only when a pool is built, so this module imports without it.
+This module is the driver's side: the scorer and its dispatcher. The actor is `ray_actor.EvalActor`; which
+actors the pool uses, and when they are ready, is its `ray_members.Membership`. Ray is imported only when a
+pool is built, so this module imports without it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import os
 import queue
-import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from kernelrl.candidates import Candidate
-from kernelrl.evaluate.evaluator import Evaluator, _deadline_result, _settings_from
+from kernelrl.evaluate.evaluator import _deadline_result, _settings_from
 from kernelrl.evaluate.scorer import Indexed, ScorerBase, Work
 from kernelrl.evaluate.settings import EvalConfig, EvaluatorError, EvaluatorSettings, VerdictSettings
-from kernelrl.problems import Problem
-from kernelrl.results import Environment, EvalResult, Stage, Status
+from kernelrl.results import EvalResult, Stage, Status
+from kernelrl.serve.ray_actor import EvalActor, WireItem, _ray, _sha
+from kernelrl.serve.ray_members import WAKE, MemberInfo, Membership, _Member
 
 __all__ = ["MAX_ATTEMPTS", "EvalActor", "MemberInfo", "RayScorer"]
 
-INSTALL_HINT = "the Ray pool needs Ray: pip install 'kernelrl[ray]'"
 MAX_ATTEMPTS = 2  # actors an item is sent to before it ends `no_verdict` (one that kills actors costs two)
-ACTOR_THREADS = 64  # the actor's Ray threads: its evaluations in flight, and room for `ready` beside them
 DEADLINE_GRACE_S = 5.0  # an actor answers a passed deadline itself; past this the dispatcher answers for it
-MIN_REFRESH_GAP_S = 0.5  # a lost actor re-reads membership this soon, not sooner (a dead node's names linger)
 LOST_MESSAGE = "not judged: the evaluator died"
-
-# one item on the wire: (index in the call, problem, candidate, seconds left or None, the deadline as given)
-WireItem = tuple[int, Problem, Candidate, float | None, float | None]
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise ImportError(INSTALL_HINT) from None
-    return ray
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-class EvalActor:
-    """One evaluator on one GPU of the cluster (or on CPU cores), as a Ray actor (`RayScorer` wraps this class
-    with `ray.remote`). Ray's logical GPU sets CUDA_VISIBLE_DEVICES, so the evaluator's device is "cuda": the
-    one GPU this actor sees. Evaluator settings asking for "cpu" keep it on the CPU even where Ray gave the
-    actor a GPU; an actor without one evaluates on the CPU.
-
-    Its methods run on Ray's threads, which come and go; the evaluator's workers live on the evaluator's own
-    thread (`ProcessOwner`), so they outlive any call."""
-
-    def __init__(self, settings: EvaluatorSettings, gpu: bool) -> None:
-        device = "cuda" if gpu and settings.device != "cpu" else "cpu"
-        self.settings = dataclasses.replace(settings, device=device)
-        self.evaluator = Evaluator(self.settings)
-        self.evaluator.warm_up_in_background()  # `ready` waits for it; evaluations may start before
-        self._warm_lock = threading.Lock()
-        self._problems: dict[tuple[str, str], Problem] = {}  # (path, sha256) -> the problem as readable here
-        self._problems_lock = threading.Lock()
-
-    def ready(self) -> dict:
-        """Start the evaluator's workers; its capacity and where it runs, once they are up."""
-        with self._warm_lock:
-            self.evaluator.warm_up()
-            env = self.evaluator.environment()
-        ray = _ray()
-        return {"slots": max(1, min(self.evaluator.slots.workers, ACTOR_THREADS - 4)),
-                "device": self.settings.device, "node_id": ray.get_runtime_context().get_node_id(),
-                "pid": os.getpid(), "environment": dataclasses.asdict(env)}
-
-    def evaluate(self, items: list[WireItem], verdict: VerdictSettings | None) -> list[tuple[int, str]]:
-        """Judge `items`; each answer is (its index, its EvalResult as JSON). Deadlines arrive as seconds left
-        (monotonic clocks differ between processes and hosts)."""
-        now = time.monotonic()
-        work = [Work(index, self._readable(problem), candidate,
-                     now + left if left is not None else None, given)
-                for index, problem, candidate, left, given in items]
-        answers = self.evaluator._evaluate_work(iter(work), verdict)
-        return [(index, result.to_json()) for index, result in answers]
-
-    def close(self) -> None:
-        """Stop the evaluator's workers (a killed actor's workers end with its process)."""
-        self.evaluator.close()
-
-    def _readable(self, problem: Problem) -> Problem:
-        """The problem with a path this node can read: the judge and the sandbox open the problem's file,
-        which a driver on another host may have loaded from a directory this node does not have."""
-        key = (str(problem.path), problem.sha256)
-        with self._problems_lock:
-            if key not in self._problems:
-                try:
-                    same = _sha(Path(problem.path).read_text()) == problem.sha256
-                except OSError:
-                    same = False
-                if not same:  # one copy per problem and node, named by content, written whole or not at all
-                    local = (Path(tempfile.gettempdir()) / "kernelrl-ray-problems" / problem.sha256
-                             / Path(problem.path).name)
-                    if not local.exists():
-                        local.parent.mkdir(parents=True, exist_ok=True)
-                        partial = local.with_name(f".{local.name}.{os.getpid()}.{threading.get_ident()}")
-                        partial.write_text(problem.source)
-                        partial.replace(local)
-                    problem = dataclasses.replace(problem, path=local)
-                self._problems[key] = problem
-            return self._problems[key]
-
-
-class MemberInfo(NamedTuple):
-    """One actor of the pool as the dispatcher sees it."""
-
-    name: str
-    node_id: str | None  # None: a CPU actor, placed anywhere
-    ready: bool  # warmed up and taking items
-    slots: int  # items it takes at once (0 until ready)
-    in_flight: int  # items sent to it and not answered yet, over every call
-    done: int  # items it answered for this pool
-
-
-@dataclass(eq=False)
-class _Member:
-    name: str
-    handle: Any
-    node_id: str | None
-    created: bool  # created by this pool (else joined by name)
-    slots: int = 0  # 0 until `ready` answered
-    in_flight: int = 0
-    done: int = 0
-    ready_ref: Any = None  # the pending `ready` call while it warms up
-    info: dict = field(default_factory=dict)
-
-    def free(self) -> int:
-        return self.slots - self.in_flight if self.slots else 0
 
 
 @dataclass
@@ -182,7 +69,6 @@ class _Call:
 
 
 _END = object()  # a call's last message: every item answered
-_WAKE = ("wake",)  # an event that only wakes the dispatcher
 
 
 class RayScorer(ScorerBase):
@@ -232,19 +118,14 @@ class RayScorer(ScorerBase):
         self.counts: dict[str, int] = {}  # items answered per actor name
         self._lock = threading.RLock()
         self._events: queue.Queue = queue.Queue()  # wakes the dispatcher: answers, warm-ups, reads, close
-        self._members: dict[str, _Member] = {}
-        self._created: dict[str, Any] = {}  # name -> handle of the actors this pool created
+        self._membership = Membership(address=address, namespace=namespace, settings=self.settings,
+                                      cpu_actors=self.cpu_actors, max_actors=max_actors, detached=detached,
+                                      refresh_s=refresh_s, lock=self._lock, events=self._events)
         self._calls: deque[_Call] = deque()  # in turn order
         self._flying: dict[Any, tuple[_Member, _Call, _Pending]] = {}  # actor call -> its actor, call, item
         self._dispatcher: threading.Thread | None = None
-        self._actor_class: Any = None
         self._generation = 0  # bumped by close(): the dispatcher of an earlier generation stops
-        self._started = False
-        self._own_ray = False
-        self._next_refresh = float("-inf")
         self._unserved_since: float | None = None  # since when items waited with no actor ready
-        self._environment: Environment | None = None  # a ready actor's, for answers given here
-        self._last_error = ""
 
     def __getstate__(self) -> dict:
         return dict(self._config)
@@ -258,26 +139,24 @@ class RayScorer(ScorerBase):
         """Join or create the actors and wait until each has started its evaluator (up to `timeout_s`; actors
         still waiting for a GPU join later). Raises when none became ready."""
         ray = _ray()
-        self._start()
+        self._membership.start()
         with self._lock:
-            self._refresh(force=True)
-            pending = {m.ready_ref: m for m in self._members.values() if m.ready_ref is not None}
+            self._membership.refresh(force=True)
+            pending = self._membership.pending_ready()
         if pending:
             done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=timeout_s)
             for ref in done:
-                self._took_ready(pending[ref], ref)
+                self._membership.took_ready(pending[ref], ref)
         with self._lock:
-            if not any(m.slots for m in self._members.values()):
+            if not self._membership.any_ready():
+                error = self._membership.last_error
                 raise EvaluatorError(f"no evaluator of the Ray pool became ready within {timeout_s} s"
-                                     + (f": {self._last_error}" if self._last_error else ""))
+                                     + (f": {error}" if error else ""))
 
     def members(self) -> list[MemberInfo]:
         """The pool's actors now (membership is re-read from the cluster at most every `refresh_s`)."""
         with self._lock:
-            if self._started:
-                self._refresh()
-            return [MemberInfo(m.name, m.node_id, m.slots > 0, m.slots, m.in_flight, m.done)
-                    for m in self._members.values()]
+            return self._membership.info()
 
     def close(self, kill: bool = False) -> None:
         """Stop this pool's calls (their unanswered items end `no_verdict`) and its dispatcher, and let go of
@@ -299,13 +178,9 @@ class RayScorer(ScorerBase):
                 self._answer(call, pending.work.index, self._closed_result(pending.work))
             self._calls.clear()
             self._flying.clear()
-            created, self._created = self._created, {}
-            self._members.clear()
-            self._started = False
-            own, self._own_ray = self._own_ray, False
+            created, own = self._membership.forget()
             dispatcher, self._dispatcher = self._dispatcher, None
-            self._next_refresh = float("-inf")
-        self._events.put(_WAKE)
+        self._events.put(WAKE)
         if dispatcher is not None and dispatcher is not threading.current_thread():
             dispatcher.join(30)
         if kill and ray.is_initialized():
@@ -319,14 +194,14 @@ class RayScorer(ScorerBase):
 
     def _evaluate_work(self, work: Iterator[Work], verdict: VerdictSettings | None) -> Iterator[Indexed]:
         ray = _ray()
-        self._start()
+        self._membership.start()
         call = _Call(verdict_ref=ray.put(verdict or self.verdict), cond=threading.Condition(self._lock))
         with self._lock:
             self._calls.append(call)
             self._ensure_dispatcher()
         reader = threading.Thread(target=self._read, args=(call, work), name="kernelrl-ray-read", daemon=True)
         reader.start()
-        self._events.put(_WAKE)
+        self._events.put(WAKE)
         try:
             while (got := call.out.get()) is not _END:
                 if isinstance(got, BaseException):
@@ -362,7 +237,7 @@ class RayScorer(ScorerBase):
                         else:
                             call.waiting.append(_Pending(item))
                     self._end_if_done(call)
-                self._events.put(_WAKE)
+                self._events.put(WAKE)
                 if item is None:
                     return
         except BaseException as exc:  # noqa: BLE001 - an item that cannot be read: raised to the caller
@@ -409,16 +284,16 @@ class RayScorer(ScorerBase):
                     if event[0] == "done":
                         self._took_answer(event[1])
                     elif event[0] == "ready":
-                        self._took_ready(event[1], event[2])
+                        self._membership.took_ready(event[1], event[2])
                 with self._lock:
                     if self._generation != generation:
                         return
                     if self._calls or self._flying:
-                        self._refresh()
+                        self._membership.refresh()
                     self._expire()
                     self._serve_unserved()
                     self._send()
-            except BaseException as exc:  # noqa: BLE001 - e.g. Ray shut down under the pool: every caller hears
+            except BaseException as exc:  # noqa: BLE001 - e.g. Ray shut down under the pool: callers hear it
                 with self._lock:
                     for call in self._calls:
                         call.out.put(exc)
@@ -432,7 +307,7 @@ class RayScorer(ScorerBase):
         now = time.monotonic()
         times = []
         if self._calls or self._flying:
-            times.append(self._next_refresh)
+            times.append(self._membership.next_refresh)
         for call in self._calls:
             times += [p.work.deadline_at for p in call.waiting if p.work.deadline_at is not None]
         times += [p.work.deadline_at + DEADLINE_GRACE_S for _, call, p in self._flying.values()
@@ -444,7 +319,7 @@ class RayScorer(ScorerBase):
     def _send(self) -> None:
         """Free slots to the calls in turns, one item each, to the ready actor with the most free slots; a
         call with nothing read is asked to read one. Under the lock."""
-        while self._calls and self._free_slots() > 0:
+        while self._calls and self._membership.free_slots() > 0:
             progressed = False
             for _ in range(len(self._calls)):
                 call = self._calls[0]
@@ -466,7 +341,7 @@ class RayScorer(ScorerBase):
         if left is not None and left <= 0:
             self._answer(call, pending.work.index, self._deadline(pending.work))
             return
-        member = max(self._members.values(), key=_Member.free)
+        member = self._membership.least_busy()
         member.in_flight += 1
         pending.attempts += 1
         item: WireItem = (pending.work.index, pending.work.problem, pending.work.candidate, left,
@@ -474,9 +349,6 @@ class RayScorer(ScorerBase):
         ref = member.handle.evaluate.remote([item], call.verdict_ref)
         self._flying[ref] = (member, call, pending)
         ref.future().add_done_callback(lambda _, ref=ref: self._events.put(("done", ref)))
-
-    def _free_slots(self) -> int:
-        return sum(max(0, m.free()) for m in self._members.values())
 
     def _expire(self) -> None:
         """Items past their deadline: waiting ones answered now; ones at an actor that did not answer its
@@ -493,7 +365,7 @@ class RayScorer(ScorerBase):
     def _serve_unserved(self) -> None:
         """No actor ready: the items wait at most `actor_wait_s` (their deadlines still apply), then end
         without a verdict, and so do items read while none is ready. Under the lock."""
-        if any(m.slots for m in self._members.values()) or not self._calls:
+        if self._membership.any_ready() or not self._calls:
             self._unserved_since = None
             return
         now = time.monotonic()
@@ -538,7 +410,7 @@ class RayScorer(ScorerBase):
                     self._answer(call, index, result)
             return
         with self._lock:
-            self._lost(member, reason)
+            self._membership.lost(member, reason)
             pending.reasons.append(reason)
             if call.stopped or call.closed or pending.work.index in call.answered:
                 return
@@ -548,114 +420,10 @@ class RayScorer(ScorerBase):
             else:
                 self._answer(call, pending.work.index, self._lost_result(pending))
 
-    # -- membership ------------------------------------------------------------------------------------------
-    def _start(self) -> None:
-        """Connect to Ray (once) and read the membership."""
-        ray = _ray()
-        with self._lock:
-            if self._started:
-                return
-            if not ray.is_initialized():
-                try:
-                    ray.init(address=self.address, namespace=self.namespace)
-                except ConnectionError as exc:
-                    raise EvaluatorError(f"cannot join the Ray cluster at {self.address!r} ({exc}): start "
-                                         "one with `ray start --head`, or pass address=None for a local "
-                                         "instance") from None
-                self._own_ray = True
-            if self._actor_class is None:
-                self._actor_class = ray.remote(EvalActor)
-            self._started = True
-            self._refresh(force=True)
-            if not self._members:
-                self._started = False
-                raise EvaluatorError("the Ray cluster has no GPU for the pool's evaluators: add GPU nodes, "
-                                     "or pass cpu_actors=N to evaluate on its CPUs")
-
-    def _refresh(self, force: bool = False) -> None:
-        """Membership from the cluster, at most every `refresh_s`: an actor per GPU of each live node (joined
-        by name, or created), CPU actors as configured; actors of nodes that left are dropped. Under the
-        lock."""
-        ray = _ray()
-        now = time.monotonic()
-        if not force and now < self._next_refresh:
-            return
-        self._next_refresh = now + self.refresh_s
-        wanted: dict[str, tuple[str | None, int]] = {}
-        nodes = sorted((n for n in ray.nodes() if n.get("Alive")), key=lambda n: n["NodeID"])
-        for node in nodes:
-            for k in range(int(node.get("Resources", {}).get("GPU", 0))):
-                wanted[f"eval/{node['NodeID']}/{k}"] = (node["NodeID"], 1)
-        if self.cpu_actors and (not wanted or self.settings.device == "cpu"):
-            for k in range(self.cpu_actors):
-                wanted[f"eval/cpu/{k}"] = (None, 0)
-        if self.max_actors is not None:  # the members it has first, so that warm actors stay
-            order = sorted(wanted, key=lambda name: (name not in self._members, name))
-            wanted = {name: wanted[name] for name in order[:self.max_actors]}
-        for name in [n for n in self._members if n not in wanted]:
-            del self._members[name]  # its node left: its calls in flight still come back
-        for name, (node_id, gpus) in wanted.items():
-            if name not in self._members:
-                self._members[name] = self._join(name, node_id, gpus)
-            member = self._members[name]
-            if not member.slots and member.ready_ref is None:
-                member.ready_ref = ref = member.handle.ready.remote()
-                ref.future().add_done_callback(
-                    lambda _, m=member, ref=ref: self._events.put(("ready", m, ref)))
-
-    def _join(self, name: str, node_id: str | None, gpus: int) -> _Member:
-        """The actor of this name in the namespace: an existing one (another driver's, or restarting), or a
-        new one placed on its node."""
-        ray = _ray()
-        try:
-            return _Member(name, ray.get_actor(name, namespace=self.namespace), node_id, created=False)
-        except ValueError:
-            pass
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        options: dict[str, Any] = {
-            "name": name, "namespace": self.namespace, "get_if_exists": True, "num_gpus": gpus,
-            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": ACTOR_THREADS}
-        if self.detached:
-            options["lifetime"] = "detached"
-        if node_id is not None:
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
-        handle = self._actor_class.options(**options).remote(self.settings, gpus > 0)
-        self._created[name] = handle
-        return _Member(name, handle, node_id, created=True)
-
-    def _took_ready(self, member: _Member, ref: Any) -> None:
-        """An actor's `ready` answered: it takes items now; or it failed and warms up again after the next
-        refresh."""
-        ray = _ray()
-        try:
-            info = ray.get(ref)
-        except ray.exceptions.RayError as exc:
-            with self._lock:
-                if member.ready_ref is ref:
-                    self._lost(member, f"{member.name}: {str(exc)[-500:]}")
-            return
-        with self._lock:
-            if member.ready_ref is not ref:
-                return
-            member.ready_ref, member.info, member.slots = None, info, int(info["slots"])
-            if self._environment is None and info.get("environment"):
-                self._environment = Environment(**info["environment"])
-        self._events.put(_WAKE)  # slots to fill
-
-    def _lost(self, member: _Member, reason: str) -> None:
-        """An actor that died or failed: out of the membership until a refresh joins its name again (Ray
-        restarts it, or a new one is created). Under the lock."""
-        self._last_error = reason
-        if self._members.get(member.name) is member:
-            del self._members[member.name]
-        member.slots, member.ready_ref = 0, None
-        self._next_refresh = min(self._next_refresh, time.monotonic() + MIN_REFRESH_GAP_S)
-
     # -- answers given here ----------------------------------------------------------------------------------
     def _base(self, item: Work) -> dict:
         return {"problem_id": item.problem.id, "problem_sha256": item.problem.sha256,
-                "candidate_sha256": _sha(item.candidate.text), "environment": self._environment}
+                "candidate_sha256": _sha(item.candidate.text), "environment": self._membership.environment}
 
     def _deadline(self, item: Work) -> EvalResult:
         return _deadline_result(self._base(item), item.deadline_s)
@@ -673,7 +441,7 @@ class RayScorer(ScorerBase):
                           message="not judged: no evaluator of the Ray pool was ready for "
                                   f"{self.actor_wait_s:g} s",
                           feedback="this says nothing about the code; last error: "
-                                   f"{self._last_error or 'none'}",
+                                   f"{self._membership.last_error or 'none'}",
                           no_verdict=True, **self._base(item))
 
     def _closed_result(self, item: Work) -> EvalResult:
