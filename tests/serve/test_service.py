@@ -203,7 +203,7 @@ def test_duplicate_completions_of_a_group_are_evaluated_once(cpu_evaluator):
         answers: list[list[str]] = []
 
         def post() -> None:
-            answers.append(statuses(httpx.post(f"{served.url}/v1/evaluate", json=body(*group), timeout=300)))
+            answers.append(statuses(httpx.post(f"{served.url}/v1/evaluate", json=body(*group), timeout=60)))
 
         threads = [threading.Thread(target=post) for _ in range(3)]
         for t in threads:
