@@ -61,3 +61,15 @@ def cpu_evaluator():
 
     with Evaluator(device="cpu", result_cache=False) as ev:
         yield ev
+
+
+@pytest.fixture(scope="module")
+def cpu_server(cpu_evaluator):
+    """The reward service over the session's CPU evaluator on loopback: no token, default settings (for the
+    tests in tests/serve/, whose helpers are in tests/serve/served.py; one conftest for the whole suite, since
+    tests import `conftest` by name)."""
+    from served import serve
+
+    with serve(cpu_evaluator) as served:
+        yield served
+

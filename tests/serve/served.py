@@ -10,6 +10,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pytest
+
+# the serve tests need the serve extra; a test module importing this is skipped without it
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("httpx")
+
 
 @dataclass
 class Served:

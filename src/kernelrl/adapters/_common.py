@@ -1,4 +1,4 @@
-"""What every adapter needs: a reward preset that pickles as its spec, the problems by id (given, or the
+"""What every adapter needs: the problems by id (given, or the
 reward service's own), and one place that opens a scorer from a target."""
 
 from __future__ import annotations
@@ -10,34 +10,6 @@ from typing import Any
 
 from kernelrl.evaluate import Scorer
 from kernelrl.problems import Problem
-from kernelrl.results import EvalResult, Status
-from kernelrl.rewards import get_reward, parse_reward_spec, reward_minimum
-
-
-class Preset:
-    """A reward preset ('composite', 'two_stage:stage=frontend', 'module:function'): `preset(result)` is the
-    reward of a verdict, a hack's being the preset's minimum. Pickles as its spec."""
-
-    def __init__(self, spec: str) -> None:
-        self.spec = spec
-        self._bind()
-
-    def _bind(self) -> None:
-        name, params = parse_reward_spec(self.spec)
-        self.fn = get_reward(name, **params)
-        self.minimum = reward_minimum(name, **params)
-
-    def __call__(self, result: EvalResult) -> float:
-        if result.status is Status.HACK_DETECTED:
-            return self.minimum
-        return float(self.fn(result))
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"spec": self.spec}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.spec = state["spec"]
-        self._bind()
 
 
 class Problems:

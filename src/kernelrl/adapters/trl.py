@@ -25,13 +25,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelrl.adapters._common import Preset, Problems, check_picklable, open_target
+from kernelrl.adapters._common import Problems, check_picklable, open_target
 from kernelrl.candidates import Candidate
 from kernelrl.evaluate.scorer import EvalItem, Scorer, iterate_in_thread
 from kernelrl.problems import Problem
 from kernelrl.prompts import TEMPLATE_DIR, Prompts, render_feedback
 from kernelrl.results import EvalResult, Stage, Status
-from kernelrl.rewards import speedup
+from kernelrl.rewards import BoundReward, speedup
 
 MISSING = ("none", "neutral")
 
@@ -100,7 +100,7 @@ class KernelReward:
             raise ValueError(f"missing must be one of {', '.join(MISSING)}, not {missing!r}")
         if deadline_s is not None and not deadline_s > 0:
             raise ValueError(f"deadline_s must be positive, not {deadline_s!r}")
-        self.preset = Preset(reward)
+        self.preset = BoundReward(reward)
         self.scorer = scorer
         self._problems = Problems(scorer, problems)
         self.missing, self.deadline_s = missing, deadline_s
@@ -229,7 +229,7 @@ class KernelToolEnv:
             raise ValueError(f"keep must be one of {', '.join(KEEP)}, not {keep!r}")
         self._scorer = open_target(url if url is not None else scorer, token_file)  # type: ignore[arg-type]
         self._problems = Problems(self._scorer, problems)
-        self._preset = Preset(reward)
+        self._preset = BoundReward(reward)
         self._keep, self._statement, self._deadline_s = keep, statement, deadline_s
         self._prompts = Prompts(TEMPLATE_DIR / "compact", backend=backend)
         self._problem: Problem | None = None

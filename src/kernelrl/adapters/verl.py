@@ -25,12 +25,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelrl.adapters._common import Preset, Problems, check_picklable, open_target
+from kernelrl.adapters._common import Problems, check_picklable, open_target
 from kernelrl.candidates import Candidate
 from kernelrl.evaluate.scorer import Scorer
 from kernelrl.problems import Problem
 from kernelrl.results import EvalResult
-from kernelrl.rewards import speedup
+from kernelrl.rewards import BoundReward, speedup
 
 BATCH_KEYWORDS = ("data_sources", "solution_strs", "ground_truths", "extra_infos")
 
@@ -47,7 +47,7 @@ class ComputeScore:
         if deadline_s is not None and not deadline_s > 0:
             raise ValueError(f"deadline_s must be positive, not {deadline_s!r}")
         self.scorer = open_target(target, token_file)
-        self.preset = Preset(reward)
+        self.preset = BoundReward(reward)
         self.problems = Problems(self.scorer, problems)
         self.neutral, self.deadline_s = float(neutral), deadline_s
 

@@ -4,6 +4,7 @@ returns, and an optional LLM-judge term and hack classifier (`kernelrl.rewards.j
 from kernelrl.rewards.presets import (
     PRESETS,
     REWARDS,
+    BoundReward,
     RewardFn,
     RewardPreset,
     RewardRegistry,
@@ -22,6 +23,7 @@ from kernelrl.rewards.presets import (
 
 __all__ = [
     "PRESETS",
+    "BoundReward",
     "REWARDS",
     "RewardFn",
     "RewardPreset",

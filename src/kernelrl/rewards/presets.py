@@ -234,3 +234,29 @@ def parse_reward_spec(spec: str) -> tuple[str, dict[str, float | str]]:
             params[key.strip()] = value.strip()
     _check(name, params)
     return name, params
+
+
+class BoundReward:
+    """A reward spec ('composite', 'two_stage:stage=frontend', 'module:function') bound to its function:
+    `reward(result)` is the reward of a verdict, a hack's being the preset's minimum. Pickles as its spec."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self._bind()
+
+    def _bind(self) -> None:
+        name, params = parse_reward_spec(self.spec)
+        self.fn = get_reward(name, **params)
+        self.minimum = reward_minimum(name, **params)
+
+    def __call__(self, result: EvalResult) -> float:
+        if result.status is Status.HACK_DETECTED:
+            return self.minimum
+        return float(self.fn(result))
+
+    def __getstate__(self) -> dict:
+        return {"spec": self.spec}
+
+    def __setstate__(self, state: dict) -> None:
+        self.spec = state["spec"]
+        self._bind()

@@ -30,7 +30,7 @@ from kernelrl.evaluate.settings import VerdictSettings
 from kernelrl.problems import Problem
 from kernelrl.problems.problem import ProblemError, load_problem
 from kernelrl.results import EvalResult, Status
-from kernelrl.rewards import get_reward, parse_reward_spec, reward_minimum, speedup
+from kernelrl.rewards import BoundReward, parse_reward_spec, speedup
 from kernelrl.rewards.presets import REWARDS
 from kernelrl.serve.journal import Journal, Stored
 from kernelrl.serve.metrics import ServiceMetrics
@@ -414,16 +414,11 @@ class RewardService:
     # --- rewards ---------------------------------------------------------------------------------------------
     def score(self, result: EvalResult, spec: str) -> Scored:
         """The reward of one answer (None without a verdict), and what it is made of."""
-        name, params = parse_reward_spec(spec)
         components = {"correct": float(result.correct), "compiled": float(result.compiled),
                       "format_ok": float(result.status is not Status.FORMAT_ERROR),
                       "hack": float(result.status is Status.HACK_DETECTED),
                       "speedup_vs_eager": speedup(result, "eager"), "speedup_vs_inductor": speedup(result, "inductor")}
-        if result.no_verdict:
-            return Scored(None, components)
-        if result.status is Status.HACK_DETECTED:
-            return Scored(reward_minimum(name, **params), components)
-        return Scored(float(get_reward(name, **params)(result)), components)
+        return Scored(None if result.no_verdict else BoundReward(spec)(result), components)
 
     def remember(self, problem_id: str, reward: float, correct: bool) -> None:
         self._recent[problem_id].append((time.monotonic(), reward, float(correct)))
