@@ -671,3 +671,46 @@ for fd in map(int, os.listdir("/proc/self/fd")):
     result = pooled.evaluate(relu, forger)
     assert result.status is Status.CRASHED, result.message
     assert "out of turn" in result.message
+
+
+def test_a_fork_killed_before_the_candidate_ran_is_rerun_not_blamed_on_the_candidate(pooled, relu, monkeypatch):
+    """A forked sandbox that ends before its stub reports ready (host load, the OOM killer) never ran candidate
+    code: the launcher reruns it in a fresh process, and the verdict is the code's own."""
+    launcher = pooled.launcher
+    zygote = launcher.pool("cpu")
+    killed: list[int] = []
+
+    class KillsItsFirstFork:
+        def __getattr__(self, name):  # the zygote's other methods (warm-up) as they are
+            return getattr(zygote, name)
+
+        def spawn(self, message, fds):
+            pid = zygote.spawn(message, fds)
+            if not killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            return pid
+
+    monkeypatch.setattr(launcher, "take_standby", lambda mode: None)
+    monkeypatch.setattr(launcher, "_fill_standbys", lambda mode, key: None)  # the only forks: the evaluation's
+    monkeypatch.setattr(launcher, "pool", lambda mode: KillsItsFirstFork())
+    result = pooled.evaluate(relu, example("relu_triton.py"), verdict=TWO_TRIALS)
+    assert killed and result.status is Status.CORRECT and not result.no_verdict, (result.status, result.message)
+    assert result.environment.isolation[-1] == "fresh-process", result.environment
+
+
+def test_a_sandbox_that_never_reported_ready_is_no_verdict():
+    from kernelrl.evaluate.trials import Trials
+    from kernelrl.evaluate.verdict import sandbox_verdict
+    from kernelrl.sandbox.runner import ChildOutcome
+
+    base = {"problem_id": "p"}
+    trials = Trials(None, "e", "/nonexistent", [{}, {}], "cpu", None, 0, {})  # two trials planned, none arrived
+    for outcome in (ChildOutcome(returncode=-9), ChildOutcome(timed_out_phase="start", timeout_s=30.0),
+                    ChildOutcome(returncode=0, memory_exceeded_bytes=5 << 30)):
+        result = sandbox_verdict(outcome, trials, base, 4.0)
+        assert result.status is Status.CRASHED and result.no_verdict, result
+        assert "before the candidate ran" in result.message, result.message
+    ready = ChildOutcome(events=[{"event": "ready"}], returncode=-9)
+    result = sandbox_verdict(ready, trials, base, 4.0)
+    assert result.status is Status.CRASHED and not result.no_verdict  # the candidate's code had started

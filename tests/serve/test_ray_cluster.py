@@ -61,7 +61,8 @@ def test_the_pool_takes_in_a_joining_node_and_survives_its_removal_mid_batch(clu
         end = time.monotonic() + 60
         while not any(m.name == joined and m.ready for m in pool.members()):  # membership is re-read by calls
             assert time.monotonic() < end, pool.members()
-            assert pool.evaluate(relu, code, verdict=VERDICT).status is Status.CORRECT
+            result = pool.evaluate(relu, code, verdict=VERDICT)
+            assert result.status is Status.CORRECT, (result.message, result.log[-1000:])
             time.sleep(0.2)
         batch = [(relu, code)] * 4  # two slots an actor: both actors take two
         assert all(r.status is Status.CORRECT for r in pool.evaluate_many(batch, verdict=VERDICT))

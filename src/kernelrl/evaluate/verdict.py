@@ -109,6 +109,8 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
     if hack is not None:
         stage = Stage.TIMING if outcome.last("timing") else Stage.CORRECTNESS
         return EvalResult(status=Status.HACK_DETECTED, stage=stage, **runtime_hack_text(hack), **base)
+    if outcome.last("ready") is None and outcome.last("error") is None:
+        return _never_started(outcome, base)
     error = outcome.last("error")
     if error is not None:
         exc_type = str(error.get("exc_type", "Exception"))[:200]
@@ -146,22 +148,42 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
         return EvalResult(status=Status.CRASHED, stage=reached, message=f"sandbox protocol violated: {detail}",
                           feedback=detail or "", **base)
     if outcome.last("done") is None or trials.passed < trials.planned:
-        code = outcome.returncode
-        ended = outcome.last("terminated")  # from the namespace's init process, when there is one
-        if ended is not None:
-            code = -int(ended["signal"]) if "signal" in ended else ended.get("exit_code")
-        how = f"exited with code {code}"
-        if code is not None and code < 0:
-            try:
-                how = f"was killed by {signal.Signals(-code).name}"
-            except ValueError:
-                how = f"was killed by signal {-code}"
+        how = _how_it_ended(outcome)
         return EvalResult(status=Status.CRASHED, stage=reached,
                           message=f"the candidate process {how} before reporting all results",
                           feedback=f"the process {how} during {reached.value}; "
                                    "see the log for what it printed", **base)
     return EvalResult(status=Status.CORRECT, stage=Stage.DONE,
                       message=f"correct ({trials.passed}/{trials.planned} trials)", **base)
+
+def _how_it_ended(outcome: ChildOutcome) -> str:
+    code = outcome.returncode
+    ended = outcome.last("terminated")  # from the namespace's init process, when there is one
+    if ended is not None:
+        code = -int(ended["signal"]) if "signal" in ended else ended.get("exit_code")
+    if code is not None and code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _never_started(outcome: ChildOutcome, base: dict) -> EvalResult:
+    """A sandbox that ended before its stub said it was ready: no candidate code had run (the stub loads the
+    candidate only after that event), so whatever stopped it (host load, a start-up limit, a killed process)
+    is the harness's and the verdict says nothing about the code."""
+    if outcome.timed_out_phase is not None:
+        how = f"did not start within {outcome.timeout_s:g} s"
+    elif outcome.memory_exceeded_bytes is not None:
+        how = f"exceeded the host memory limit ({outcome.memory_exceeded_bytes / _GiB:.1f} GiB) while starting"
+    else:
+        how = _how_it_ended(outcome)
+    return EvalResult(status=Status.CRASHED, stage=Stage.IMPORT,
+                      message=f"the sandbox {how} before the candidate ran",
+                      feedback="this says nothing about the code: no candidate code had run; see the log",
+                      no_verdict=True, **base)
+
 
 def timing_checks(verdict: EvalResult, trials: Trials, min_kernel_gpu_fraction: float) -> EvalResult:
     """Runtime checks on a correct candidate's timing: timer integrity, speed-of-light floor, share of GPU

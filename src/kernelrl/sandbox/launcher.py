@@ -286,11 +286,13 @@ class SandboxLauncher:
             except ZygoteError:  # cannot start or fork here: the fresh-process path below
                 self.pool_failures += 1
             else:
-                if outcome.events or not outcome.log.startswith(POOL_SETUP_FAILED):
+                if outcome.events or outcome.timed_out_phase or outcome.cancelled:
                     self.pool_failures = 0
                     return outcome, "zygote"
-                # the launcher could not set the sandbox up (no event: no candidate code ran): rerun fresh
-                self.pool_failures += 1
+                # the fork ended before its first event (no candidate code ran: the stub loads it after
+                # "ready"), e.g. the launcher could not set the sandbox up: rerun fresh
+                if outcome.log.startswith(POOL_SETUP_FAILED):
+                    self.pool_failures += 1
         if self._prefix is None:
             self._prefix = pid_namespace_prefix() if s.isolate_processes else []
         prefix = self._prefix if s.isolate_processes else []
