@@ -84,6 +84,9 @@ def serve_cmd(
     ray: Annotated[str | None, typer.Option(
         help="Front a Ray pool instead of local evaluators: 'auto' (the cluster this host belongs to) or "
              "ray://HOST:PORT.")] = None,
+    ray_cpu_actors: Annotated[int | None, typer.Option(
+        help="With --ray: this many CPU evaluators in the pool (the Triton interpreter; a cluster without "
+             "GPUs needs them).", min=0)] = None,
     trust_sources: Annotated[bool, typer.Option(
         "--trust-sources", help="Take problems by source from requests: the judge runs a problem's reference "
                                 "outside the sandbox, so only for clients you trust.")] = False,
@@ -144,8 +147,11 @@ def serve_cmd(
 
     device = evaluation.settings.device
     target = ("ray" if ray == "auto" else ray) if ray else ("all" if all_gpus else None)
+    if ray_cpu_actors is not None and not ray:
+        fail("--ray-cpu-actors needs --ray", EXIT_BAD_INPUT)
     with bad_input():
-        scorer = open_scorer(target, settings=evaluation.settings, verdict=verdict)
+        pool = {"cpu_actors": ray_cpu_actors} if ray and ray_cpu_actors is not None else {}
+        scorer = open_scorer(target, settings=evaluation.settings, verdict=verdict, **pool)
     svc = RewardService(scorer, problems, settings, store, device=device if not ray else f"ray:{ray}")
     err = stderr()
     err.print(f"kernelrl serve: {len(problems)} problems, device {device if not ray else 'ray ' + ray}, journal "

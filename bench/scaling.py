@@ -1,0 +1,203 @@
+"""Evaluation scaling over GPUs: fresh candidates (every one unseen, as in RL) on 1..N GPUs of one host through
+each way kernelrl spreads evaluations, in one run on one machine:
+
+- `multi`: `MultiDeviceEvaluator` (every device's evaluator in this one process),
+- `ray`:   the Ray pool (`RayScorer`: one actor process per GPU) on a Ray cluster this script starts,
+- `serve`: `kernelrl serve --ray auto` fronting that pool, called through `Client` (HTTP on loopback).
+
+Each row: a new scorer on its first `gpus` GPUs (`ray`: `max_actors`, `serve`: a cluster of that many GPUs),
+warmed with one fresh copy of every problem per GPU (audits, judge state, baselines: not counted; the baseline
+cache lives in `--cache-dir`, shared by every row), then `--rounds` x the level-1 reference solutions, each made
+fresh (`throughput.fresh`: Triton's cache and the result cache miss), in one `evaluate_many` call. Reports
+evaluations/min, scaling against the same way's one-GPU row, the phase split, and the timer's rerun spread
+(median speedup RSE) with every GPU busy.
+
+  python bench/scaling.py --via multi,ray,serve --gpus 1,2 --rounds 2 --json scaling.json      # a 2-GPU host
+  python bench/scaling.py --device cpu --via multi,ray --gpus 1,2 --only level0/1_relu --rounds 1   # the paths, on CPU
+On the CPU (`--device cpu`) a "GPU" is one CPU evaluator: `multi` runs that many CPU evaluators in this process
+and `ray` that many CPU actors; only the code paths mean anything there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from throughput import batch_stats, fresh, solutions  # noqa: E402
+
+from kernelrl import EvaluatorSettings, VerdictSettings, load_suite  # noqa: E402
+from kernelrl.evaluate.scorer import ScorerBase  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ray_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ray.scripts.scripts", *args], env=env, check=True,
+                          capture_output=True, text=True, timeout=300)
+
+
+@contextlib.contextmanager
+def ray_cluster(gpus: int, device: str) -> Iterator[dict]:
+    """A one-host Ray cluster (`ray start --head`) with `gpus` of the host's GPUs (the first ones), stopped after.
+    Yields the environment its drivers need."""
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    if device != "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(k) for k in range(gpus))
+    ray_cli("stop", "--force", env=env)
+    ray_cli("start", "--head", f"--num-gpus={gpus if device != 'cpu' else 0}", "--include-dashboard=false",
+            "--disable-usage-stats", env=env)
+    try:
+        yield env
+    finally:
+        ray_cli("stop", "--force", env=env)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def scorer(via: str, gpus: int, args, profile: str, cache_dir: Path) -> Iterator[ScorerBase]:
+    """The scorer of one row, on the host's first `gpus` GPUs (CPU: `gpus` CPU evaluators)."""
+    training = profile == "training"
+    settings = EvaluatorSettings.training() if training else EvaluatorSettings()
+    verdict = VerdictSettings.training() if training else VerdictSettings()
+    overrides = dict(result_cache=False, cache_dir=cache_dir, inductor_baseline=not args.no_inductor)
+    cpu = args.device == "cpu"
+    if via == "multi":
+        from kernelrl.evaluate.scorer import open_scorer
+
+        devices = ["cpu"] * gpus if cpu else [f"cuda:{k}" for k in range(gpus)]
+        with open_scorer(devices, settings, verdict, **overrides) as opened:
+            yield opened
+        return
+    from kernelrl.serve.ray_pool import RayScorer
+
+    with ray_cluster(gpus, args.device) as env:
+        os.environ.update({k: env[k] for k in ("RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED")})
+        if via == "ray":
+            pool = RayScorer("auto", namespace=f"bench-{uuid.uuid4().hex[:8]}", settings=settings, verdict=verdict,
+                             cpu_actors=gpus if cpu else None, device="cpu" if cpu else "cuda", **overrides)
+            with pool:
+                yield pool
+            import ray
+
+            ray.shutdown()
+            return
+        with _served(gpus, args, env, training, cache_dir) as client:
+            yield client
+
+
+@contextlib.contextmanager
+def _served(gpus: int, args, env: dict, training: bool, cache_dir: Path) -> Iterator[ScorerBase]:
+    from kernelrl.serve.client import Client
+
+    port, run = free_port(), Path(tempfile.mkdtemp(prefix="kernelrl-scaling-serve-"))
+    command = [sys.executable, "-m", "kernelrl.cli", "serve", "--ray", "auto", "--port", str(port),
+               "--journal", str(run / "journal.sqlite"), "--no-cache", "--cache-dir", str(cache_dir),
+               "--device", "cpu" if args.device == "cpu" else "cuda"]
+    command += ["--ray-cpu-actors", str(gpus)] if args.device == "cpu" else []
+    command += ["--training-profile"] if training else []
+    with (run / "serve.log").open("w") as log:
+        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        import httpx
+
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 600
+        while not _ready(httpx, url):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"kernelrl serve did not come up: {(run / 'serve.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        with Client(url, max_in_flight=1024) as client:
+            yield client
+    finally:
+        server.terminate()
+        server.wait(60)
+
+
+def _ready(httpx, url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/readyz", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) -> dict:
+    suite = load_suite()
+    tag = uuid.uuid4().hex[:8]
+    with scorer(via, gpus, args, profile, cache_dir) as opened:
+        started = time.monotonic()
+        warm = [(suite.get(pid), fresh(code, f"{tag}-warm-{k}")) for k in range(gpus) for _, pid, code in chosen]
+        warmed = list(opened.evaluate_many(warm))
+        warm_s = time.monotonic() - started
+        print(f"{via} x{gpus} {profile}: warm-up {len(warm)} evaluations in {warm_s:.1f} s "
+              f"({sum(r.status.value == 'correct' for r in warmed)} correct)", flush=True)
+        items = [(suite.get(pid), fresh(code, f"{tag}-{n}-{k}"))
+                 for n in range(args.rounds) for k, (_, pid, code) in enumerate(chosen)]
+        started_epoch, started = time.time(), time.monotonic()
+        results = list(opened.evaluate_many(items))
+        total = time.monotonic() - started
+    row = {"via": via, "gpus": gpus, "profile": profile, "warm_up_s": round(warm_s, 1),
+           **batch_stats(results, total, started_epoch),
+           "no_verdict": sum(r.no_verdict for r in results),
+           "results": [{"problem": r.problem_id, "status": r.status.value, "wall_s": r.wall_time_s,
+                        "phases_s": r.phases_s, "message": r.message[:200],
+                        "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
+                        "speedup_rse": r.timing.speedup_rse if r.timing else None} for r in results]}
+    print(f"{via} x{gpus} {profile}: {row['evals_per_min']} evals/min ({row['evaluations']} in {row['total_s']} s), "
+          f"statuses {row['statuses']}, no verdict {row['no_verdict']}, median speedup RSE "
+          f"{row['median_speedup_rse']}, median phases {row['median_phases_s']}", flush=True)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda", help="cuda (the host's GPUs) or cpu (the code paths only)")
+    parser.add_argument("--via", default="multi,ray,serve", help="comma-separated: multi, ray, serve")
+    parser.add_argument("--gpus", default="1,2", help="comma-separated GPU counts, each a row per way")
+    parser.add_argument("--profile", default="default", help="default, training or default,training")
+    parser.add_argument("--only", default="level1/", help="problem id prefix of the reference solutions used")
+    parser.add_argument("--rounds", type=int, default=2, help="fresh copies of each solution per row")
+    parser.add_argument("--cache-dir", type=Path, help="baseline cache shared by the rows (default: a new one)")
+    parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline")
+    parser.add_argument("--json", type=Path, help="write the rows here (after each row)")
+    args = parser.parse_args(argv)
+    if args.no_inductor and "serve" in args.via:
+        parser.error("--no-inductor: the service times against its own settings (inductor baseline on)")
+    chosen = solutions(args.only)
+    if not chosen:
+        parser.error(f"no reference solution under {args.only!r}")
+    cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="kernelrl-scaling-"))
+    rows: list[dict] = []
+    for profile in args.profile.split(","):
+        for via in args.via.split(","):
+            for gpus in (int(g) for g in args.gpus.split(",")):
+                row = run_row(via, gpus, args, profile, cache_dir, chosen)
+                one = next((r for r in rows if (r["via"], r["gpus"], r["profile"]) == (via, 1, profile)), None)
+                if one is not None and gpus > 1:
+                    row["scaling"] = round(row["evals_per_min"] / one["evals_per_min"], 3)
+                    row["efficiency"] = round(row["scaling"] / gpus, 3)
+                    print(f"{via} x{gpus} {profile}: {row['scaling']}x one GPU, {row['efficiency']:.0%} of linear",
+                          flush=True)
+                rows.append(row)
+                if args.json is not None:
+                    args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
