@@ -104,6 +104,8 @@ def serve_cmd(
         path.chmod(0o600)
         typer.echo(f"wrote a new token to {path}")
         return
+    if ray_cpu_actors is not None and not ray:
+        fail("--ray-cpu-actors needs --ray", EXIT_BAD_INPUT)
     try:
         import uvicorn
 
@@ -147,8 +149,6 @@ def serve_cmd(
 
     device = evaluation.settings.device
     target = ("ray" if ray == "auto" else ray) if ray else ("all" if all_gpus else None)
-    if ray_cpu_actors is not None and not ray:
-        fail("--ray-cpu-actors needs --ray", EXIT_BAD_INPUT)
     with bad_input():
         pool = {"cpu_actors": ray_cpu_actors} if ray and ray_cpu_actors is not None else {}
         scorer = open_scorer(target, settings=evaluation.settings, verdict=verdict, **pool)
