@@ -646,7 +646,7 @@ else:
     assert not (other / "poisoned.json").exists()
 
 
-def test_a_launcher_that_cannot_set_up_reports_the_marker_the_evaluator_falls_back_on(pooled):
+def test_a_launcher_that_cannot_set_up_says_why_and_reports_no_event(pooled):
     from kernelrl.sandbox.launcher import POOL_SETUP_FAILED
 
     zygote = pooled.launcher.pool("cpu")

@@ -156,7 +156,9 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
     return EvalResult(status=Status.CORRECT, stage=Stage.DONE,
                       message=f"correct ({trials.passed}/{trials.planned} trials)", **base)
 
+
 def _how_it_ended(outcome: ChildOutcome) -> str:
+    """'exited with code N' or 'was killed by SIGNAL', from the namespace's init process when there is one."""
     code = outcome.returncode
     ended = outcome.last("terminated")  # from the namespace's init process, when there is one
     if ended is not None:

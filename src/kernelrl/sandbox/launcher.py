@@ -38,7 +38,8 @@ ENV_ALLOWLIST = (
     "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
 )
 POOL_MAX_FAILURES = 3  # consecutive zygote failures after which the launcher stays on fresh processes
-POOL_SETUP_FAILED = ("kernelrl zygote launcher failed", "kernelrl sandbox init failed")  # see sandbox/zygote.py
+# how the log of a fork the zygote could not set up begins (sandbox/zygote.py): no event came, so it is rerun fresh
+POOL_SETUP_FAILED = ("kernelrl zygote launcher failed", "kernelrl sandbox init failed")
 
 
 def new_workdir() -> Path:
@@ -290,9 +291,8 @@ class SandboxLauncher:
                     self.pool_failures = 0
                     return outcome, "zygote"
                 # the fork ended before its first event (no candidate code ran: the stub loads it after
-                # "ready"), e.g. the launcher could not set the sandbox up: rerun fresh
-                if outcome.log.startswith(POOL_SETUP_FAILED):
-                    self.pool_failures += 1
+                # "ready"): the launcher could not set the sandbox up, or it was killed; rerun fresh
+                self.pool_failures += 1
         if self._prefix is None:
             self._prefix = pid_namespace_prefix() if s.isolate_processes else []
         prefix = self._prefix if s.isolate_processes else []
