@@ -149,17 +149,25 @@ def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) ->
         items = [(suite.get(pid), fresh(code, f"{tag}-{n}-{k}"))
                  for n in range(args.rounds) for k, (_, pid, code) in enumerate(chosen)]
         started_epoch, started = time.time(), time.monotonic()
-        results = list(opened.evaluate_many(items))
+        finished: list[float] = []  # seconds from the call to each answer: the batch's fill and tail
+        results: list = [None] * len(items)
+        for index, result in opened.evaluate_indexed(items):
+            results[index] = result
+            finished.append(time.monotonic() - started)
         total = time.monotonic() - started
     row = {"via": via, "gpus": gpus, "profile": profile, "warm_up_s": round(warm_s, 1),
            **batch_stats(results, total, started_epoch),
            "no_verdict": sum(r.no_verdict for r in results),
+           # first answer, and the last tenth of the batch: a fixed cost per batch, not per evaluation
+           "first_answer_s": round(finished[0], 2),
+           "last_tenth_s": round(finished[-1] - finished[int(0.9 * (len(finished) - 1))], 2),
            "results": [{"problem": r.problem_id, "status": r.status.value, "wall_s": r.wall_time_s,
                         "phases_s": r.phases_s, "message": r.message[:200],
                         "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
                         "speedup_rse": r.timing.speedup_rse if r.timing else None} for r in results]}
     print(f"{via} x{gpus} {profile}: {row['evals_per_min']} evals/min ({row['evaluations']} in {row['total_s']} s), "
-          f"statuses {row['statuses']}, no verdict {row['no_verdict']}, median speedup RSE "
+          f"statuses {row['statuses']}, no verdict {row['no_verdict']}, first answer {row['first_answer_s']} s, "
+          f"last tenth {row['last_tenth_s']} s, median speedup RSE "
           f"{row['median_speedup_rse']}, median phases {row['median_phases_s']}", flush=True)
     return row
 

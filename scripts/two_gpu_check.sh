@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two GPUs of one host, in parts that each fit a 10-minute call:
-#   scripts/two_gpu_check.sh scaling OUT [VIA]  bench/scaling.py: fresh level-1 candidates on 1 and 2 GPUs through
-#                                               VIA (default multi,ray,serve), one shared baseline cache
+#   scripts/two_gpu_check.sh scaling OUT [VIA]  bench/scaling.py: fresh level-1 candidates (ROUNDS x 31, default 2)
+#                                               on 1 and 2 GPUs through VIA (default multi,ray,serve), one shared
+#                                               baseline cache
 #   scripts/two_gpu_check.sh beside OUT         the policy on GPU 0 and its reward through `kernelrl serve` on
 #                                               GPU 1, then the same GRPO run with the evaluator on GPU 0 beside
 #                                               it: step time and the share of it spent waiting for rewards
@@ -19,8 +20,9 @@ GRPO=(--model smollm2 --max-steps "${GRPO_STEPS:-4}" --prompts-per-step 4 --num-
       --save-steps 100)
 case "$PART" in
   scaling)
-    python3 bench/scaling.py --via "${3:-multi,ray,serve}" --gpus 1,2 --rounds 2 --cache-dir "$CACHE" \
-      --json "$OUT/scaling-${3:-all}.json" 2>&1 | grep -v ' INFO \|^\s*$' | tee -a "$OUT/scaling.log" ;;
+    VIA=${3:-multi,ray,serve}
+    python3 bench/scaling.py --via "$VIA" --gpus 1,2 --rounds "${ROUNDS:-2}" --cache-dir "$CACHE" \
+      --json "$OUT/scaling-${VIA//,/-}.json" 2>&1 | grep -v ' INFO \|^\s*$' | tee -a "$OUT/scaling.log" ;;
   beside)
     RUN=${KERNELRL_BESIDE_RUN:-/tmp/kernelrl-beside}; mkdir -p "$RUN"
     if [ ! -f "$RUN/sft/adapter/adapter_config.json" ]; then

@@ -38,6 +38,7 @@ def test_a_child_that_outgrows_its_memory_is_killed_by_the_watchdog(tmp_path):
     verdict = sandbox_verdict(outcome, trials, {"problem_id": "p"}, memory_limit_gb=limit / (1 << 30))
     assert verdict.status is Status.CRASHED and verdict.stage is Stage.IMPORT
     assert "host memory" in verdict.message and "0.25 GiB limit" in verdict.message
+    assert verdict.no_verdict  # it never reported ready: in a sandbox, no candidate code would have run yet
 
 
 def test_without_a_limit_the_same_child_is_left_alone(tmp_path):

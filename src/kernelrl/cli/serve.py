@@ -86,7 +86,7 @@ def serve_cmd(
              "ray://HOST:PORT.")] = None,
     ray_cpu_actors: Annotated[int | None, typer.Option(
         help="With --ray: this many CPU evaluators in the pool (the Triton interpreter; a cluster without "
-             "GPUs needs them).", min=0)] = None,
+             "GPUs needs them).")] = None,
     trust_sources: Annotated[bool, typer.Option(
         "--trust-sources", help="Take problems by source from requests: the judge runs a problem's reference "
                                 "outside the sandbox, so only for clients you trust.")] = False,

@@ -110,7 +110,7 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
         stage = Stage.TIMING if outcome.last("timing") else Stage.CORRECTNESS
         return EvalResult(status=Status.HACK_DETECTED, stage=stage, **runtime_hack_text(hack), **base)
     if outcome.last("ready") is None and outcome.last("error") is None:
-        return _never_started(outcome, base)
+        return _never_started(outcome, base, memory_limit_gb)
     error = outcome.last("error")
     if error is not None:
         exc_type = str(error.get("exc_type", "Exception"))[:200]
@@ -171,14 +171,15 @@ def _how_it_ended(outcome: ChildOutcome) -> str:
     return f"exited with code {code}"
 
 
-def _never_started(outcome: ChildOutcome, base: dict) -> EvalResult:
+def _never_started(outcome: ChildOutcome, base: dict, memory_limit_gb: float) -> EvalResult:
     """A sandbox that ended before its stub said it was ready: no candidate code had run (the stub loads the
     candidate only after that event), so whatever stopped it (host load, a start-up limit, a killed process)
     is the harness's and the verdict says nothing about the code."""
     if outcome.timed_out_phase is not None:
         how = f"did not start within {outcome.timeout_s:g} s"
     elif outcome.memory_exceeded_bytes is not None:
-        how = f"exceeded the host memory limit ({outcome.memory_exceeded_bytes / _GiB:.1f} GiB) while starting"
+        how = (f"was killed: host memory {outcome.memory_exceeded_bytes / _GiB:.1f} GiB exceeded the "
+               f"{memory_limit_gb:g} GiB limit")
     else:
         how = _how_it_ended(outcome)
     return EvalResult(status=Status.CRASHED, stage=Stage.IMPORT,
