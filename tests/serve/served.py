@@ -17,6 +17,9 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 
+from kernelrl.evaluate import ScorerBase  # noqa: E402
+from kernelrl.evaluate.scorer import Indexed, Work  # noqa: E402
+
 
 @dataclass
 class Served:
@@ -61,3 +64,20 @@ def serve(scorer, problems=None, settings=None, *, token: str | None = None, jou
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+
+
+class Gated(ScorerBase):
+    """The evaluator, which starts no evaluation before `gate` is set: a busy queue on demand."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.verdict, self.gate = inner, inner.verdict, threading.Event()
+
+    def _evaluate_work(self, work: Iterator[Work], verdict) -> Iterator[Indexed]:
+        assert self.gate.wait(120), "the test never opened the gate"
+        return self.inner._evaluate_work(work, verdict)
+
+    def warm_up(self) -> None:
+        self.inner.warm_up()
+
+    def close(self) -> None:
+        """The inner evaluator is the session's."""

@@ -7,18 +7,15 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
 pytest.importorskip("openenv")
 
-from served import serve  # noqa: E402
+from served import Gated, serve  # noqa: E402
 
 from kernelrl import load_suite  # noqa: E402
-from kernelrl.evaluate import ScorerBase  # noqa: E402
-from kernelrl.evaluate.scorer import Indexed, Work  # noqa: E402
 from kernelrl.rewards import get_reward  # noqa: E402
 from kernelrl.serve.openenv_env import KernelAction, KernelEnvClient, mount_openenv  # noqa: E402
 from kernelrl.serve.service import ServiceSettings  # noqa: E402
@@ -154,23 +151,6 @@ def test_sessions_need_the_token_when_the_service_has_one(cpu_evaluator):
         assert httpx.post(f"{url}/reset", json={"problem_id": RELU.id}).status_code == 401
         with KernelEnvClient(url, token=token).sync() as env:
             assert env.reset(problem_id=RELU.id).observation.problem_id == RELU.id
-
-
-class Gated(ScorerBase):
-    """The evaluator, which starts no evaluation before `gate` is set: a busy queue on demand."""
-
-    def __init__(self, inner) -> None:
-        self.inner, self.verdict, self.gate = inner, inner.verdict, threading.Event()
-
-    def _evaluate_work(self, work: Iterator[Work], verdict) -> Iterator[Indexed]:
-        assert self.gate.wait(120), "the test never opened the gate"
-        return self.inner._evaluate_work(work, verdict)
-
-    def warm_up(self) -> None:
-        self.inner.warm_up()
-
-    def close(self) -> None:
-        """The inner evaluator is the session's."""
 
 
 def test_a_step_on_a_full_queue_is_held_then_answered_without_verdict(cpu_evaluator):

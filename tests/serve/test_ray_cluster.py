@@ -5,14 +5,14 @@ items finish elsewhere, once each)."""
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 
 ray = pytest.importorskip("ray")
+
+from pool_calls import InBackground, slow  # noqa: E402
 
 from kernelrl import Status, VerdictSettings  # noqa: E402
 from kernelrl.evaluate.settings import EvaluatorError  # noqa: E402
@@ -36,13 +36,6 @@ def cluster() -> Iterator[object]:
     finally:
         ray.shutdown()
         made.shutdown()
-
-
-def slow(code: str, seconds: float) -> str:
-    """A correct candidate whose construction sleeps (it is built twice: init and correctness)."""
-    return (code.replace("import torch\n", "import time\nimport torch\n", 1)
-            .replace("        super().__init__()\n",
-                     f"        super().__init__()\n        time.sleep({seconds})\n", 1))
 
 
 def test_the_pool_takes_in_a_joining_node_and_survives_its_removal_mid_batch(cluster, suite):
@@ -69,28 +62,16 @@ def test_the_pool_takes_in_a_joining_node_and_survives_its_removal_mid_batch(clu
         assert pool.counts.get(joined, 0) >= 1, pool.counts
 
         items = [(relu, slow(code, 1.0 + k / 10)) for k in range(6)]
-        answers: list = []
-        failure: list[BaseException] = []
         redispatched = pool.redispatched
-
-        def run() -> None:
-            try:
-                answers.extend(pool.evaluate_indexed(items, verdict=VERDICT))
-            except BaseException as exc:  # noqa: BLE001 - reported by the test
-                failure.append(exc)
-
-        caller = threading.Thread(target=run, daemon=True)
-        caller.start()
+        call = InBackground(pool, items, VERDICT)
         end = time.monotonic() + 60
         while not any(m.name == joined and m.in_flight for m in pool.members()):
-            assert time.monotonic() < end and caller.is_alive(), pool.members()
+            assert time.monotonic() < end and call.thread.is_alive(), pool.members()
             time.sleep(0.05)
         time.sleep(0.5)  # its evaluations are running
         cluster.remove_node(worker, allow_graceful=False)
-        caller.join(180)
-        assert not caller.is_alive() and not failure, failure
-        seen = Counter(index for index, _ in answers)
-        assert sorted(seen) == list(range(len(items))) and set(seen.values()) == {1}, seen
+        answers = call.join(180)
+        call.assert_each_answered_once()
         assert all(r.status is Status.CORRECT and not r.no_verdict for _, r in answers), \
             [(r.status, r.message) for _, r in answers]
         assert pool.redispatched > redispatched

@@ -11,13 +11,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ray = pytest.importorskip("ray")
+
+from pool_calls import InBackground, slow  # noqa: E402
 
 from kernelrl import EvalItem, Scorer, Stage, Status, VerdictSettings  # noqa: E402
 from kernelrl.serve.ray_pool import DEADLINE_GRACE_S, MemberInfo, RayScorer  # noqa: E402
@@ -27,13 +28,6 @@ VERDICT = VerdictSettings(trials=1)
 PROSE = "I am not able to write this kernel, sorry."
 HANG = ("import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
         "        while True:\n            pass\n")
-
-
-def slow(code: str, seconds: float) -> str:
-    """A correct candidate whose construction sleeps (it is built twice: init and correctness)."""
-    return (code.replace("import torch\n", "import time\nimport torch\n", 1)
-            .replace("        super().__init__()\n",
-                     f"        super().__init__()\n        time.sleep({seconds})\n", 1))
 
 
 @pytest.fixture(scope="module")
@@ -185,27 +179,15 @@ def test_an_actor_killed_mid_batch_loses_and_doubles_nothing(pool, suite):
     settled(pool)
     # distinct candidates, each at least two seconds at its actor: none is answered before the kill
     items = [(relu, slow(solution(suite, relu.id), 1.0 + k / 10)) for k in range(6)]
-    answers: list = []
-    failure: list[BaseException] = []
     redispatched = pool.redispatched
-
-    def run() -> None:
-        try:
-            answers.extend(pool.evaluate_indexed(items, verdict=VERDICT))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            failure.append(exc)
-
-    caller = threading.Thread(target=run, daemon=True)
-    caller.start()
+    call = InBackground(pool, items, VERDICT)
     # every slot holds an item of this call (two more wait): the victim has items of its own in flight
-    members = wait_for(pool, lambda members: sum(m.in_flight for m in members) == 4, caller)
+    members = wait_for(pool, lambda members: sum(m.in_flight for m in members) == 4, call.thread)
     victim = max(members, key=lambda m: m.in_flight)
     # no restart: the pool creates a new one by name
     ray.kill(ray.get_actor(victim.name, namespace=NAMESPACE))
-    caller.join(300)
-    assert not caller.is_alive() and not failure, failure
-    seen = Counter(index for index, _ in answers)
-    assert sorted(seen) == list(range(len(items))) and set(seen.values()) == {1}, seen
+    answers = call.join(300)
+    call.assert_each_answered_once()
     # the victim's items went to the other actor
     assert pool.redispatched - redispatched >= victim.in_flight > 0, (pool.redispatched, redispatched, victim)
     assert all(r.status is Status.CORRECT and not r.no_verdict for _, r in answers), \
@@ -217,15 +199,11 @@ def test_closing_the_pool_mid_call_answers_every_item_once_without_a_verdict(poo
     relu = suite.get("level0/1_relu")
     settled(pool)  # the actor killed by the test before is back: four slots
     items = [(relu, slow(solution(suite, relu.id), 2.0 + k / 100)) for k in range(6)]
-    answers: list = []
-    caller = threading.Thread(target=lambda: answers.extend(pool.evaluate_indexed(items, verdict=VERDICT)),
-                              daemon=True)
-    caller.start()
-    wait_for(pool, lambda members: sum(m.in_flight for m in members) == 4, caller)  # four sent, two waiting
+    call = InBackground(pool, items, VERDICT)
+    wait_for(pool, lambda members: sum(m.in_flight for m in members) == 4, call.thread)  # four sent, two waiting
     pool.close()
-    caller.join(60)
-    assert not caller.is_alive()
-    assert sorted(index for index, _ in answers) == list(range(len(items)))
+    answers = call.join(60)
+    call.assert_each_answered_once()
     assert all(r.no_verdict and "closed" in r.message for _, r in answers), [r.message for _, r in answers]
 
 

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
-from served import serve
+from served import Gated, serve
 
 from kernelrl import load_suite
-from kernelrl.evaluate import ScorerBase
-from kernelrl.evaluate.scorer import Indexed, Work
 from kernelrl.rewards import get_reward
 from kernelrl.serve.service import ServiceSettings
 
@@ -32,23 +29,6 @@ def slime_post(url: str, response: str, prompt=PROMPT, label: str = RELU.id) -> 
     """What slime's remote_rm sends: sample.prompt (text, or chat messages), sample.response, sample.label."""
     return httpx.post(f"{url}/slime/reward", json={"prompt": prompt, "response": response, "label": label},
                       timeout=300)
-
-
-class Gated(ScorerBase):
-    """The evaluator, which starts no evaluation before `gate` is set: a busy queue on demand."""
-
-    def __init__(self, inner) -> None:
-        self.inner, self.verdict, self.gate = inner, inner.verdict, threading.Event()
-
-    def _evaluate_work(self, work: Iterator[Work], verdict) -> Iterator[Indexed]:
-        assert self.gate.wait(120), "the test never opened the gate"
-        return self.inner._evaluate_work(work, verdict)
-
-    def warm_up(self) -> None:
-        self.inner.warm_up()
-
-    def close(self) -> None:
-        """The inner evaluator is the session's."""
 
 
 def test_slime_reads_the_composite_reward_under_its_reward_key(cpu_evaluator, cpu_server):
