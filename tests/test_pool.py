@@ -673,9 +673,9 @@ for fd in map(int, os.listdir("/proc/self/fd")):
     assert "out of turn" in result.message
 
 
-def test_a_fork_killed_before_the_candidate_ran_is_rerun_not_blamed_on_the_candidate(pooled, relu, monkeypatch):
-    """A forked sandbox that ends before its stub reports ready (host load, the OOM killer) never ran candidate
-    code: the launcher reruns it in a fresh process, and the verdict is the code's own."""
+def test_a_fork_killed_before_the_candidate_ran_is_rerun_fresh(pooled, relu, monkeypatch):
+    """A forked sandbox that ends before its stub reports ready (host load, the OOM killer) never ran
+    candidate code: the launcher reruns it in a fresh process, and the verdict is the code's own."""
     launcher = pooled.launcher
     zygote = launcher.pool("cpu")
     killed: list[int] = []
@@ -692,10 +692,12 @@ def test_a_fork_killed_before_the_candidate_ran_is_rerun_not_blamed_on_the_candi
             return pid
 
     monkeypatch.setattr(launcher, "take_standby", lambda mode: None)
-    monkeypatch.setattr(launcher, "_fill_standbys", lambda mode, key: None)  # the only forks: the evaluation's
+    # no standbys: the only forks are the evaluation's
+    monkeypatch.setattr(launcher, "_fill_standbys", lambda mode, key: None)
     monkeypatch.setattr(launcher, "pool", lambda mode: KillsItsFirstFork())
     result = pooled.evaluate(relu, example("relu_triton.py"), verdict=TWO_TRIALS)
-    assert killed and result.status is Status.CORRECT and not result.no_verdict, (result.status, result.message)
+    assert killed, "the evaluation never forked from the zygote"
+    assert result.status is Status.CORRECT and not result.no_verdict, (result.status, result.message)
     assert result.environment.isolation[-1] == "fresh-process", result.environment
 
 
@@ -705,7 +707,8 @@ def test_a_sandbox_that_never_reported_ready_is_no_verdict():
     from kernelrl.sandbox.runner import ChildOutcome
 
     base = {"problem_id": "p"}
-    trials = Trials(None, "e", "/nonexistent", [{}, {}], "cpu", None, 0, {})  # two trials planned, none arrived
+    # two trials planned, none arrived
+    trials = Trials(None, "e", "/nonexistent", [{}, {}], "cpu", None, 0, {})
     for outcome in (ChildOutcome(returncode=-9), ChildOutcome(timed_out_phase="start", timeout_s=30.0),
                     ChildOutcome(returncode=0, memory_exceeded_bytes=5 << 30)):
         result = sandbox_verdict(outcome, trials, base, 4.0)

@@ -1,5 +1,5 @@
-"""Helpers of the Ray pool's tests: slow correct candidates, and a pool call run in a thread so that a test can
-kill actors, remove nodes or close the pool while it is in flight."""
+"""Helpers of the Ray pool's tests: slow correct candidates, and a pool call run in a thread, so that a
+test can kill actors, remove nodes or close the pool while it is in flight."""
 
 from __future__ import annotations
 

@@ -200,7 +200,8 @@ def test_closing_the_pool_mid_call_answers_every_item_once_without_a_verdict(poo
     settled(pool)  # the actor killed by the test before is back: four slots
     items = [(relu, slow(solution(suite, relu.id), 2.0 + k / 100)) for k in range(6)]
     call = InBackground(pool, items, VERDICT)
-    wait_for(pool, lambda members: sum(m.in_flight for m in members) == 4, call.thread)  # four sent, two waiting
+    # four sent, two waiting
+    wait_for(pool, lambda members: sum(m.in_flight for m in members) == 4, call.thread)
     pool.close()
     answers = call.join(60)
     call.assert_each_answered_once()

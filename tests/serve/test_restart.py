@@ -83,6 +83,7 @@ def test_serve_refuses_an_open_address_without_a_token():
 
 
 def test_serve_refuses_cpu_actors_without_a_ray_pool(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "kernelrl.cli", "serve", "--ray-cpu-actors", "2", "--journal",
-                           str(tmp_path / "journal.sqlite")], capture_output=True, text=True, timeout=120)
+    command = [sys.executable, "-m", "kernelrl.cli", "serve", "--ray-cpu-actors", "2",
+               "--journal", str(tmp_path / "journal.sqlite")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--ray-cpu-actors needs --ray" in done.stderr, done.stderr

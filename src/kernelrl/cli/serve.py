@@ -78,9 +78,13 @@ def serve_cmd(
         help="Comma-separated verdict settings requests may change (default: trials, timing, tolerances, "
              "policies, timer and the rest of kernelrl.serve.schema.REQUEST_VERDICT_FIELDS); 'none' for none.")] = None,
     training_profile: Annotated[bool, typer.Option(
-        "--training-profile", help="Default verdict settings: the training profile (baselines from the cache, adaptive timing).")] = False,
+        "--training-profile",
+        help="Default verdict settings: the training profile (baselines from the cache, adaptive timing).",
+    )] = False,
     all_gpus: Annotated[bool, typer.Option(
-        "--all-gpus", help="One evaluator per visible GPU (the CPU without one) instead of --device's one.")] = False,
+        "--all-gpus",
+        help="One evaluator per visible GPU (the CPU without one) instead of --device's one.",
+    )] = False,
     ray: Annotated[str | None, typer.Option(
         help="Front a Ray pool instead of local evaluators: 'auto' (the cluster this host belongs to) or "
              "ray://HOST:PORT.")] = None,
@@ -91,7 +95,9 @@ def serve_cmd(
         "--trust-sources", help="Take problems by source from requests: the judge runs a problem's reference "
                                 "outside the sandbox, so only for clients you trust.")] = False,
     openenv: Annotated[bool, typer.Option(
-        "--openenv", help="Also serve kernelrl as an OpenEnv environment under /openenv (needs the openenv package).")] = False,
+        "--openenv",
+        help="Also serve kernelrl as an OpenEnv environment under /openenv (needs the openenv package).",
+    )] = False,
     *, evaluation: Evaluation, service,
 ) -> None:
     """Serve rewards over HTTP: /v1/evaluate, /v1/reward, OpenRLHF's and slime's routes, /metrics."""
@@ -129,7 +135,8 @@ def serve_cmd(
         fail(f"--allow-verdict: {sorted(unknown)} may not come from requests (allowed at most: "
              f"{sorted(REQUEST_VERDICT_FIELDS)})", EXIT_BAD_INPUT)
     with bad_input():
-        settings = dataclasses.replace(service, allowed_verdict_fields=allowed, trust_problem_sources=trust_sources,
+        settings = dataclasses.replace(service, allowed_verdict_fields=allowed,
+                                       trust_problem_sources=trust_sources,
                                        rewards=_named_rewards(reward or []))
         problems = {}
         for location in suite or ["builtin"]:

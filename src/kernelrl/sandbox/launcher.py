@@ -38,7 +38,8 @@ ENV_ALLOWLIST = (
     "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
 )
 POOL_MAX_FAILURES = 3  # consecutive zygote failures after which the launcher stays on fresh processes
-# how the log of a fork the zygote could not set up begins (sandbox/zygote.py): no event came, so it is rerun fresh
+# how the log of a fork the zygote could not set up begins (sandbox/zygote.py); no event came, so the launcher
+# reruns it fresh
 POOL_SETUP_FAILED = ("kernelrl zygote launcher failed", "kernelrl sandbox init failed")
 
 
