@@ -13,7 +13,7 @@ import httpx
 import pytest
 from served import serve
 
-from kernelrl import load_suite
+from kernelrl import Status, load_suite
 from kernelrl.evaluate import ScorerBase
 from kernelrl.evaluate.scorer import Indexed, Work
 from kernelrl.serve import Client
@@ -263,7 +263,7 @@ def test_probes_problems_and_metrics(cpu_server):
     assert "source" not in listed[0]
     with Client(url) as client:
         assert client.problem(RELU.id).source == RELU.source
-        client.evaluate(RELU, NO_CODE)
+        assert client.evaluate_one(RELU, NO_CODE, kind="completion").status is Status.FORMAT_ERROR
     metrics = httpx.get(f"{url}/metrics").text
     assert 'kernelrl_verdicts_total{status="format_error"}' in metrics
     assert "kernelrl_queue_items 0.0" in metrics

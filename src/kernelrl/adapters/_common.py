@@ -1,5 +1,5 @@
-"""What every adapter needs: the problems by id (given, or the
-reward service's own), and one place that opens a scorer from a target."""
+"""What every adapter needs: the problems by id (given, or the reward service's own), and one place that opens
+a scorer from a target."""
 
 from __future__ import annotations
 

@@ -36,6 +36,8 @@ from kernelrl.serve.journal import Journal, Stored
 from kernelrl.serve.metrics import ServiceMetrics
 from kernelrl.serve.schema import REQUEST_VERDICT_FIELDS, WireError, infrastructure_result, item_key
 
+REWARD_CACHE_SIZE = 256  # distinct reward specs kept bound; a request may vary a preset's parameters
+
 
 def _help(text: str, default: Any = dataclasses.MISSING, **kw: Any) -> Any:
     return field(default=default, metadata={"help": text}, **kw)
@@ -163,6 +165,7 @@ class RewardService:
         self._tasks: set[asyncio.Task] = set()
         self._done_times: deque[float] = deque(maxlen=512)  # answer times, for the drain rate in Retry-After
         self._recent: dict[str, deque[tuple[float, float, float]]] = defaultdict(lambda: deque(maxlen=256))
+        self._rewards: dict[str, BoundReward] = {}  # by spec: parsed and imported once, not per answer
         self._sources: Path | None = None  # problems taken by source, as files the judge reads
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -418,7 +421,14 @@ class RewardService:
                       "format_ok": float(result.status is not Status.FORMAT_ERROR),
                       "hack": float(result.status is Status.HACK_DETECTED),
                       "speedup_vs_eager": speedup(result, "eager"), "speedup_vs_inductor": speedup(result, "inductor")}
-        return Scored(None if result.no_verdict else BoundReward(spec)(result), components)
+        if result.no_verdict:
+            return Scored(None, components)
+        reward = self._rewards.get(spec)
+        if reward is None:
+            reward = BoundReward(spec)
+            if len(self._rewards) < REWARD_CACHE_SIZE:
+                self._rewards[spec] = reward
+        return Scored(reward(result), components)
 
     def remember(self, problem_id: str, reward: float, correct: bool) -> None:
         self._recent[problem_id].append((time.monotonic(), reward, float(correct)))
