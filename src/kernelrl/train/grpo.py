@@ -67,6 +67,25 @@ def _trainer_class(curriculum: Any, row_ids: list[str]) -> type:
     return CurriculumGRPOTrainer
 
 
+def continuous_batching_cache(rows: Sequence[dict[str, Any]], tokenizer: Any, sequences: int,
+                              max_completion_length: int, max_prompt_length: int | None = None) -> dict[str, int]:
+    """The paged KV cache one generation call can need: `sequences` of the longest prompt plus the completion cap.
+    Left to itself, transformers sizes the cache from free memory (TRL asks for half of it) and zeroes it on every
+    call: ~20 s a step on a CPU, and on a GPU memory that an evaluator beside the trainer needs."""
+    from transformers.generation import ContinuousBatchingConfig
+
+    defaults = ContinuousBatchingConfig()
+    page = getattr(defaults, "page_size", None) or getattr(defaults, "block_size", None) or 256
+    prompt = max(len(tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=True,
+                                                   return_dict=True)["input_ids"]) for r in rows)
+    if max_prompt_length:
+        prompt = min(prompt, max_prompt_length)
+    tokens = prompt + max_completion_length
+    # a page of slack a sequence (TRL's own templating may add a token or two); max_batch_tokens bounds one forward
+    # pass and the attention mask's size: never more than the call holds
+    return {"num_blocks": sequences * (math.ceil(tokens / page) + 1), "max_batch_tokens": min(8192, sequences * tokens)}
+
+
 def run_grpo(config: GRPOConfig, scorer: Scorer | None = None, rows: Sequence[dict[str, Any]] | None = None,
              judge: Any = None) -> GRPOOutcome:
     """Train (or resume) a GRPO run. `scorer`: any Scorer (default an Evaluator on `config.eval_device`);
@@ -126,6 +145,9 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
         gradient_checkpointing=place.gradient_checkpointing, report_to=[], use_cpu=place.device == "cpu",
         dataloader_pin_memory=place.device != "cpu", use_vllm=config.use_vllm, vllm_mode="colocate",
         use_transformers_continuous_batching=config.continuous_batching,
+        transformers_continuous_batching_config=continuous_batching_cache(
+            rows, session.tokenizer, batch, config.max_completion_length, config.max_prompt_length)
+        if config.continuous_batching else None,
         ignore_data_skip=curriculum is not None, lr_scheduler_type="constant", warmup_steps=0,
         **({"max_prompt_length": config.max_prompt_length} if config.max_prompt_length else {}))
     model, peft_config = session.load_model()
