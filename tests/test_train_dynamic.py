@@ -18,6 +18,7 @@ pytest.importorskip("trl")
 pytest.importorskip("peft")
 
 import torch  # noqa: E402
+from conftest import TINY_PROMPTS  # noqa: E402
 
 from kernelrl.train.config import GRPOConfig, TrainConfigError  # noqa: E402
 from kernelrl.train.dynamic import splice_groups  # noqa: E402
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.slow  # real GRPO steps of SmolLM2 on the CPU
 
 RELU = "level0/1_relu"
 TINY = {
-    "problems": (RELU,), "prompt_style": "compact", "prompts_per_step": 1, "num_generations": 2,
+    "problems": (RELU,), "prompt_style": TINY_PROMPTS, "prompts_per_step": 1, "num_generations": 2,
     "max_completion_length": 16, "temperature": 1.0, "eval_device": "cpu", "eval_timing": False,
     "heldout_every": -1, "learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "seed": 0,
 }

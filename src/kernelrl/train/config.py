@@ -38,8 +38,9 @@ class CommonConfig:
         "help": "Training problems: ids or prefixes (level1/, level0/1_relu); default the whole train split."})
     backend: str = field(default="triton", metadata={"help": "Prompt for triton or cuda kernels."})
     prompt_style: str = field(default="full", metadata={
-        "help": "full (the agent's prompt, with a worked example) or compact (no example: ~1,000 tokens shorter; "
-                "evaluate such a model with `kernelrl bench --templates` pointing at prompts/templates/compact)."})
+        "help": "full (the agent's prompt, with a worked example), compact (no example: ~1,000 tokens shorter; "
+                "evaluate such a model with `kernelrl bench --templates` pointing at prompts/templates/compact), "
+                "or a directory of templates, each replacing the built-in template of its name."})
     lora_r: int = field(default=8, metadata={"help": "LoRA rank."})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA alpha."})
     lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout."})
@@ -98,8 +99,9 @@ class CommonConfig:
             raise TrainConfigError("heldout_problems must be >= 1")
         if self.heldout_batch < 1:
             raise TrainConfigError("heldout_batch must be >= 1")
-        if self.prompt_style not in ("full", "compact"):
-            raise TrainConfigError(f"prompt_style must be full or compact, not {self.prompt_style!r}")
+        if self.prompt_style not in ("full", "compact") and not Path(self.prompt_style).is_dir():
+            raise TrainConfigError(f"prompt_style must be full, compact or a directory of templates, not "
+                                   f"{self.prompt_style!r}")
         if self.backend not in ("triton", "cuda"):
             raise TrainConfigError(f"backend must be triton or cuda, not {self.backend!r}")
 

@@ -44,7 +44,7 @@ class Session:
         problems = select_problems(suite, config.problems)
         if not problems:
             raise TrainSetupError(f"suite {suite.name} has no train-split problems")
-        templates = TEMPLATE_DIR / "compact" if config.prompt_style == "compact" else None
+        templates = {"full": None, "compact": TEMPLATE_DIR / "compact"}.get(config.prompt_style, config.prompt_style)
         return cls(config, suite, Prompts(templates, backend=config.backend), problems, placement(config),
                    load_tokenizer(config.model))
 
