@@ -38,7 +38,7 @@ def cuda_available() -> bool:
 
 # the longest files (measured with `make test`'s --durations on a 2-core machine), run first: the two xdist workers
 # take whole files in collection order, so these start at once and the short files fill both workers' tails
-LONGEST_FIRST = ("test_train.py", "test_suite.py", "test_train_dynamic.py", "test_mutants.py", "test_pool.py")
+LONGEST_FIRST = ("test_train.py", "test_mutants.py", "test_pool.py", "test_train_dynamic.py", "test_cli.py")
 
 
 def pytest_collection_modifyitems(config, items):
