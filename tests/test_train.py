@@ -1,8 +1,8 @@
 """Training (`kernelrl.train`, `kernelrl train`) end to end on the CPU: the offline SmolLM2 model, the real
 sandboxed Evaluator in CPU mode (Triton interpreter) as the reward and the held-out judge, TRL's trainers.
 
-Runs are tiny (one problem, short prompts from tests/prompts/tiny, 1-3 steps, short completions) and shared through module-scoped
-fixtures, so the model is loaded as few times as the checks allow.
+Runs are tiny (one problem, short prompts from tests/prompts/tiny, 1-3 steps, short completions) and shared
+through module-scoped fixtures, so the model is loaded as few times as the checks allow.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ SFT_SETTINGS = {
     "heldout_samples": 2, "heldout_max_tokens": 16, "seed": 0,
 }
 GRPO_TINY = {
-    "prompt_style": TINY_PROMPTS, "max_steps": 1, "prompts_per_step": 1, "num_generations": 2, "temperature": 1.0,
+    "prompt_style": TINY_PROMPTS, "max_steps": 1, "prompts_per_step": 1, "num_generations": 2,
+    "temperature": 1.0,
     "eval_device": "cpu", "eval_timing": False, "heldout_every": -1, "learning_rate": 1e-3, "lora_r": 4,
     "lora_alpha": 8, "lora_dropout": 0.0, "seed": 0,
 }
@@ -265,7 +266,7 @@ def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite
     args = torch.load(run_dir / "checkpoints" / "checkpoint-1" / "training_args.bin", weights_only=False)
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (1, 2)
     assert args.use_transformers_continuous_batching is True
-    # its paged KV cache holds the step's 2 sequences (the longer prompt + 32 tokens), not a share of free memory
+    # its paged KV cache holds the step's 2 sequences (the longer prompt + 32 tokens), not a share of memory
     tokenizer = load_tokenizer("smollm2")
     longest = max(len(tokenizer.apply_chat_template(prompts.initial(suite.get(p)), add_generation_prompt=True,
                                                     tokenize=True, return_dict=True)["input_ids"])
@@ -649,7 +650,8 @@ def test_prompt_style_is_full_compact_or_a_directory_of_templates(tmp_path, suit
     with pytest.raises(TrainConfigError, match="directory of templates"):
         SFTConfig(run_dir=str(tmp_path), prompt_style=str(tmp_path / "missing"))
     (tmp_path / "triton.md").write_text("Only this, then the program:\n$reference\n")
-    session = Session.open(SFTConfig(run_dir=str(tmp_path / "run"), prompt_style=str(tmp_path), problems=(RELU,)))
+    config = SFTConfig(run_dir=str(tmp_path / "run"), prompt_style=str(tmp_path), problems=(RELU,))
+    session = Session.open(config)
     try:
         system, user = session.prompts.initial(suite.get(RELU))
         assert user["content"] == "Only this, then the program:\n" + suite.get(RELU).source.strip()

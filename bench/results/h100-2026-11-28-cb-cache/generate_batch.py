@@ -1,6 +1,6 @@
-"""transformers' continuous batching on a GPU with TRL's default cache (a share of free memory) and with the cache
-kernelrl sizes to the step (`kernelrl.train.grpo.continuous_batching_cache`). SmolLM2-135M's shape with random
-weights, so no model download is needed. Run from the repository root with PYTHONPATH=src; output in
+"""transformers' continuous batching on a GPU with TRL's default cache (a share of free memory) and with the
+cache kernelrl sizes to the step (`kernelrl.train.grpo.continuous_batching_cache`). SmolLM2-135M's shape with
+random weights, so no model download is needed. Run from the repository root with PYTHONPATH=src; output in
 generate_batch.log."""
 import time
 

@@ -57,8 +57,8 @@ def is_jit(fn: ast.FunctionDef) -> bool:
 def python_containers(tree: ast.Module) -> set[str]:
     """Names only ever bound to a new Python set, list or dict (`seen = set()`), anywhere in the module: their
     .add(...) or .sort() is no tensor method. A name bound any other way anywhere (a parameter, a loop, an import,
-    a tensor, `del`) does not count, nor does any once `set`, `list` or `dict` themselves are rebound. Attributes
-    count as `self.NAME` under the same rule (`container_attributes`)."""
+    a tensor, `del`) does not count, nor does any once `set`, `list` or `dict` themselves are rebound.
+    Attributes count as `self.NAME` under the same rule (`container_attributes`)."""
     bindings = name_bindings(tree)
     bound = {name for name, _ in bindings}
     if "*" in bound:
@@ -81,17 +81,18 @@ def _container_targets(tree: ast.Module, bound: set[str]) -> set[int]:
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target])}
 
 
-# calls that set an attribute by its name as a string (`setattr(self, "seen", t)`, `register_buffer("seen", t)`)
+# calls that set an attribute by its name as a string
+# (`setattr(self, "seen", t)`, `register_buffer("seen", t)`)
 NAMED_SETTERS = frozenset({"setattr", "__setattr__", "register_buffer", "register_parameter", "add_module",
                            "register_module"})
 
 
 def container_attributes(tree: ast.Module, builders: set[int], bound: set[str], names: set[str]) -> set[str]:
-    """`self.X` for the attributes X only ever set to a new set, list or dict (`self.seen = set()`), anywhere in
-    the module. Any other way X could be set disqualifies it: another assignment, unpacking, augmented assignment
-    or `del` of any `.X`; a plain name X bound otherwise (a class attribute, a method, a property); the string
-    "X" anywhere (setattr, register_buffer, `__dict__["X"]`). A setter whose name is not a string literal, or any
-    `__dict__` or `vars(...)`, disqualifies every attribute."""
+    """`self.X` for the attributes X only ever set to a new set, list or dict (`self.seen = set()`),
+    anywhere in the module. Any other way X could be set disqualifies it: another assignment, unpacking,
+    augmented assignment or `del` of any `.X`; a plain name X bound otherwise (a class attribute, a method, a
+    property); the string "X" anywhere (setattr, register_buffer, `__dict__["X"]`). A setter whose name is
+    not a string literal, or any `__dict__` or `vars(...)`, disqualifies every attribute."""
     stored: set[str] = set()
     other: set[str] = set()
     for node in ast.walk(tree):
@@ -107,8 +108,8 @@ def container_attributes(tree: ast.Module, builders: set[int], bound: set[str], 
             if called == "vars":
                 return set()
             if called in NAMED_SETTERS:
-                literal = [a for a in node.args[:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-                if not literal:
+                names = [a for a in node.args[:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                if not names:
                     return set()
     return {f"self.{x}" for x in stored - other if x not in bound or x in names}
 
@@ -142,7 +143,8 @@ class ModuleIndex:
         self.kernels: dict[str, ast.FunctionDef] = {}
         self.aliases: dict[str, str] = {}  # local name -> imported module path
         self.extensions: set[str] = set()  # names bound to load_inline / load results
-        self.containers = python_containers(tree)  # names and self.X only ever bound to a new set, list or dict
+        # names and self.X only ever bound to a new set, list or dict
+        self.containers = python_containers(tree)
         counts: dict[str, int] = {}
         for name, _ in name_bindings(tree):
             counts[name] = counts.get(name, 0) + 1

@@ -38,9 +38,10 @@ class CommonConfig:
         "help": "Training problems: ids or prefixes (level1/, level0/1_relu); default the whole train split."})
     backend: str = field(default="triton", metadata={"help": "Prompt for triton or cuda kernels."})
     prompt_style: str = field(default="full", metadata={
-        "help": "full (the agent's prompt, with a worked example), compact (no example: ~1,000 tokens shorter; "
-                "evaluate such a model with `kernelrl bench --templates` pointing at prompts/templates/compact), "
-                "or a directory of templates, each replacing the built-in template of its name."})
+        "help": "full (the agent's prompt, with a worked example), compact (no example: ~1,000 tokens "
+                "shorter; evaluate such a model with `kernelrl bench --templates` pointing at "
+                "prompts/templates/compact), or a directory of templates, each replacing the built-in "
+                "template of its name."})
     lora_r: int = field(default=8, metadata={"help": "LoRA rank."})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA alpha."})
     lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout."})

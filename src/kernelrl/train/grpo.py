@@ -68,10 +68,11 @@ def _trainer_class(curriculum: Any, row_ids: list[str]) -> type:
 
 
 def continuous_batching_cache(rows: Sequence[dict[str, Any]], tokenizer: Any, sequences: int,
-                              max_completion_length: int, max_prompt_length: int | None = None) -> dict[str, int]:
-    """The paged KV cache one generation call can need: `sequences` of the longest prompt plus the completion cap.
-    Left to itself, transformers sizes the cache from free memory (TRL asks for half of it) and zeroes it on every
-    call: ~20 s a step on a CPU, and on a GPU memory that an evaluator beside the trainer needs."""
+                              max_completion_length: int,
+                              max_prompt_length: int | None = None) -> dict[str, int]:
+    """The paged KV cache one generation call can need: `sequences` of the longest prompt plus the completion
+    cap. Left to itself, transformers sizes the cache from free memory (TRL asks for half of it) and zeroes it
+    on every call: ~20 s a step on a CPU, and on a GPU memory that an evaluator beside the trainer needs."""
     from transformers.generation import ContinuousBatchingConfig
 
     defaults = ContinuousBatchingConfig()
@@ -81,9 +82,10 @@ def continuous_batching_cache(rows: Sequence[dict[str, Any]], tokenizer: Any, se
     if max_prompt_length:
         prompt = min(prompt, max_prompt_length)
     tokens = prompt + max_completion_length
-    # a page of slack a sequence (TRL's own templating may add a token or two); max_batch_tokens bounds one forward
-    # pass and the attention mask's size: never more than the call holds
-    return {"num_blocks": sequences * (math.ceil(tokens / page) + 1), "max_batch_tokens": min(8192, sequences * tokens)}
+    # a page of slack a sequence (TRL's own templating may add a token or two); max_batch_tokens bounds one
+    # forward pass and the attention mask's size: never more than the call holds
+    return {"num_blocks": sequences * (math.ceil(tokens / page) + 1),
+            "max_batch_tokens": min(8192, sequences * tokens)}
 
 
 def run_grpo(config: GRPOConfig, scorer: Scorer | None = None, rows: Sequence[dict[str, Any]] | None = None,

@@ -44,7 +44,8 @@ class Session:
         problems = select_problems(suite, config.problems)
         if not problems:
             raise TrainSetupError(f"suite {suite.name} has no train-split problems")
-        templates = {"full": None, "compact": TEMPLATE_DIR / "compact"}.get(config.prompt_style, config.prompt_style)
+        styles = {"full": None, "compact": TEMPLATE_DIR / "compact"}
+        templates = styles.get(config.prompt_style, config.prompt_style)  # else a directory of templates
         return cls(config, suite, Prompts(templates, backend=config.backend), problems, placement(config),
                    load_tokenizer(config.model))
 
