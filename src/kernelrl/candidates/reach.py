@@ -34,6 +34,8 @@ COMPUTE_METHODS = frozenset({
     "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "softplus", "hardtanh", "elu", "leaky_relu",
     "sigmoid_", "tanh_", "floor", "ceil", "round", "sign", "trunc", "frac", "fmod", "remainder",
 })
+# triton's decorators that make a kernel
+TRITON_JIT = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
 # nn layers whose call runs PyTorch compute (nn.Parameter and containers are fine)
 NN_CONTAINERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Identity"})
 
@@ -184,6 +186,14 @@ class ModuleIndex:
                 for name in names:  # `_act = torch.relu`, `cuda = torch.cuda`
                     if name not in self.aliases:
                         self.aliases[name] = self.resolve(dotted)
+        # kernels defined in a class body (`@staticmethod @triton.jit def k(...)`, launched as self.k[grid]):
+        # only a decorator that resolves to triton's own counts here, not a module's own `jit`
+        for cls in self.classes.values():
+            for stmt in cls.body:
+                if isinstance(stmt, ast.FunctionDef) and stmt.name not in self.kernels and any(
+                        self.resolve(dotted_name(d.func if isinstance(d, ast.Call) else d) or "") in TRITON_JIT
+                        for d in stmt.decorator_list):
+                    self.kernels[stmt.name] = stmt
 
     def built_class(self, value: ast.expr | None) -> ast.ClassDef | None:
         """The module-defined class an expression builds: `Helper(...)`, or a factory on it, `Helper.create(...)`
@@ -230,7 +240,9 @@ class ModuleIndex:
         return f"{full}.{rest}" if rest else full
 
     def methods(self, cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
-        return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        """The class's own methods, without the kernels defined in its body (no host code)."""
+        return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                and self.kernels.get(n.name) is not n}
 
     def nn_layers(self, cls: ast.ClassDef) -> dict[str, str]:
         """self.<attr> = nn.<Layer>(...) or = <torch function> in the class: attr -> what runs when called."""

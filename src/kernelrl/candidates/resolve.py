@@ -312,6 +312,9 @@ class Resolver:
             return [Target("launcher", t.name) for t in bases]  # kernel.run(...): a launch by another spelling
         if bases and all(t.kind in ("instance", "class") for t in bases):
             cls = [self.mod.lineage(t.node) for t in bases if isinstance(t.node, ast.ClassDef)]
+            kernel = self.mod.kernels.get(expr.attr)
+            if kernel is not None and any(kernel in c.body for line in cls for c in line):
+                return [Target("kernel", expr.attr)]  # a kernel defined in the class body: self.k[grid]
             if any(expr.attr in self.mod.methods(c) for line in cls for c in line):
                 return [Target("function", expr.attr)]
         if expr.attr in self.held:
