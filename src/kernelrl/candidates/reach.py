@@ -191,9 +191,13 @@ class ModuleIndex:
         for cls in self.classes.values():
             for stmt in cls.body:
                 if isinstance(stmt, ast.FunctionDef) and stmt.name not in self.kernels and any(
-                        self.resolve(dotted_name(d.func if isinstance(d, ast.Call) else d) or "") in TRITON_JIT
-                        for d in stmt.decorator_list):
+                        self._decorator(d) in TRITON_JIT for d in stmt.decorator_list):
                     self.kernels[stmt.name] = stmt
+
+    def _decorator(self, decorator: ast.expr) -> str:
+        """The full name a decorator resolves to (`triton.jit` for `@jit` after `from triton import jit`)."""
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        return self.resolve(dotted_name(target) or "")
 
     def built_class(self, value: ast.expr | None) -> ast.ClassDef | None:
         """The module-defined class an expression builds: `Helper(...)`, or a factory on it, `Helper.create(...)`
