@@ -133,6 +133,7 @@ def test_bad_agent_config():
         AgentConfig(reward="nope")
 
 
+@pytest.mark.slow  # a kernelrl process that starts its own judge
 def test_cli_agent_with_replay(tmp_path):
     import os
     import subprocess

@@ -164,6 +164,7 @@ def cli(*args, cwd=None, timeout=600) -> subprocess.CompletedProcess:
                           timeout=timeout, cwd=cwd, env={**os.environ, "COLUMNS": "200"})
 
 
+@pytest.mark.slow  # two kernelrl processes, each starting its own judge
 def test_cli_bench_solutions_then_report(tmp_path):
     run_dir = tmp_path / "run"
     bench = cli("bench", "--policy", "solutions", "--split", "all", "--problem", "level0/1_relu", "--problem",

@@ -175,6 +175,7 @@ def test_agent_and_bench_need_a_policy(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow  # several kernelrl processes, each importing torch to look for a GPU
 def test_device_cuda_without_a_gpu_exits_2(tmp_path):
     solutions = tmp_path / "solutions" / "level0"
     solutions.mkdir(parents=True)

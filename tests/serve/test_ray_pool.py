@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # starts a real Ray cluster: `make test` runs these, `make test-fast` does not
 
 from pool_calls import InBackground, slow  # noqa: E402
 
