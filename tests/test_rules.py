@@ -325,3 +325,23 @@ def test_a_per_call_helpers_super_init_does_not_reach_model_init():
     base_computes = source.replace("        self.n = n\n", "        self.n = n\n        torch.relu(torch.ones(1))\n")
     assert base_computes != source
     assert _rejected(analyze_rules(base_computes)) == {"torch-compute"}
+
+
+def test_attribute_containers_are_only_those_no_other_route_can_set():
+    import ast
+
+    from kernelrl.candidates.reach import python_containers
+
+    def containers(body: str) -> set[str]:
+        source = "class M:\n    def __init__(self):\n        self.seen = set()\n" + body
+        return {c for c in python_containers(ast.parse(source)) if c.startswith("self.")}
+
+    # a buffer registered under another literal name, and a local set of the same name, leave it a set
+    assert containers("        self.register_buffer('w', None)\n    def f(self):\n        seen = set()\n") == \
+        {"self.seen"}
+    assert containers("    def f(self, t):\n        self.seen = t\n") == set()  # set to something else
+    assert containers("    def f(self, t):\n        self.seen, x = t\n") == set()  # unpacked into
+    assert containers("    def f(self, t):\n        setattr(self, 'seen', t)\n") == set()  # by its name
+    assert containers("    def f(self, t, n):\n        setattr(self, n, t)\n") == set()  # by a computed name
+    assert containers("    def f(self, t):\n        self.__dict__['x'] = t\n") == set()
+    assert containers("    seen = None\n") == set()  # a class attribute of that name

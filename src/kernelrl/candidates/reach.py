@@ -115,8 +115,7 @@ def container_attributes(tree: ast.Module, builders: set[int], bound: set[str], 
             if called == "vars":
                 return set()
             if called in NAMED_SETTERS:
-                names = [a for a in node.args[:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-                if not names:
+                if not any(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args[:2]):
                     return set()
     return {f"self.{x}" for x in stored - other if x not in bound or x in names}
 
