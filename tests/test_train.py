@@ -31,7 +31,7 @@ from kernelrl.adapters.trl import KernelReward, neutral_fill  # noqa: E402
 from kernelrl.candidates import Candidate  # noqa: E402
 from kernelrl.cli import app  # noqa: E402
 from kernelrl.problems import load_problem, load_suite  # noqa: E402
-from kernelrl.prompts import Prompts  # noqa: E402
+from kernelrl.prompts import TEMPLATE_DIR, Prompts  # noqa: E402
 from kernelrl.results import Status  # noqa: E402
 from kernelrl.train.config import GRPOConfig, SFTConfig, TrainConfigError  # noqa: E402
 from kernelrl.train.curriculum import Curriculum, CurriculumConfig  # noqa: E402
@@ -645,16 +645,13 @@ def test_cli_interrupted_training_exits_130_and_says_what_was_kept(tmp_path, mon
 
 
 def test_prompt_style_is_full_compact_or_a_directory_of_templates(tmp_path, suite):
-    from kernelrl.train.session import Session
+    from kernelrl.train.session import run_prompts
 
     with pytest.raises(TrainConfigError, match="directory of templates"):
         SFTConfig(run_dir=str(tmp_path), prompt_style=str(tmp_path / "missing"))
     (tmp_path / "triton.md").write_text("Only this, then the program:\n$reference\n")
-    config = SFTConfig(run_dir=str(tmp_path / "run"), prompt_style=str(tmp_path), problems=(RELU,))
-    session = Session.open(config)
-    try:
-        system, user = session.prompts.initial(suite.get(RELU))
-        assert user["content"] == "Only this, then the program:\n" + suite.get(RELU).source.strip()
-        assert system == Prompts().system()  # a template the directory lacks is the built-in one
-    finally:
-        session.close()
+    system, user = run_prompts(SFTConfig(run_dir="run", prompt_style=str(tmp_path))).initial(suite.get(RELU))
+    assert user["content"] == "Only this, then the program:\n" + suite.get(RELU).source.strip()
+    assert system == Prompts().system()  # a template the directory lacks is the built-in one
+    compact = run_prompts(SFTConfig(run_dir="run", prompt_style="compact")).initial(suite.get(RELU))
+    assert compact == Prompts(TEMPLATE_DIR / "compact").initial(suite.get(RELU))

@@ -24,6 +24,12 @@ from kernelrl.train.model import (
 )
 
 
+def run_prompts(config: CommonConfig) -> Prompts:
+    """The prompts a run renders: the built-in full or compact templates, or the user's directory of them."""
+    styles = {"full": None, "compact": TEMPLATE_DIR / "compact"}
+    return Prompts(styles.get(config.prompt_style, config.prompt_style), backend=config.backend)
+
+
 @dataclass
 class Session:
     config: CommonConfig
@@ -44,10 +50,7 @@ class Session:
         problems = select_problems(suite, config.problems)
         if not problems:
             raise TrainSetupError(f"suite {suite.name} has no train-split problems")
-        styles = {"full": None, "compact": TEMPLATE_DIR / "compact"}
-        templates = styles.get(config.prompt_style, config.prompt_style)  # else a directory of templates
-        return cls(config, suite, Prompts(templates, backend=config.backend), problems, placement(config),
-                   load_tokenizer(config.model))
+        return cls(config, suite, run_prompts(config), problems, placement(config), load_tokenizer(config.model))
 
     @property
     def run_dir(self) -> Path:
