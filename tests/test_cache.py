@@ -252,6 +252,7 @@ def test_cache_package_is_torch_free():
 
 
 # -- the Evaluator -------------------------------------------------------------------------------------------
+@pytest.mark.slow  # two evaluators of its own, each starting a judge
 def test_identical_candidate_is_a_hit_shared_across_evaluators(tmp_path, suite, result_cache_on):
     relu = suite.get("level0/1_relu")
     with Evaluator(device="cpu", trials=2, cache_dir=tmp_path) as ev:
@@ -292,6 +293,7 @@ def test_result_cache_opt_out(tmp_path, suite, monkeypatch):
     assert not (tmp_path / "results.sqlite").exists()
 
 
+@pytest.mark.slow  # evaluators of its own, each starting a judge
 def test_corrupted_cache_does_not_fail_evaluations(tmp_path, suite, result_cache_on):
     (tmp_path / "results.sqlite").write_bytes(os.urandom(4096))
     with Evaluator(device="cpu", trials=2, cache_dir=tmp_path) as ev:

@@ -122,6 +122,7 @@ def test_bad_input_exits_2_without_traceback(tmp_path):
     assert "device" in device.stderr
 
 
+@pytest.mark.slow  # kernelrl processes
 def test_usage_error_exits_2():
     """PROBLEM SOLUTION_FILE, or --solutions DIR: anything else is a usage error that says which it takes."""
     solution = EXAMPLES / "relu_triton.py"
@@ -201,6 +202,7 @@ def _tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
+@pytest.mark.slow  # kernelrl processes
 def test_rejected_commands_leave_no_files(tmp_path):
     """Usage errors and bad input are found before a run directory, kernel database or results file is made."""
     work = tmp_path / "work"

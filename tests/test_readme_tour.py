@@ -61,6 +61,7 @@ def test_the_extraction_reads_a_block_with_a_fence_inside_a_string():
     assert tour_commands(blocks["bash"]) == [["rules"]]
 
 
+@pytest.mark.slow  # a kernelrl process per tour command
 def test_every_tour_command_exists():
     commands = tour_commands(tour_blocks()["bash"])
     assert {"eval", "bench", "report", "rules"} <= {c[0] for c in commands}

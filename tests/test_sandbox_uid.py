@@ -36,7 +36,9 @@ def _snooping(secret_path: str) -> str:
     return probe + example("relu_triton.py")
 
 
-@pytest.mark.parametrize("warm_pool", [True, False], ids=["zygote", "fresh-process"])
+# the fresh-process case starts its candidate without the zygote: slow-lane
+@pytest.mark.parametrize("warm_pool", [True, pytest.param(False, marks=pytest.mark.slow)],
+                         ids=["zygote", "fresh-process"])
 def test_root_only_files_are_closed_to_the_candidate_and_its_imports_still_work(tmp_path, warm_pool, cpu_evaluator):
     secret = _root_only_secret(tmp_path)
     problem = load_suite().get("level0/1_relu")

@@ -224,6 +224,7 @@ def test_runner_memory_watchdog_kills_a_hog():
     assert outcome.memory_exceeded_bytes > 300 << 20 and outcome.returncode < 0
 
 
+@pytest.mark.slow  # waits out its timeouts
 def test_runner_flags_malformed_protocol_and_timeouts():
     outcome, _ = _run("import os; os.write(int(os.environ['KERNELRL_PROTO_FD']), b'not json\\n')")
     assert "malformed" in outcome.protocol_error

@@ -156,6 +156,7 @@ def test_problem_sources_and_module_rewards_are_refused_without_trust(cpu_evalua
         assert statuses(mine) == ["correct"]
 
 
+@pytest.mark.slow  # holds a queue full for seconds
 def test_a_flood_gets_429_with_retry_after_and_the_client_recovers(cpu_evaluator):
     settings = ServiceSettings(max_batch=2, max_queued_items=2)
     with serve(cpu_evaluator, settings=settings) as served:
