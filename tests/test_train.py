@@ -124,7 +124,9 @@ def sft_run(tmp_path_factory) -> dict:
     run_dir = root / "run"
     config_file = root / "sft.toml"
     # the file says 5 steps; the command line's --max-steps 2 must win
-    config_file.write_text("".join(f"{k} = {toml_value(v)}\n" for k, v in {**SFT_SETTINGS, "max_steps": 5}.items()))
+    # and no merged export: the step-3 run's is the one checked
+    first_settings = {**SFT_SETTINGS, "max_steps": 5, "merge": False}
+    config_file.write_text("".join(f"{k} = {toml_value(v)}\n" for k, v in first_settings.items()))
     first = invoke("sft", "--config", config_file, "--run-dir", run_dir, "--max-steps", "2")
     assert first.exit_code == 0, first.output
     snap: dict = {"root": root, "run_dir": run_dir, "cli_output": first.output,
