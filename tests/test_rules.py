@@ -337,8 +337,8 @@ def test_attribute_containers_are_only_those_no_other_route_can_set():
         return {c for c in python_containers(ast.parse(source)) if c.startswith("self.")}
 
     # a buffer registered under another literal name, and a local set of the same name, leave it a set
-    assert containers("        self.register_buffer('w', None)\n    def f(self):\n        seen = set()\n") == \
-        {"self.seen"}
+    other_buffer = "        self.register_buffer('w', None)\n    def f(self):\n        seen = set()\n"
+    assert containers(other_buffer) == {"self.seen"}
     assert containers("    def f(self, t):\n        self.seen = t\n") == set()  # set to something else
     assert containers("    def f(self, t):\n        self.seen, x = t\n") == set()  # unpacked into
     assert containers("    def f(self, t):\n        setattr(self, 'seen', t)\n") == set()  # by its name

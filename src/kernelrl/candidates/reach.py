@@ -16,9 +16,9 @@ ALLOWED_TORCH_CALLS = frozenset({
     "device_count", "is_available", "get_device_properties", "numel", "result_type", "promote_types",
     # the function forms of views (their method forms are no compute either); a view that copies is a layout
     # copy, which the runtime census sees
-    "reshape", "flatten", "unflatten", "split", "tensor_split", "hsplit", "vsplit", "dsplit", "chunk", "unbind",
-    "narrow", "select", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "permute", "movedim", "t",
-    "diagonal", "view_as_real", "view_as_complex",
+    "reshape", "flatten", "unflatten", "split", "tensor_split", "hsplit", "vsplit", "dsplit", "chunk",
+    "unbind", "narrow", "select", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "permute",
+    "movedim", "t", "diagonal", "view_as_real", "view_as_complex",
 })
 # tensor methods that compute (a method call with one of these names is treated as PyTorch compute)
 COMPUTE_METHODS = frozenset({

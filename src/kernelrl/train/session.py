@@ -50,7 +50,8 @@ class Session:
         problems = select_problems(suite, config.problems)
         if not problems:
             raise TrainSetupError(f"suite {suite.name} has no train-split problems")
-        return cls(config, suite, run_prompts(config), problems, placement(config), load_tokenizer(config.model))
+        return cls(config, suite, run_prompts(config), problems, placement(config),
+                   load_tokenizer(config.model))
 
     @property
     def run_dir(self) -> Path:
