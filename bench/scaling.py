@@ -162,6 +162,9 @@ def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) ->
            "last_tenth_s": round(finished[-1] - finished[int(0.9 * (len(finished) - 1))], 2),
            "results": [{"problem": r.problem_id, "status": r.status.value, "wall_s": r.wall_time_s,
                         "phases_s": r.phases_s, "message": r.message[:200],
+                        # an evaluation retried alone: why its first attempt, beside others, failed
+                        "first_attempt": next((line[:300] for line in r.log.splitlines()
+                                               if line.startswith("[kernelrl] first attempt")), None),
                         "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
                         "speedup_rse": r.timing.speedup_rse if r.timing else None} for r in results]}
     print(f"{via} x{gpus} {profile}: {row['evals_per_min']} evals/min ({row['evaluations']} in "

@@ -369,6 +369,31 @@ def test_out_of_memory_next_to_other_evaluations_is_retried_alone(pooled, relu):
     assert alone.status is Status.RUNTIME_ERROR and "oom_retry" not in alone.phases_s  # nobody else ran
 
 
+def test_an_evaluation_waiting_in_the_queue_is_not_beside_one_that_runs(pooled, relu):
+    """Out of memory with nothing else running is the verdict, with no retry, even while others wait in the
+    queue: they hold nothing on the device. (Counted as beside it, a retry alone waited for the whole queue
+    to drain: with the training profile's sixty evaluations in flight a GPU sat idle for seconds.)"""
+    blocker = object()
+    for _ in range(pooled.slots.compile_slots):  # every compile slot taken: the batch's items queue
+        pooled._compile_slots.acquire(blocker)
+    items = [(relu, OUT_OF_MEMORY + f"\n# copy {k}\n") for k in range(2)]
+    answers: list = []
+    batch = threading.Thread(target=lambda: answers.extend(pooled.evaluate_indexed(items)))
+    batch.start()
+    try:
+        while sum(len(q) for q in pooled._compile_slots._queues.values()) < 2:  # both wait for a slot
+            time.sleep(0.01)
+    finally:
+        pooled._compile_slots.release()  # one at a time: each runs with the other still queued
+    batch.join(120)
+    for _ in range(pooled.slots.compile_slots - 1):
+        pooled._compile_slots.release()
+    assert len(answers) == 2
+    for _, result in answers:
+        assert result.status is Status.RUNTIME_ERROR and "OutOfMemoryError" in result.message, result.message
+        assert "oom_retry" not in result.phases_s, [r.phases_s for _, r in answers]
+
+
 def test_zygote_killed_mid_batch_is_restarted_and_the_batch_completes(pooled, relu):
     pooled.warm_up()
     zygote = pooled.launcher.zygote

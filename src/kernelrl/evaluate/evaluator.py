@@ -408,9 +408,8 @@ class Evaluator(ScorerBase):
         if early is not None:
             return early
         started = time.monotonic()
-        with self._slots.shared() as slot:
-            result = self._attempt(problem, code, env, base, caller, cfg, deadline)
-        if slot.overlapped and ran_out_of_memory(result) and not (deadline and deadline.cancel.is_set()):
+        result, overlapped = self._attempt(problem, code, env, base, caller, cfg, deadline)
+        if overlapped and ran_out_of_memory(result) and not (deadline and deadline.cancel.is_set()):
             # the memory may have been the other evaluations': once more with the device to itself, and that
             # verdict stands (a candidate that needs too much memory runs out alone too); later evaluations of
             # this problem are charged twice the memory
@@ -418,8 +417,7 @@ class Evaluator(ScorerBase):
             memory = self._gpu_admission(env)
             if memory is not None:
                 memory.ran_out(problem.sha256, self._first_need(problem, cfg))
-            with self._slots.exclusive():
-                result = self._attempt(problem, code, env, base, caller, cfg, deadline)
+            result, _ = self._attempt(problem, code, env, base, caller, cfg, deadline, alone=True)
             result.phases_s["oom_retry"] = round(first_s, 4)  # the first attempt's wall time
             result.log = f"[kernelrl] first attempt, beside others: {first_message[:300]}\n{result.log}"
         return result
@@ -445,11 +443,17 @@ class Evaluator(ScorerBase):
         return first_need(audit.timing_set_bytes, timing_variants(cfg.timing_variants, mixed) if cfg.timing else 1)
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
-                 cfg: VerdictSettings, deadline: _Deadline | None = None) -> EvalResult:
+                 cfg: VerdictSettings, deadline: _Deadline | None = None, alone: bool = False
+                 ) -> tuple[EvalResult, bool]:
+        """One run of the candidate once its slots are granted: beside the other evaluations holding theirs,
+        or `alone` (every running one finished first, none starts meanwhile). Also returns whether another
+        evaluation ran at some moment of it. Only evaluations holding their slots count: one still in the
+        queue has nothing on the device, so a retry alone waits for the running ones, not for the queue."""
         queued = time.monotonic()
+        overlapped = False
         cancel = deadline.cancel if deadline is not None else None
         # a sandbox slot (memory) and its problem's GPU memory for its whole life, a compile slot (a core) until
-        # it asks for the timing token; always taken in this order
+        # it asks for the timing token or has left the run slots; always taken in this order
         memory = self._gpu_admission(env)
         with HeldSlot(self._sandbox_slots, caller, cancel) as sandbox_slot, \
                 HeldSlot(memory.slots if memory else None, caller, cancel,
@@ -459,10 +463,13 @@ class Evaluator(ScorerBase):
             if not sandbox_slot.held or not device_bytes.held or not compile_slot.held:
                 result = _deadline_result(base, deadline.seconds)
             else:
-                result = self._attempt_in_slots(problem, code, env, base, compile_slot, granted, cfg, deadline)
+                with self._slots.exclusive() if alone else self._slots.shared() as run_slot:
+                    result = self._attempt_in_slots(problem, code, env, base, compile_slot, granted, cfg,
+                                                    deadline)
+                overlapped = run_slot.overlapped
         result.phases_s = {"queue": round(granted - queued, 4), **result.phases_s}
         result.timeline = {"queue": self._epoch_s(queued), **result.timeline}
-        return result
+        return result, overlapped
 
     def _attempt_in_slots(self, problem: Problem, code: str, env: Environment, base: dict,
                           compile_slot: HeldSlot, granted: float, cfg: VerdictSettings, deadline: _Deadline | None) -> EvalResult:
@@ -543,7 +550,6 @@ class Evaluator(ScorerBase):
             cancelled=deadline.cancel.is_set if deadline is not None else None,
             limits={"compile_timeout_s": cfg.compile_timeout_s, "run_timeout_s": cfg.run_timeout_s,
                     "memory_limit_bytes": int(cfg.memory_limit_gb * GiB)})
-        compile_slot.give_back()
         sandbox_finished = time.monotonic()
         memory = self._gpu_admission(env)
         if memory is not None:  # what this problem's evaluations need: learned for the next ones

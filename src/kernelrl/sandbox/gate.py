@@ -143,7 +143,7 @@ class RunSlots:
                 self._exclusive_waiting -= 1
             self._exclusive = True
         try:
-            yield
+            yield RunSlots.Slot()  # never overlapped
         finally:
             with self._cond:
                 self._exclusive = False
