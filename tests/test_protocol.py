@@ -16,7 +16,7 @@ from kernelrl.sandbox import protocol as p
 from kernelrl.sandbox.protocol import ProtocolError, parse_event, parse_judge_reply, parse_judge_request
 
 META = {"dtype": "float32", "shape": [8, 4], "device": "cpu"}
-TRIAL_OUTPUT = {**META, "subclass": False, "instance_attrs": [], "aliases_input": False, "reuses_buffer": False,
+TRIAL_OUTPUT = {**META, "aliases_input": False, "reuses_buffer": False,
                 "changed_after_sync": True, "ipc": True}
 TIMED_OUTPUT = {**META, "device": "cuda", "sampled": 1 << 20, "sample_seed": 12345}
 PLANNED = {"index": 0, "set": "check", "inputs": [META], "args": [{"tensor": 0}, {"value": 3}, {"value": None}],
@@ -205,8 +205,6 @@ def test_event_parsing_bounds_what_the_sandbox_sends():
     assert parse_event({**EVENTS["exit"], "code": "9" * 999}).code == "9" * 200
     assert parse_event({**EVENTS["ready"], "isolation": ["n" * 100]}).isolation == ["n" * 32]
     assert parse_event({**EVENTS["trial"], "changed_inputs": list(range(1000))}).changed_inputs == list(range(64))
-    meta = parse_event({**EVENTS["trial"], "outputs": [{**META, "instance_attrs": [f"a{i}" for i in range(99)]}]})
-    assert meta.outputs[0].instance_attrs == [f"a{i}" for i in range(8)]
     timing = parse_event({**EVENTS["timing"], "checked": EVENTS["timing"]["checked"] * 40})
     assert len(timing.checked) == 16
     # strings stay strings: nothing in a message is ever evaluated
@@ -370,7 +368,8 @@ def test_the_real_child_reads_its_typed_request_and_sends_typed_events(tmp_path,
         assert parse_event(json.dumps(sent)).to_dict() == sent
     if kinds[-1] == "done":
         trial = parse_event(events[3])
-        assert trial.index == 0 and trial.outputs[0].dtype == "float32" and trial.outputs[0].subclass is False
+        assert trial.index == 0 and trial.outputs[0].dtype == "float32"
+        assert trial.outputs[0].aliases_input is False
     else:
         error = parse_event(events[-1])
         assert (error.stage, error.exc_type, error.message) == ("correctness", "builtins.RuntimeError", "boom")

@@ -9,7 +9,7 @@ from kernelrl.results import Finding, Mismatch
 from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
 from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, validate_meta
 from kernelrl.verify.precision import describe as describe_precision
-from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
+from kernelrl.verify.runtime_checks import HANDOFF_STAGE, RUNTIME_CHECKS
 
 MAX_SAMPLED = 1 << 24  # output elements a timed-call sample may hold
 WIDENED = object()  # _compare's answer for outputs that matched only within the float64 reference's allowance
@@ -92,6 +92,9 @@ class Trials:
         if kind == "inputs_unavailable":  # before the candidate was imported: the problem's inputs, not the candidate
             self.inputs_unavailable = str(event.get("detail", ""))[:500]
             return False
+        if kind == "error" and event.get("stage") == HANDOFF_STAGE:
+            check, _, detail = str(event.get("message", "")).partition(": ")
+            return check not in RUNTIME_CHECKS or self.flag(check, detail)
         if kind != "trial":
             return True
         if event.get("index") != self.run or self.run >= self.planned:
@@ -145,11 +148,6 @@ class Trials:
 
     def _runtime_facts(self, event: dict, raw: list[dict]) -> bool:
         for k, meta in enumerate(raw):
-            if meta.get("subclass") and not self.flag("rt-tensor-subclass", f"output {k}"):
-                return False
-            attrs = meta.get("instance_attrs")
-            if attrs and not self.flag("rt-tensor-override", f"output {k} has instance attributes {attrs}"):
-                return False
             if meta.get("aliases_input") and not self.flag("rt-output-aliases-input", f"output {k}"):
                 return False
             if meta.get("reuses_buffer") and not self.flag("rt-output-reuses-buffer", f"output {k}"):

@@ -45,6 +45,7 @@ from kernelrl.sandbox.protocol import (
     parse_request,
 )
 from kernelrl.sandbox.timed_mix import SEED_BITS, Mixer
+from kernelrl.verify.runtime_checks import HANDOFF_STAGE
 
 _clock = time.perf_counter  # captured before any candidate code exists
 _TIMED_CHECKS = 4  # timed calls whose outputs go to the judge (one more per batch an adaptive timer adds)
@@ -77,18 +78,6 @@ def _error_event(exc: BaseException, stage: str) -> ErrorEvent:
                       traceback=text[-6000:])
 
 
-def _flatten_outputs(out) -> list:
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, tuple | list) and all(isinstance(t, torch.Tensor) for t in out):
-        return list(out)
-    raise TypeError(
-        f"forward must return a tensor or a tuple of tensors, got {type(out).__module__}.{type(out).__qualname__}"
-    )
-
-
 def read_request(path: str) -> SandboxRequest | StandbyRequest:
     """The evaluator's request, deleted once read: it holds the seeds the inputs are drawn from, and the
     candidate may read files."""
@@ -103,15 +92,6 @@ def _args_for(trial: TrialPlan, tensors: list) -> list:
     return [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in trial.args]
 
 
-def _early_copy(t):
-    """A copy of the tensor's values on its own device, ordered after the current stream's work only."""
-    import torch
-
-    if not isinstance(t, torch.Tensor):
-        return None
-    return t.detach().clone(memory_format=torch.contiguous_format)
-
-
 def _storage_ptr(t) -> int:
     try:
         return t.untyped_storage().data_ptr()
@@ -119,17 +99,11 @@ def _storage_ptr(t) -> int:
         return 0
 
 
-def _output_facts(torch, t, inputs: list, previous: list) -> dict:
+def _output_facts(t, inputs: list, previous: list) -> dict:
     """What the verdict process needs to know about one returned tensor beyond its values."""
-    facts = {"subclass": type(t) is not torch.Tensor}
-    try:
-        facts["instance_attrs"] = sorted(object.__getattribute__(t, "__dict__"))[:8]
-    except AttributeError:
-        facts["instance_attrs"] = []
     ptr = _storage_ptr(t)
-    facts["aliases_input"] = bool(ptr) and any(ptr == _storage_ptr(x) for x in inputs)
-    facts["reuses_buffer"] = bool(ptr) and any(ptr == _storage_ptr(x) for x in previous)
-    return facts
+    return {"aliases_input": bool(ptr) and any(ptr == _storage_ptr(x) for x in inputs),
+            "reuses_buffer": bool(ptr) and any(ptr == _storage_ptr(x) for x in previous)}
 
 
 def _copy_to_judge(torch, ipc, offer: IpcOffer | dict, meta: dict, values) -> bool:
@@ -284,6 +258,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
 
     from kernelrl.sandbox.census import LaunchCensus, untimed_autotune
     from kernelrl.sandbox.frontend import GpuFrontend
+    from kernelrl.sandbox.handoff import HandoffRefused, owned_copy, owned_outputs
     from kernelrl.sandbox.kernel_share import EventShare
     from kernelrl.sandbox.native_threads import NativeThreads, warm_pools
     from kernelrl.sandbox.opcensus import OpCensus
@@ -435,23 +410,23 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 poison()
             launches = census.launches
             with torch.no_grad():
-                outputs = _flatten_outputs(ops.call(model, *args))
+                outputs = owned_outputs(ops.call(model, *args))
             launched = census.launches - launches
             found = ops.report()
             # copies ordered after the current stream only (on the device: cheap); work left on other streams
             # shows up when they are compared with the outputs after a device-wide sync
-            early = [_early_copy(t) for t in outputs]
+            early = [owned_copy(t) for t in outputs]
             if gpu:
                 sync()
             metas = []
             offers = trial.ipc or []
             for k, t in enumerate(outputs):
                 meta = tensor_meta(t)
-                meta.update(_output_facts(torch, t, inputs, previous))
-                if gpu and early[k] is not None and not same_bytes(early[k], t.detach()):
+                meta.update(_output_facts(t, inputs, previous))
+                if gpu and not same_bytes(early[k], t.detach()):
                     meta["changed_after_sync"] = True
                 metas.append(meta)
-                if meta["dtype"] in ITEMSIZE and early[k] is not None:
+                if meta["dtype"] in ITEMSIZE:
                     offer = offers[k] if k < len(offers) else None
                     if offer is not None and _copy_to_judge(torch, ipc, offer, meta, early[k]):
                         meta["ipc"] = True  # the judge compares its buffer in place
@@ -512,6 +487,9 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 # calls could launch work while the launch cover holds the GPU, outside the timed region
                 state["threads"].update(stray_threads())
                 state["native"] = state["native"] or native.stray()
+                # every call's result, checked or not: only exact types, whose reading and dropping run no
+                # code of the candidate's (a container's finalizer would work outside the timed region)
+                outs = owned_outputs(result)
                 if i is not None and reps > state.get("planned", 0):
                     # which timed calls are checked: secret, drawn once the rep count is known, and again from
                     # each batch an adaptive timer adds (a candidate must not behave for the first batch only)
@@ -522,7 +500,6 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 if i is None or i not in state["checks"] or len(checked) >= _MAX_TIMED_CHECKS:
                     return
                 began = _clock()
-                outs = _flatten_outputs(result)
                 metas = []
                 for k, t in enumerate(outs):
                     meta = tensor_meta(t)
@@ -580,6 +557,9 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                                      census=OpReport(**found) if found else None))
     except SystemExit as exc:
         channel.send(ExitEvent(stage=stage, code=str(exc.code)[:200]))
+        os._exit(0)
+    except HandoffRefused as exc:  # a result the harness could not read without running the candidate's code
+        channel.send(_error_event(exc, HANDOFF_STAGE))
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - everything the candidate raises is reported, nothing escapes
         channel.send(_error_event(exc, stage))

@@ -186,8 +186,6 @@ class OutputMeta(Message):
     dtype: str = _field(_str(40))
     shape: list[int] = _field(_list(_int))
     device: str = _field(_str(16))
-    subclass: bool | None = _field(_optional(_bool), default=None, omit_none=True)
-    instance_attrs: list[str] | None = _field(_optional(_list(_str(100), limit=8)), default=None, omit_none=True)
     aliases_input: bool | None = _field(_optional(_bool), default=None, omit_none=True)
     reuses_buffer: bool | None = _field(_optional(_bool), default=None, omit_none=True)
     changed_after_sync: bool | None = _field(_optional(_bool), default=None, omit_none=True)

@@ -19,8 +19,18 @@ class RuntimeCheck:
         return self.gpu_policy if device == "cuda" else self.cpu_policy
 
 
+# the stub's error stage for a result it refused to read (kernelrl.sandbox.handoff); its message starts with
+# the check's id
+HANDOFF_STAGE = "handoff"
+
 RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
     RuntimeCheck("rt-tensor-subclass", "forward must return plain torch.Tensor objects, not a subclass"),
+    RuntimeCheck("rt-torch-mode", "a torch function or dispatch mode was still active after forward returned "
+                                  "(entered at import or in forward): it would run as the harness reads the "
+                                  "outputs; leave no mode active"),
+    RuntimeCheck("rt-output-container",
+                 "forward must return a tensor, or a plain tuple or list of tensors, not a subclass of tuple "
+                 "or list (its methods would run as the harness reads the outputs)"),
     RuntimeCheck("rt-tensor-override", "the returned tensor carries instance attributes that override tensor "
                                        "behavior; return a plain tensor"),
     RuntimeCheck("rt-output-aliases-input", "an output shares memory with an input; allocate a new output tensor"),
