@@ -164,7 +164,7 @@ MUTANTS = (
            "sandbox/isolation.py", "hide_files", None, "True", ("exploits_sandbox/p01_reference_hunt.py",),
            (CONTROL,)),
     Mutant("handoff-by-isinstance", "forward's result is read as a tuple when it is any subclass of one (its "
-           "own methods run as the harness reads it)", "sandbox/handoff.py", "owned_outputs",
+           "own methods run as the harness reads it)", "sandbox/handoff.py", "Handoff.outputs",
            "kind = _TYPE(result)",
            "kind = _TUPLE if _ISSUBCLASS(_TYPE(result), (_TUPLE, _LIST)) else _TYPE(result)",
            ("exploits_runtime/r09_container_protocol_computes.py",), (CONTROL,)),
@@ -172,6 +172,9 @@ MUTANTS = (
            "a torch mode left active after forward runs while the harness reads outputs",
            "sandbox/handoff.py", "_no_modes_left", None, "None",
            ("exploits_runtime/r10_function_mode_at_import.py",), (CONTROL,)),
+    Mutant("tensor-class-unchecked", "a method replaced in torch.Tensor after the harness started runs when the "
+           "harness reads the outputs", "sandbox/handoff.py", "Handoff._tensor_class_unchanged", None, "None",
+           ("exploits_runtime/r11_tensor_method_patched.py",), (CONTROL,)),
     Mutant("timed-mix-off", "the timed calls rotate through pristine variants instead of getting fresh inputs",
            "evaluate/evaluator.py", "Evaluator._run",
            'timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True)', "timed_mix=False",

@@ -258,7 +258,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
 
     from kernelrl.sandbox.census import LaunchCensus, untimed_autotune
     from kernelrl.sandbox.frontend import GpuFrontend
-    from kernelrl.sandbox.handoff import HandoffRefused, owned_copy, owned_outputs
+    from kernelrl.sandbox.handoff import Handoff, HandoffRefused
     from kernelrl.sandbox.kernel_share import EventShare
     from kernelrl.sandbox.native_threads import NativeThreads, warm_pools
     from kernelrl.sandbox.opcensus import OpCensus
@@ -370,6 +370,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
         warm_pools(torch)  # the thread pools honest work starts lazily, started now: then the baseline
         native = NativeThreads(current_frames)
         native.mark()
+        handoff = Handoff()  # the harness's state the candidate must leave as it is
         candidate = load(request.candidate_path, "kernelrl_candidate")
         model_cls = getattr(candidate, "ModelNew", None)
         if not isinstance(model_cls, type):
@@ -410,12 +411,12 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 poison()
             launches = census.launches
             with torch.no_grad():
-                outputs = owned_outputs(ops.call(model, *args))
+                outputs = handoff.outputs(ops.call(model, *args))
             launched = census.launches - launches
             found = ops.report()
             # copies ordered after the current stream only (on the device: cheap); work left on other streams
             # shows up when they are compared with the outputs after a device-wide sync
-            early = [owned_copy(t) for t in outputs]
+            early = [handoff.copy(t) for t in outputs]
             if gpu:
                 sync()
             metas = []
@@ -489,7 +490,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 state["native"] = state["native"] or native.stray()
                 # every call's result, checked or not: only exact types, whose reading and dropping run no
                 # code of the candidate's (a container's finalizer would work outside the timed region)
-                outs = owned_outputs(result)
+                outs = handoff.outputs(result)
                 if i is not None and reps > state.get("planned", 0):
                     # which timed calls are checked: secret, drawn once the rep count is known, and again from
                     # each batch an adaptive timer adds (a candidate must not behave for the first batch only)

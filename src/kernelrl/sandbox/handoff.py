@@ -2,12 +2,12 @@
 
 Once forward returns, the op census is off; anything of the candidate's that runs while the harness reads the
 result (a container's `__iter__` or `__len__`, a tensor subclass's `__torch_function__`, an instance attribute
-shadowing `detach`, a torch function mode entered at import) would compute outside every check. So the result
-must be exactly a `torch.Tensor`, or exactly a `tuple` or `list` of exactly `torch.Tensor`, tested by type
-identity, each without instance attributes, with no torch mode of the candidate's left active, and its tensors
-are copied through `TensorBase`'s own methods with torch functions disabled. Every
-name used here is bound when this module is imported, before the candidate is: patching `torch.Tensor`,
-`builtins` or `Tensor.clone` later changes nothing here.
+shadowing `detach`, a method patched into `torch.Tensor`, a torch function mode entered at import) would compute
+outside every check. So the result must be exactly a `torch.Tensor`, or exactly a `tuple` or `list` of exactly
+`torch.Tensor` (type identity), each without instance attributes, with no torch mode of the candidate's left
+active and `torch.Tensor`'s attributes as the harness found them; its tensors are copied through `TensorBase`'s
+own methods with torch functions disabled. Every name used here, builtins included, is bound when this module
+is imported, before the candidate is.
 """
 
 from __future__ import annotations
@@ -17,72 +17,94 @@ import torch.utils._device
 
 _TENSOR = torch.Tensor
 _TYPE, _TUPLE, _LIST, _ISSUBCLASS, _TYPE_NAME = type, tuple, list, issubclass, type.__repr__
+_ENUMERATE, _RANGE, _LEN, _VARS, _SORTED, _ALL = enumerate, range, len, vars, sorted, all
+_INSTANCE_DICT = object.__getattribute__  # the tensor's own __dict__, read with no lookup it could redirect
+_MISSING = object()
 _DETACH, _CLONE = torch._C.TensorBase.detach, torch._C.TensorBase.clone
 _CONTIGUOUS = torch.contiguous_format
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction  # subclasses' overrides and torch function modes alike
 _FUNCTION_MODES, _FUNCTION_MODE_AT = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
 _DISPATCH_MODES = torch._C._len_torch_dispatch_stack
-# torch.set_default_device's mode: it only fills in factory functions' device (honest code may set it at
-# import)
+# torch.set_default_device's mode only fills in factory functions' device (honest code may set it at import)
 _DEFAULT_DEVICE_MODE = torch.utils._device.DeviceContext
-_INSTANCE_DICT = object.__getattribute__  # the tensor's own __dict__, read with no lookup it could redirect
-_SORTED = sorted
-
 
 
 class HandoffRefused(Exception):
     """forward's result cannot be read without running the candidate's code; `check` is the runtime check
-    that names why (rt-torch-mode, rt-output-container, rt-tensor-subclass, rt-tensor-override)."""
+    that names why (rt-torch-mode, rt-tensor-patched, rt-output-container, rt-tensor-subclass,
+    rt-tensor-override)."""
 
     def __init__(self, check: str, detail: str) -> None:
         super().__init__(f"{check}: {detail}")
         self.check = check
 
 
-def owned_outputs(result: object) -> list:
-    """forward's result as the list of its tensors. Raises `HandoffRefused` for a subclass of tuple, list or
-    Tensor, `TypeError` for anything else that is not a tensor or a tuple or list of tensors."""
-    _no_modes_left()
-    kind = _TYPE(result)
-    if kind is _TENSOR:
-        items = [result]
-    elif kind is _TUPLE or kind is _LIST:
-        items = _LIST(result)  # the builtin types' own iteration
-    elif _ISSUBCLASS(kind, _TUPLE) or _ISSUBCLASS(kind, _LIST):
-        raise HandoffRefused("rt-output-container",
-                             f"forward returned {_TYPE_NAME(kind)}, a subclass of tuple or list whose "
-                             "methods would run as the harness reads it")
-    elif _ISSUBCLASS(kind, _TENSOR):
-        raise HandoffRefused("rt-tensor-subclass", f"forward returned {_TYPE_NAME(kind)}")
-    else:
-        raise TypeError(f"forward must return a tensor or a tuple of tensors, got {_TYPE_NAME(kind)}")
-    for k, item in enumerate(items):
-        item_kind = _TYPE(item)
-        if item_kind is _TENSOR:
-            attributes = _INSTANCE_DICT(item, "__dict__")
-            if attributes:  # they shadow Tensor's methods for every reader of the object
-                raise HandoffRefused("rt-tensor-override", f"output {k} has instance attributes "
-                                                           f"{_SORTED(attributes)[:8]}")
-            continue
-        if _ISSUBCLASS(item_kind, _TENSOR):
-            raise HandoffRefused("rt-tensor-subclass", f"output {k} is {_TYPE_NAME(item_kind)}")
-        raise TypeError(f"forward must return a tensor or a tuple of tensors; output {k} is "
-                        f"{_TYPE_NAME(item_kind)}")
-    return items
+class Handoff:
+    """Made right before the candidate's import: `torch.Tensor`'s attributes as the harness left them then (the
+    op census has put its guards there; TensorBase, a C type, cannot be changed). A method replaced or added
+    after that runs whenever anyone, the harness included, calls it on any tensor."""
+
+    def __init__(self) -> None:
+        self._tensor_attributes = dict(_VARS(_TENSOR))
+        self._tensor_items = tuple(self._tensor_attributes.items())
+
+    def outputs(self, result: object) -> list:
+        """forward's result as the list of its tensors. Raises `HandoffRefused` for a subclass of tuple, list
+        or Tensor, a patched Tensor class or a mode left active; `TypeError` for anything else that is not a
+        tensor or a tuple or list of tensors."""
+        _no_modes_left()
+        self._tensor_class_unchanged()
+        kind = _TYPE(result)
+        if kind is _TENSOR:
+            items = [result]
+        elif kind is _TUPLE or kind is _LIST:
+            items = _LIST(result)  # the builtin types' own iteration
+        elif _ISSUBCLASS(kind, _TUPLE) or _ISSUBCLASS(kind, _LIST):
+            raise HandoffRefused("rt-output-container",
+                                 f"forward returned {_TYPE_NAME(kind)}, a subclass of tuple or list whose "
+                                 "methods would run as the harness reads it")
+        elif _ISSUBCLASS(kind, _TENSOR):
+            raise HandoffRefused("rt-tensor-subclass", f"forward returned {_TYPE_NAME(kind)}")
+        else:
+            raise TypeError(f"forward must return a tensor or a tuple of tensors, got {_TYPE_NAME(kind)}")
+        for k, item in _ENUMERATE(items):
+            item_kind = _TYPE(item)
+            if item_kind is _TENSOR:
+                attributes = _INSTANCE_DICT(item, "__dict__")
+                if attributes:  # they shadow Tensor's methods for every reader of the object
+                    raise HandoffRefused("rt-tensor-override", f"output {k} has instance attributes "
+                                                               f"{_SORTED(attributes)[:8]}")
+                continue
+            if _ISSUBCLASS(item_kind, _TENSOR):
+                raise HandoffRefused("rt-tensor-subclass", f"output {k} is {_TYPE_NAME(item_kind)}")
+            raise TypeError(f"forward must return a tensor or a tuple of tensors; output {k} is "
+                            f"{_TYPE_NAME(item_kind)}")
+        return items
+
+    def _tensor_class_unchanged(self) -> None:
+        """torch.Tensor's attributes are the objects they were before the candidate's import, none added."""
+        now, before = _VARS(_TENSOR), self._tensor_attributes
+        if _LEN(now) == _LEN(before) and _ALL(now.get(k, _MISSING) is v for k, v in self._tensor_items):
+            return
+        changed = [k for k, v in self._tensor_items if now.get(k, _MISSING) is not v]
+        added = [k for k in now if k not in before]
+        raise HandoffRefused("rt-tensor-patched", f"torch.Tensor attributes replaced or added: "
+                                                  f"{_SORTED(changed + added)[:8]}")
+
+    @staticmethod
+    def copy(tensor: torch.Tensor) -> torch.Tensor:
+        """A copy of an owned output's values on its own device, ordered after the current stream's work
+        only."""
+        with _NO_TORCH_FUNCTION():
+            return _CLONE(_DETACH(tensor), memory_format=_CONTIGUOUS)
 
 
 def _no_modes_left() -> None:
     """No torch function or dispatch mode of the candidate's is active once forward returned (the census's own
     dispatch mode is gone by then): it would run as the harness reads, copies and writes the outputs."""
-    modes = [_TYPE(_FUNCTION_MODE_AT(k)) for k in range(_FUNCTION_MODES())]
+    modes = [_TYPE(_FUNCTION_MODE_AT(k)) for k in _RANGE(_FUNCTION_MODES())]
     left = [_TYPE_NAME(mode) for mode in modes if mode is not _DEFAULT_DEVICE_MODE]
     if _DISPATCH_MODES():
         left.append(f"{_DISPATCH_MODES()} dispatch mode(s)")
     if left:
         raise HandoffRefused("rt-torch-mode", f"active after forward returned: {', '.join(left[:3])}")
-
-
-def owned_copy(tensor: torch.Tensor) -> torch.Tensor:
-    """A copy of an owned output's values on its own device, ordered after the current stream's work only."""
-    with _NO_TORCH_FUNCTION():
-        return _CLONE(_DETACH(tensor), memory_format=_CONTIGUOUS)

@@ -28,6 +28,8 @@ RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
     RuntimeCheck("rt-torch-mode", "a torch function or dispatch mode was still active after forward returned "
                                   "(entered at import or in forward): it would run as the harness reads the "
                                   "outputs; leave no mode active"),
+    RuntimeCheck("rt-tensor-patched", "a method of torch.Tensor was replaced or added (it would run as the "
+                                      "harness reads the outputs); leave torch's classes as they are"),
     RuntimeCheck("rt-output-container",
                  "forward must return a tensor, or a plain tuple or list of tensors, not a subclass of tuple "
                  "or list (its methods would run as the harness reads the outputs)"),
