@@ -1,13 +1,13 @@
 """The hand-off of forward's result to the harness, with no code of the candidate's running.
 
-Once forward returns, the op census is off; anything of the candidate's that runs while the harness reads the
-result (a container's `__iter__` or `__len__`, a tensor subclass's `__torch_function__`, an instance attribute
-shadowing `detach`, a method patched into `torch.Tensor`, a torch function mode entered at import) would compute
-outside every check. So the result must be exactly a `torch.Tensor`, or exactly a `tuple` or `list` of exactly
-`torch.Tensor` (type identity), each without instance attributes, with no torch mode of the candidate's left
-active and `torch.Tensor`'s attributes as the harness found them; its tensors are copied through `TensorBase`'s
-own methods with torch functions disabled. Every name used here, builtins included, is bound when this module
-is imported, before the candidate is.
+Once forward returns, the op census is off; anything of the candidate's that runs while the harness reads
+the result (a container's `__iter__` or `__len__`, a tensor subclass's `__torch_function__`, an instance
+attribute shadowing `detach`, a method patched into `torch.Tensor`, a torch function mode entered at import)
+would compute outside every check. So the result must be exactly a `torch.Tensor`, or exactly a `tuple` or
+`list` of exactly `torch.Tensor` (type identity), each without instance attributes, with no torch mode of the
+candidate's left active and `torch.Tensor`'s attributes as the harness found them; its tensors are copied
+through `TensorBase`'s own methods with torch functions disabled. Every name used here, builtins included, is
+bound when this module is imported, before the candidate is.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ class HandoffRefused(Exception):
 
 
 class Handoff:
-    """Made right before the candidate's import: `torch.Tensor`'s attributes as the harness left them then (the
-    op census has put its guards there; TensorBase, a C type, cannot be changed). A method replaced or added
-    after that runs whenever anyone, the harness included, calls it on any tensor."""
+    """Made right before the candidate's import: `torch.Tensor`'s attributes as the harness left them then
+    (the op census has put its guards there; TensorBase, a C type, cannot be changed). A method replaced or
+    added after that runs whenever anyone, the harness included, calls it on any tensor."""
 
     def __init__(self) -> None:
         self._tensor_attributes = dict(_VARS(_TENSOR))
