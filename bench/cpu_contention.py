@@ -37,7 +37,8 @@ def mean_mhz() -> float | None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", default="1,2,4,8,16")
     parser.add_argument("--loops", type=int, default=20_000_000, help="work per copy (~1-2 s on one core)")
     parser.add_argument("--repeats", type=int, default=3)
@@ -66,9 +67,9 @@ def main() -> int:
         rows.append({"copies": copies, "median_s": round(statistics.median(seconds), 3),
                      "max_s": round(max(seconds), 3),
                      "mean_mhz": round(statistics.mean(clocks), 0) if clocks else None})
-        base = rows[0]["median_s"]
-        print(f"{copies:3d} copies: median {rows[-1]['median_s']:.3f} s a copy ({rows[-1]['median_s'] / base:.3f}x "
-              f"one), slowest {rows[-1]['max_s']:.3f} s, mean clock {rows[-1]['mean_mhz']} MHz", flush=True)
+        row, base = rows[-1], rows[0]["median_s"]
+        print(f"{copies:3d} copies: median {row['median_s']:.3f} s a copy ({row['median_s'] / base:.3f}x one), "
+              f"slowest {row['max_s']:.3f} s, mean clock {row['mean_mhz']} MHz", flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps({"loops": args.loops, "rows": rows}, indent=1))
     return 0

@@ -173,7 +173,8 @@ MUTANTS = (
            "sandbox/handoff.py", "_no_modes_left", None, "None",
            ("exploits_runtime/r10_function_mode_at_import.py",), (CONTROL,)),
     Mutant("tensor-class-unchecked", "a method replaced in torch.Tensor after the harness started runs when "
-           "the harness reads the outputs", "sandbox/handoff.py", "Handoff._tensor_class_unchanged", None, "None",
+           "the harness reads the outputs", "sandbox/handoff.py", "Handoff._tensor_class_unchanged", None,
+           "None",
            ("exploits_runtime/r11_tensor_method_patched.py",), (CONTROL,)),
     Mutant("timed-mix-off", "the timed calls rotate through pristine variants instead of getting fresh inputs",
            "evaluate/evaluator.py", "Evaluator._run",
