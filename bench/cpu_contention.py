@@ -67,9 +67,10 @@ def main() -> int:
         rows.append({"copies": copies, "median_s": round(statistics.median(seconds), 3),
                      "max_s": round(max(seconds), 3),
                      "mean_mhz": round(statistics.mean(clocks), 0) if clocks else None})
-        row, base = rows[-1], rows[0]["median_s"]
-        print(f"{copies:3d} copies: median {row['median_s']:.3f} s a copy ({row['median_s'] / base:.3f}x one), "
-              f"slowest {row['max_s']:.3f} s, mean clock {row['mean_mhz']} MHz", flush=True)
+        row, base = rows[-1], max(rows[0]["median_s"], 1e-3)
+        ratio = row["median_s"] / base
+        print(f"{copies:3d} copies: median {row['median_s']:.3f} s a copy ({ratio:.3f}x one), slowest "
+              f"{row['max_s']:.3f} s, mean clock {row['mean_mhz']} MHz", flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps({"loops": args.loops, "rows": rows}, indent=1))
     return 0
