@@ -134,6 +134,12 @@ MUTANTS = (
            "evaluate/trials.py", "Trials._op_census", '("rt-host-read", counted("host"))', '("rt-host-read", "")',
            ("exploits_runtime/c02_numpy_round_trip.py", "exploits_runtime/c03_tolist_math.py"),
            ("exploits_runtime/c05_scatter_reduce.py",)),
+    Mutant("ops-by-bare-name", "operators are classified by their bare name: one the candidate defines in "
+           "its own namespace, or as a new overload, passes as the allowed op of that name",
+           "sandbox/opcensus.py",
+           "OpCensus._classify", 'if namespace != "aten" or _qualified(func) not in self._known_ops:',
+           "if False:", ("exploits_runtime/c16_custom_op_named_clone.py",
+                         "exploits_runtime/c17_new_overload_of_an_allowed_op.py"), (CONTROL,)),
     Mutant("provenance-unchecked", "who wrote the outputs is not checked", "sandbox/opcensus.py",
            "OpCensus._check_outputs", None, "None",
            ("exploits_runtime/c15_disowned_kernel_writes_output.py",), (CONTROL,)),

@@ -5,7 +5,8 @@ ever imported in the sandbox). Every forward the stub runs, correctness trials a
 under a `TorchDispatchMode` that sees each ATen op the dispatcher executes, from Python or from inside a C++
 extension, whatever name or route reached it (a callable in a container, `getattr` with a built name, an
 `operator` function, a grid callable, a launch hook, a kernel body that calls torch). Each op is classified
-against an allow-list (`OP_CLASSES`, documented in docs/evaluation.md):
+against an allow-list (`OP_CLASSES`, documented in docs/evaluation.md) of ATen operators registered before the
+candidate's import, by namespace, name and overload (any other operator is compute, whatever its name):
 
 - allocation (`empty`, `empty_like`, `zeros`, `full`, `arange`, ...) and constant fills (`zero_`,
   `fill_` with a Python scalar): they create memory, they compute nothing from the inputs;
@@ -103,6 +104,12 @@ def _storage_key(t) -> int:
         return 0
 
 
+def _qualified(func) -> str:
+    """An operator overload as the dispatcher names it: "aten::clone", "aten::add.out", "mylib::op"."""
+    overload = func._overloadname
+    return func._schema.name if overload in ("default", "") else f"{func._schema.name}.{overload}"
+
+
 class OpCensus:
     """One per sandbox: `install()` before the candidate is imported, then `call(fn, *args)` for every forward;
     `report()` gives (and resets) what the calls since the last report did."""
@@ -117,6 +124,10 @@ class OpCensus:
         self._torch_dir = os.path.dirname(torch.__file__) + os.sep
         self._triton_dir = os.path.dirname(sys.modules["triton"].__file__) + os.sep
         self._kinds: dict = {}  # OpOverload -> class
+        # every operator and overload registered before the candidate's import ("aten::clone",
+        # "aten::add.out"): the allow-list holds ATen operators only, by namespace, name and overload; one the
+        # candidate defines, in any namespace or as a new overload of an allowed name, is compute
+        self._known_ops = frozenset(torch._C._dispatch_get_all_op_names())
         self._writes: dict = {}  # OpOverload -> indices of the arguments it writes
         self._labels: dict = {}  # OpOverload -> its name in reports
         self.active = False
@@ -337,11 +348,13 @@ class OpCensus:
     # -- classification ------------------------------------------------------------------------------------
 
     def _classify(self, func) -> int:
-        name = func._schema.name.split("::")[-1]
+        namespace, _, name = func._schema.name.rpartition("::")
         overload = func._overloadname
         written = [i for i, a in enumerate(func._schema.arguments) if a.alias_info is not None
                    and a.alias_info.is_write]
-        if name in VIEWS or name in METADATA:  # in-place views (t_, squeeze_) change metadata, not data
+        if namespace != "aten" or _qualified(func) not in self._known_ops:
+            kind = _OTHER
+        elif name in VIEWS or name in METADATA:  # in-place views (t_, squeeze_) change metadata, not data
             kind = _OK
         elif name in ALLOCATION:
             kind = _ALLOC
@@ -361,10 +374,10 @@ class OpCensus:
 
     def _label(self, func) -> str:
         label = self._labels.get(func)
-        if label is None:
-            name = func._schema.name.split("::")[-1]
-            label = self._labels[func] = name if func._overloadname in ("default", "") else \
-                f"{name}.{func._overloadname}"
+        if label is None:  # ATen's by name ("clone", "add.out"), any other by its qualified name
+            qualified = _qualified(func)
+            aten = qualified.startswith("aten::")
+            label = self._labels[func] = qualified[len("aten::"):] if aten else qualified
         return label
 
     def _from_launch_machinery(self) -> bool:
@@ -395,7 +408,8 @@ class OpCensus:
         elif kind in (_MACHINERY, _OTHER):
             label = self._label(func)
         if label is not None or kind == _WRITE or kind == _LAYOUT:
-            exempt = self._from_launch_machinery() and func._schema.name.split("::")[-1] in LAUNCH_MACHINERY
+            exempt = self._from_launch_machinery() and self._kinds.get(func) != _OTHER and \
+                func._schema.name.split("::")[-1] in LAUNCH_MACHINERY
             if exempt:  # Triton moving or resetting the launch's arguments: the launch itself writes them
                 return func(*args, **kwargs)
             if label is not None:
