@@ -140,6 +140,12 @@ MUTANTS = (
            "OpCensus._classify", 'if namespace != "aten" or _qualified(func) not in self._known_ops:',
            "if False:", ("exploits_runtime/c16_custom_op_named_clone.py",
                          "exploits_runtime/c17_new_overload_of_an_allowed_op.py"), (CONTROL,)),
+    Mutant("kernels-unchecked", "an allowed operator's kernel replaced by the candidate goes unnoticed",
+           "sandbox/opcensus.py", "OpCensus._replaced", None, "[]",
+           ("exploits_runtime/c18_allowed_op_kernel_replaced.py",), (CONTROL,)),
+    Mutant("threads-outside-census", "a thread started during forward runs outside the census (a dispatch "
+           "mode is per thread)", "sandbox/opcensus.py", "OpCensus._threads_carry_the_census", None, "None",
+           ("exploits_runtime/c19_compute_in_a_worker_thread.py",), (CONTROL,)),
     Mutant("provenance-unchecked", "who wrote the outputs is not checked", "sandbox/opcensus.py",
            "OpCensus._check_outputs", None, "None",
            ("exploits_runtime/c15_disowned_kernel_writes_output.py",), (CONTROL,)),

@@ -128,6 +128,12 @@ class OpCensus:
         # "aten::add.out"): the allow-list holds ATen operators only, by namespace, name and overload; one the
         # candidate defines, in any namespace or as a new overload of an allowed name, is compute
         self._known_ops = frozenset(torch._C._dispatch_get_all_op_names())
+        # the kernels of every allowed operator as registered then: one the candidate registers for an allowed
+        # op (torch.library "IMPL") runs with the census's mode off, its work unseen
+        self._dump = torch._C._dispatch_dump
+        allowed = frozenset().union(*OP_CLASSES.values(), HOST_READS, LAUNCH_MACHINERY)
+        self._kernels = {op: self._dump(op) for op in self._known_ops
+                         if op.startswith("aten::") and op[len("aten::"):].split(".")[0] in allowed}
         self._writes: dict = {}  # OpOverload -> indices of the arguments it writes
         self._labels: dict = {}  # OpOverload -> its name in reports
         self.active = False
@@ -153,6 +159,7 @@ class OpCensus:
 
     def install(self) -> None:
         self.launches.observer = self
+        self._threads_carry_the_census()
         torch = self._torch
         for name in TENSOR_HOST_ROUTES:
             original = getattr(torch.Tensor, name, None)
@@ -327,6 +334,42 @@ class OpCensus:
 
         replay.__name__ = "replay"
         return replay
+
+    def _threads_carry_the_census(self) -> None:
+        """A dispatch mode is per thread: a thread started while a forward runs (a standard-library pool, a
+        timer) runs its function under this census too, so work moved to another thread is counted."""
+        import _thread
+        import threading
+
+        census = self
+
+        def carrying(start):
+            def start_thread(function, *args, **kwargs):
+                if census.active:
+                    function = census._under_census(function)
+                return start(function, *args, **kwargs)
+
+            start_thread.__name__ = getattr(start, "__name__", "start_new_thread")
+            return start_thread
+
+        # threading keeps its own references to _thread's functions
+        for owner, name in ((_thread, "start_new_thread"), (_thread, "start_joinable_thread"),
+                            (threading, "_start_new_thread"), (threading, "_start_joinable_thread")):
+            original = getattr(owner, name, None)
+            if original is not None:
+                setattr(owner, name, carrying(original))
+
+    def _under_census(self, function):
+        mode = self._mode
+
+        def under_census(*args, **kwargs):
+            mode.__enter__()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                mode.__exit__(None, None, None)
+
+        return under_census
 
     def _make_mode(self):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -554,7 +597,9 @@ class OpCensus:
         return out
 
     def _check_outputs(self, out) -> None:
-        outputs = [out] if isinstance(out, self._tensor_type) else list(out) if isinstance(out, tuple | list) else []
+        # exact types only: a container subclass's own methods would run here (the hand-off refuses it)
+        kind = type(out)
+        outputs = [out] if kind is self._tensor_type else list(out) if kind is tuple or kind is list else []
         for k, t in enumerate(outputs):
             if not isinstance(t, self._tensor_type) or t.numel() == 0 or len(self.provenance) >= 8:
                 continue
@@ -564,8 +609,15 @@ class OpCensus:
                     f"last written by {writer}"
                 self.provenance.append(f"output {k}: {what}")
 
+    def _replaced(self) -> list[str]:
+        """The allowed operators that ran whose kernels differ from those registered before the import."""
+        ran = {_qualified(func) for func, kind in self._kinds.items() if kind != _OTHER}
+        return sorted(op for op in ran if op in self._kernels and self._dump(op) != self._kernels[op])
+
     def report(self) -> dict | None:
         """What the calls since the last report did (None when nothing was found), and reset."""
+        self.tampered += [f"{op}: its kernels were changed after the harness started"
+                          for op in self._replaced()]
         found = {"ops": dict(self.ops.most_common(_MAX_NAMES)), "host": dict(self.host.most_common(_MAX_NAMES)),
                  "provenance": self.provenance[:8], "tampered": self.tampered[:8]}
         self._reset()

@@ -61,7 +61,7 @@ RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
     RuntimeCheck("rt-output-provenance", "an output was not written by one of the candidate's kernels in this call "
                                          "(or something else wrote it afterwards): the kernel must write the output"),
     RuntimeCheck("rt-census-tampered", "the runtime op census was removed or disabled during forward (dispatch-mode "
-                                       "stack, excluded dispatch keys)"),
+                                       "stack, excluded dispatch keys, an allowed op's kernel replaced)"),
     RuntimeCheck("rt-deferred-write", "an output changed after forward returned (work left running on another "
                                       "stream); finish all writes on the current stream before returning",
                  gpu_only=True),
