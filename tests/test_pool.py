@@ -277,13 +277,15 @@ def test_zygote_stays_cuda_free_and_warm(pooled, relu):
 def test_no_state_leaks_between_consecutive_candidates(pooled, relu):
     polluted = pooled.evaluate(relu, POLLUTER)
     assert polluted.environment.isolation[-1] == "zygote-standby"
-    assert polluted.status is Status.CORRECT, polluted.feedback
+    # its import polluted its own process; the hand-off refuses its patched Tensor.sum
+    assert polluted.status is Status.HACK_DETECTED and "rt-tensor-patched" in polluted.message, polluted.message
     honest = pooled.evaluate(relu, INSPECTOR)
     assert honest.status is Status.CORRECT, honest.feedback
     assert honest.environment.isolation[-1] == "zygote-standby"
     # and concurrently: the inspector next to polluters in one batch
-    results = list(pooled.evaluate_many([(relu, POLLUTER), (relu, INSPECTOR), (relu, POLLUTER), (relu, INSPECTOR)]))
-    assert [r.status for r in results] == [Status.CORRECT] * 4, [r.feedback for r in results]
+    results = list(pooled.evaluate_many([(relu, POLLUTER), (relu, INSPECTOR), (relu, POLLUTER), (relu, INSPECTOR)],
+                                        ordered=True))
+    assert [r.status for r in results] == [Status.HACK_DETECTED, Status.CORRECT] * 2, [r.feedback for r in results]
 
 
 def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
