@@ -278,13 +278,14 @@ def test_no_state_leaks_between_consecutive_candidates(pooled, relu):
     polluted = pooled.evaluate(relu, POLLUTER)
     assert polluted.environment.isolation[-1] == "zygote-standby"
     # its import polluted its own process; the hand-off refuses its patched Tensor.sum
-    assert polluted.status is Status.HACK_DETECTED and "rt-tensor-patched" in polluted.message, polluted.message
+    assert polluted.status is Status.HACK_DETECTED, polluted.message
+    assert "rt-tensor-patched" in polluted.message, polluted.message
     honest = pooled.evaluate(relu, INSPECTOR)
     assert honest.status is Status.CORRECT, honest.feedback
     assert honest.environment.isolation[-1] == "zygote-standby"
     # and concurrently: the inspector next to polluters in one batch
-    results = list(pooled.evaluate_many([(relu, POLLUTER), (relu, INSPECTOR), (relu, POLLUTER), (relu, INSPECTOR)],
-                                        ordered=True))
+    items = [(relu, POLLUTER), (relu, INSPECTOR)] * 2
+    results = list(pooled.evaluate_many(items, ordered=True))
     assert [r.status for r in results] == [Status.HACK_DETECTED, Status.CORRECT] * 2, [r.feedback for r in results]
 
 
