@@ -12,6 +12,9 @@ bound when this module is imported, before the candidate is.
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import torch
 import torch.utils._device
 
@@ -27,12 +30,18 @@ _FUNCTION_MODES, _FUNCTION_MODE_AT = torch._C._len_torch_function_stack, torch._
 _DISPATCH_MODES = torch._C._len_torch_dispatch_stack
 # torch.set_default_device's mode only fills in factory functions' device (honest code may set it at import)
 _DEFAULT_DEVICE_MODE = torch.utils._device.DeviceContext
+_GET_PROFILE, _GET_TRACE = sys.getprofile, sys.gettrace
+# what installs a hook the interpreter calls on other code's calls, lines or events (the harness's included):
+# the harness uses none of them, so the sandbox installs none of the candidate's
+HOOK_SETTERS = {"sys": ("setprofile", "settrace"),
+                "threading": ("setprofile", "settrace", "setprofile_all_threads", "settrace_all_threads"),
+                "sys.monitoring": ("use_tool_id", "register_callback", "set_events", "set_local_events")}
 
 
 class HandoffRefused(Exception):
     """forward's result cannot be read without running the candidate's code; `check` is the runtime check
-    that names why (rt-torch-mode, rt-tensor-patched, rt-output-container, rt-tensor-subclass,
-    rt-tensor-override)."""
+    that names why (rt-torch-mode, rt-tensor-patched, rt-interpreter-hook, rt-output-container,
+    rt-tensor-subclass, rt-tensor-override)."""
 
     def __init__(self, check: str, detail: str) -> None:
         super().__init__(f"{check}: {detail}")
@@ -47,6 +56,21 @@ class Handoff:
     def __init__(self) -> None:
         self._tensor_attributes = dict(_VARS(_TENSOR))
         self._tensor_items = tuple(self._tensor_attributes.items())
+        self.hooks_asked: list[str] = []  # hook setters the candidate called (none was installed)
+        owners = {"sys": sys, "threading": threading, "sys.monitoring": getattr(sys, "monitoring", None)}
+        for owner_name, names in HOOK_SETTERS.items():
+            for name in names:
+                if owners[owner_name] is not None and hasattr(owners[owner_name], name):
+                    setattr(owners[owner_name], name, self._refused_setter(f"{owner_name}.{name}"))
+
+    def _refused_setter(self, name: str):
+        asked = self.hooks_asked
+
+        def refused(*args, **kwargs) -> None:
+            asked.append(name)
+
+        refused.__name__ = name.rsplit(".", 1)[-1]
+        return refused
 
     def outputs(self, result: object) -> list:
         """forward's result as the list of its tensors. Raises `HandoffRefused` for a subclass of tuple, list
@@ -54,6 +78,9 @@ class Handoff:
         tensor or a tuple or list of tensors."""
         _no_modes_left()
         self._tensor_class_unchanged()
+        if self.hooks_asked or _GET_PROFILE() is not None or _GET_TRACE() is not None:
+            asked = _SORTED(set(self.hooks_asked)) or ["a hook installed another way"]
+            raise HandoffRefused("rt-interpreter-hook", f"{', '.join(asked[:4])}")
         kind = _TYPE(result)
         if kind is _TENSOR:
             items = [result]
