@@ -41,6 +41,8 @@ import re
 import sys
 from collections import Counter
 
+from kernelrl.sandbox.op_registry import OpRegistry, carry_into_threads, qualified
+
 # ATen overload packets by class; anything not named here is a disallowed op
 ALLOCATION = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
@@ -104,12 +106,6 @@ def _storage_key(t) -> int:
         return 0
 
 
-def _qualified(func) -> str:
-    """An operator overload as the dispatcher names it: "aten::clone", "aten::add.out", "mylib::op"."""
-    overload = func._overloadname
-    return func._schema.name if overload in ("default", "") else f"{func._schema.name}.{overload}"
-
-
 class OpCensus:
     """One per sandbox: `install()` before the candidate is imported, then `call(fn, *args)` for every forward;
     `report()` gives (and resets) what the calls since the last report did."""
@@ -124,16 +120,9 @@ class OpCensus:
         self._torch_dir = os.path.dirname(torch.__file__) + os.sep
         self._triton_dir = os.path.dirname(sys.modules["triton"].__file__) + os.sep
         self._kinds: dict = {}  # OpOverload -> class
-        # every operator and overload registered before the candidate's import ("aten::clone",
-        # "aten::add.out"): the allow-list holds ATen operators only, by namespace, name and overload; one the
-        # candidate defines, in any namespace or as a new overload of an allowed name, is compute
-        self._known_ops = frozenset(torch._C._dispatch_get_all_op_names())
-        # the kernels of every allowed operator as registered then: one the candidate registers for an allowed
-        # op (torch.library "IMPL") runs with the census's mode off, its work unseen
-        self._dump = torch._C._dispatch_dump
+        # the allow-list holds ATen operators registered before the candidate's import, with their kernels
         allowed = frozenset().union(*OP_CLASSES.values(), HOST_READS, LAUNCH_MACHINERY)
-        self._kernels = {op: self._dump(op) for op in self._known_ops
-                         if op.startswith("aten::") and op[len("aten::"):].split(".")[0] in allowed}
+        self._registry = OpRegistry(torch, allowed)
         self._writes: dict = {}  # OpOverload -> indices of the arguments it writes
         self._labels: dict = {}  # OpOverload -> its name in reports
         self.active = False
@@ -159,7 +148,7 @@ class OpCensus:
 
     def install(self) -> None:
         self.launches.observer = self
-        self._threads_carry_the_census()
+        carry_into_threads(lambda: self.active, self._mode)
         torch = self._torch
         for name in TENSOR_HOST_ROUTES:
             original = getattr(torch.Tensor, name, None)
@@ -335,42 +324,6 @@ class OpCensus:
         replay.__name__ = "replay"
         return replay
 
-    def _threads_carry_the_census(self) -> None:
-        """A dispatch mode is per thread: a thread started while a forward runs (a standard-library pool, a
-        timer) runs its function under this census too, so work moved to another thread is counted."""
-        import _thread
-        import threading
-
-        census = self
-
-        def carrying(start):
-            def start_thread(function, *args, **kwargs):
-                if census.active:
-                    function = census._under_census(function)
-                return start(function, *args, **kwargs)
-
-            start_thread.__name__ = getattr(start, "__name__", "start_new_thread")
-            return start_thread
-
-        # threading keeps its own references to _thread's functions
-        for owner, name in ((_thread, "start_new_thread"), (_thread, "start_joinable_thread"),
-                            (threading, "_start_new_thread"), (threading, "_start_joinable_thread")):
-            original = getattr(owner, name, None)
-            if original is not None:
-                setattr(owner, name, carrying(original))
-
-    def _under_census(self, function):
-        mode = self._mode
-
-        def under_census(*args, **kwargs):
-            mode.__enter__()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                mode.__exit__(None, None, None)
-
-        return under_census
-
     def _make_mode(self):
         from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -391,11 +344,11 @@ class OpCensus:
     # -- classification ------------------------------------------------------------------------------------
 
     def _classify(self, func) -> int:
-        namespace, _, name = func._schema.name.rpartition("::")
+        name = func._schema.name.rpartition("::")[2]
         overload = func._overloadname
         written = [i for i, a in enumerate(func._schema.arguments) if a.alias_info is not None
                    and a.alias_info.is_write]
-        if namespace != "aten" or _qualified(func) not in self._known_ops:
+        if not self._registry.is_aten(func):
             kind = _OTHER
         elif name in VIEWS or name in METADATA:  # in-place views (t_, squeeze_) change metadata, not data
             kind = _OK
@@ -418,9 +371,8 @@ class OpCensus:
     def _label(self, func) -> str:
         label = self._labels.get(func)
         if label is None:  # ATen's by name ("clone", "add.out"), any other by its qualified name
-            qualified = _qualified(func)
-            aten = qualified.startswith("aten::")
-            label = self._labels[func] = qualified[len("aten::"):] if aten else qualified
+            name = qualified(func)
+            label = self._labels[func] = name[len("aten::"):] if name.startswith("aten::") else name
         return label
 
     def _from_launch_machinery(self) -> bool:
@@ -609,15 +561,11 @@ class OpCensus:
                     f"last written by {writer}"
                 self.provenance.append(f"output {k}: {what}")
 
-    def _replaced(self) -> list[str]:
-        """The allowed operators that ran whose kernels differ from those registered before the import."""
-        ran = {_qualified(func) for func, kind in self._kinds.items() if kind != _OTHER}
-        return sorted(op for op in ran if op in self._kernels and self._dump(op) != self._kernels[op])
-
     def report(self) -> dict | None:
         """What the calls since the last report did (None when nothing was found), and reset."""
+        allowed = [func for func, kind in self._kinds.items() if kind != _OTHER]
         self.tampered += [f"{op}: its kernels were changed after the harness started"
-                          for op in self._replaced()]
+                          for op in self._registry.replaced(allowed)]
         found = {"ops": dict(self.ops.most_common(_MAX_NAMES)), "host": dict(self.host.most_common(_MAX_NAMES)),
                  "provenance": self.provenance[:8], "tampered": self.tampered[:8]}
         self._reset()

@@ -1,0 +1,69 @@
+"""What the op census trusts, taken before the candidate's import (sandbox only; torch is imported by then):
+the operators and overloads registered then, and the kernels of the allowed ones; and threads that carry the
+census's dispatch mode (a mode is per thread).
+
+An operator the candidate defines (`torch.library`), in its own namespace under an allowed name or as a new
+overload of one, is not on the allow-list whatever its name; an allowed operator whose kernels changed (a
+`torch.library` "IMPL" registration) is tampering. Both run their kernels with the census's mode off, so only
+the operator itself shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+
+def qualified(func) -> str:
+    """An operator overload as the dispatcher names it: "aten::clone", "aten::add.out", "mylib::op"."""
+    overload = func._overloadname
+    return func._schema.name if overload in ("default", "") else f"{func._schema.name}.{overload}"
+
+
+class OpRegistry:
+    """The operators registered when it is made, and the kernels of the ATen operators named `allowed`."""
+
+    def __init__(self, torch, allowed: frozenset[str]) -> None:
+        self._names = frozenset(torch._C._dispatch_get_all_op_names())  # "aten::clone", "aten::add.out", ...
+        self._dump = torch._C._dispatch_dump
+        self._kernels = {op: self._dump(op) for op in self._names
+                         if op.startswith("aten::") and op[len("aten::"):].split(".")[0] in allowed}
+
+    def is_aten(self, func) -> bool:
+        """An ATen operator and overload that existed before the candidate's import."""
+        return func._schema.name.startswith("aten::") and qualified(func) in self._names
+
+    def replaced(self, funcs: Iterable) -> list[str]:
+        """Those of `funcs` whose kernels differ from the ones registered before the import."""
+        ran = {qualified(func) for func in funcs}
+        return sorted(op for op in ran if op in self._kernels and self._dump(op) != self._kernels[op])
+
+
+def carry_into_threads(active: Callable[[], bool], mode) -> None:
+    """A thread started while `active()` (a forward runs: a standard-library pool, a timer) runs its function
+    under `mode` too, so work moved to another thread is seen."""
+    import _thread
+    import threading
+
+    def under_mode(function):
+        def run(*args, **kwargs):
+            mode.__enter__()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                mode.__exit__(None, None, None)
+
+        return run
+
+    def carrying(start):
+        def start_thread(function, *args, **kwargs):
+            return start(under_mode(function) if active() else function, *args, **kwargs)
+
+        start_thread.__name__ = getattr(start, "__name__", "start_new_thread")
+        return start_thread
+
+    # threading keeps its own references to _thread's functions
+    for owner, name in ((_thread, "start_new_thread"), (_thread, "start_joinable_thread"),
+                        (threading, "_start_new_thread"), (threading, "_start_joinable_thread")):
+        original = getattr(owner, name, None)
+        if original is not None:
+            setattr(owner, name, carrying(original))
