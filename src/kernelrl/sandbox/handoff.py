@@ -131,7 +131,8 @@ def _no_modes_left() -> None:
     dispatch mode is gone by then): it would run as the harness reads, copies and writes the outputs."""
     modes = [_TYPE(_FUNCTION_MODE_AT(k)) for k in _RANGE(_FUNCTION_MODES())]
     left = [_TYPE_NAME(mode) for mode in modes if mode is not _DEFAULT_DEVICE_MODE]
-    if _DISPATCH_MODES():
-        left.append(f"{_DISPATCH_MODES()} dispatch mode(s)")
+    dispatch_modes = _DISPATCH_MODES()
+    if dispatch_modes:
+        left.append(f"{dispatch_modes} dispatch mode(s)")
     if left:
         raise HandoffRefused("rt-torch-mode", f"active after forward returned: {', '.join(left[:3])}")

@@ -403,7 +403,7 @@ class OpCensus:
         elif kind in (_MACHINERY, _OTHER):
             label = self._label(func)
         if label is not None or kind == _WRITE or kind == _LAYOUT:
-            exempt = self._from_launch_machinery() and self._kinds.get(func) != _OTHER and \
+            exempt = kind != _OTHER and self._from_launch_machinery() and \
                 func._schema.name.split("::")[-1] in LAUNCH_MACHINERY
             if exempt:  # Triton moving or resetting the launch's arguments: the launch itself writes them
                 return func(*args, **kwargs)
