@@ -14,7 +14,7 @@ import kernelrl
 from kernelrl import EvalResult, Evaluator, Stage, Status, VerdictSettings, load_problem
 from kernelrl.cache import result_cacheable
 from kernelrl.results import CorrectnessReport, Mismatch
-from kernelrl.sandbox import protocol as p
+from kernelrl.sandbox import judge_wire as p
 from kernelrl.verify.compare import compare_outputs, compare_sampled, compare_timed, sample_positions, widen
 from kernelrl.verify.exact import FloatReferences, double_model, reference_errors
 from kernelrl.verify.tolerance import MARGINAL_FACTOR, REFERENCE_ERROR_K, is_marginal, tolerance_model

@@ -1,6 +1,6 @@
-"""The typed wire (kernelrl.sandbox.protocol): every message's dataclass round-trips the exact dict shape the
-processes exchange, malformed or unknown messages raise ProtocolError, the module needs no torch, and the real
-child and judge speak it."""
+"""The typed wire (kernelrl.sandbox.protocol and judge_wire): every message's dataclass round-trips the exact
+dict shape the processes exchange, malformed or unknown messages raise ProtocolError, the modules need no torch,
+and the real child and judge speak it."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import textwrap
 
 import pytest
 
+from kernelrl.sandbox import judge_wire as j
 from kernelrl.sandbox import protocol as p
-from kernelrl.sandbox.protocol import ProtocolError, parse_event, parse_judge_reply, parse_judge_request
+from kernelrl.sandbox.judge_wire import parse_judge_reply, parse_judge_request
+from kernelrl.sandbox.protocol import ProtocolError, parse_event
 
 META = {"dtype": "float32", "shape": [8, 4], "device": "cpu"}
 TRIAL_OUTPUT = {**META, "aliases_input": False, "reuses_buffer": False,
@@ -142,26 +144,26 @@ def test_requests_round_trip():
 
 
 def test_every_judge_op_and_reply_round_trips():
-    assert set(JUDGE_REQUESTS) == set(JUDGE_REPLIES) == set(p.JUDGE_OPS)
+    assert set(JUDGE_REQUESTS) == set(JUDGE_REPLIES) == set(j.JUDGE_OPS)
     for op, sample in JUDGE_REQUESTS.items():
         request = parse_judge_request(json.dumps(sample))
-        assert type(request) is p.JUDGE_OPS[op] and request.op == op
+        assert type(request) is j.JUDGE_OPS[op] and request.op == op
         _same_wire(request, sample)
         assert request.fields() == {k: v for k, v in sample.items() if k != "op"}
         reply = parse_judge_reply(op, json.dumps(JUDGE_REPLIES[op]))
         assert type(reply) is request.reply
         _same_wire(reply, JUDGE_REPLIES[op])
     # fields the judge has always treated as optional get its defaults
-    compare = p.CompareRequest.from_dict({k: v for k, v in JUDGE_REQUESTS["compare"].items()
+    compare = j.CompareRequest.from_dict({k: v for k, v in JUDGE_REQUESTS["compare"].items()
                                           if k not in ("op", "prefix", "changed_inputs")})
     assert (compare.prefix, compare.changed_inputs) == (None, [])
     failure = parse_judge_reply("prepare", {"ok": False, "error": "ValueError: x", "traceback": "..."})
-    assert failure == p.JudgeFailure(error="ValueError: x", traceback="...")
+    assert failure == j.JudgeFailure(error="ValueError: x", traceback="...")
     hello = {"ok": True, "mode": "cpu-interpreter", "device_name": "x86_64", "torch_version": "2.11.0",
              "triton_version": None, "python_version": "3.12.3"}
-    _same_wire(p.JudgeHello.from_dict(hello), hello)  # a CPU judge: no memory fields on the wire
+    _same_wire(j.JudgeHello.from_dict(hello), hello)  # a CPU judge: no memory fields on the wire
     gpu_hello = {**hello, "mode": "gpu", "memory_free_bytes": 80 << 30, "memory_total_bytes": 81 << 30}
-    _same_wire(p.JudgeHello.from_dict(gpu_hello), gpu_hello)
+    _same_wire(j.JudgeHello.from_dict(gpu_hello), gpu_hello)
     assert p.DoneEvent().to_dict() == {"event": "done"}  # CPU mode: no peak reported
 
 
@@ -236,7 +238,7 @@ def test_malformed_replies_and_plans_raise_protocol_error():
     with pytest.raises(ProtocolError, match="missing key 'mismatch'"):
         parse_judge_reply("compare", {"ok": True})
     with pytest.raises(ProtocolError, match="ok is"):
-        p.CompareReply.from_dict({"ok": 1, "mismatch": None})  # 1 is not true
+        j.CompareReply.from_dict({"ok": 1, "mismatch": None})  # 1 is not true
     for args in ([{"tensor": True}], [{"value": [1]}], [{"tensor": 0, "value": 1}], [{}]):
         with pytest.raises(ProtocolError, match="args"):
             p.TrialPlan.from_dict({**PLANNED_FILES, "args": args})
@@ -247,7 +249,8 @@ def test_malformed_replies_and_plans_raise_protocol_error():
 
 
 def test_protocol_imports_without_torch():
-    code = "import kernelrl.sandbox.protocol, sys; assert 'torch' not in sys.modules, 'torch imported'"
+    code = ("import kernelrl.sandbox.protocol, kernelrl.sandbox.judge_wire, sys; "
+            "assert 'torch' not in sys.modules, 'torch imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
 
@@ -291,14 +294,14 @@ def test_judge_serves_typed_ops_and_answers_unknown_ones_with_an_error(judge, tm
     from kernelrl.sandbox.judge_client import JudgeError
 
     judge.ensure_started()
-    assert judge.hello == p.JudgeHello.from_dict({"ok": True, **judge.info})
+    assert judge.hello == j.JudgeHello.from_dict({"ok": True, **judge.info})
     # the judge itself: an unknown op (or a malformed line) is answered with an error, and it keeps serving
     for line in (b'{"op": "format_disk"}\n', b'{"op": "release"}\n', b"{oops\n"):
         judge.proc.stdin.write(line)
         judge.proc.stdin.flush()
         reply = parse_judge_reply("release", judge._read(30))
-        assert isinstance(reply, p.JudgeFailure) and "ProtocolError" in reply.error, reply
-    assert judge.call(p.BandwidthRequest()) == p.BandwidthReply(bytes_per_s=None)  # CPU: no bandwidth
+        assert isinstance(reply, j.JudgeFailure) and "ProtocolError" in reply.error, reply
+    assert judge.call(j.BandwidthRequest()) == j.BandwidthReply(bytes_per_s=None)  # CPU: no bandwidth
     with pytest.raises(JudgeError, match="unknown judge op"):  # the client refuses it before sending
         judge.request("format_disk")
     with pytest.raises(JudgeError, match="prepare.min_trials: expected an integer"):
@@ -307,16 +310,16 @@ def test_judge_serves_typed_ops_and_answers_unknown_ones_with_an_error(judge, tm
     problem = tmp_path / "problem.py"
     problem.write_text(PROBLEM)
     (tmp_path / "in").mkdir()
-    prepared = judge.call(p.PrepareRequest(eval_id="t", problem_path=str(problem), problem_sha256="c" * 64,
+    prepared = judge.call(j.PrepareRequest(eval_id="t", problem_path=str(problem), problem_sha256="c" * 64,
                                            master_seed=7, min_trials=2, in_dir=str(tmp_path / "in")))
-    assert type(prepared) is p.PrepareReply and len(prepared.trials) == 2
+    assert type(prepared) is j.PrepareReply and len(prepared.trials) == 2
     assert prepared.trials[0].draw is not None and prepared.trials[0].args == [{"tensor": 0}]
     # the untyped request still works, and its reply is the same wire dict
     again = judge.request("prepare", eval_id="u", problem_path=str(problem), problem_sha256="c" * 64, master_seed=7,
                           min_trials=2, input_sets=[], in_dir=str(tmp_path / "in"), timing_variants=0)
-    assert p.PrepareReply.from_dict(again).trials == prepared.trials
-    assert judge.call(p.ReleaseRequest(eval_id="t")) == p.ReleaseReply()
-    assert judge.call(p.ReleaseRequest(eval_id="u")) == p.ReleaseReply()
+    assert j.PrepareReply.from_dict(again).trials == prepared.trials
+    assert judge.call(j.ReleaseRequest(eval_id="t")) == j.ReleaseReply()
+    assert judge.call(j.ReleaseRequest(eval_id="u")) == j.ReleaseReply()
 
 
 def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PROBLEM, **fields) -> list[dict]:
@@ -330,7 +333,7 @@ def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PR
     problem.write_text(problem_code)
     candidate.write_text(CANDIDATE.format(body=body))
     gpu = judge.ensure_started()["mode"] == "gpu"
-    prepared = judge.call(p.PrepareRequest(eval_id=tmp_path.name, problem_path=str(problem), problem_sha256="d" * 64,
+    prepared = judge.call(j.PrepareRequest(eval_id=tmp_path.name, problem_path=str(problem), problem_sha256="d" * 64,
                                            master_seed=11, min_trials=2, in_dir=str(tmp_path / "in"),
                                            timing_variants=3 if gpu else 0))
     settings = p.SandboxSettings(mode="gpu" if gpu else "cpu-interpreter", isolate_network=False,
@@ -351,7 +354,7 @@ def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PR
     events: list[dict] = []
     outcome = watch_child(child, timeouts={"start": 120, "import": 60, "run": 60}, memory_limit_bytes=0,
                           log_limit_bytes=1 << 16, on_event=lambda e: events.append(e) or True)
-    judge.call(p.ReleaseRequest(eval_id=tmp_path.name))
+    judge.call(j.ReleaseRequest(eval_id=tmp_path.name))
     assert outcome.protocol_error is None and outcome.timed_out_phase is None, outcome.log
     assert not (tmp_path / "request.json").exists()  # deleted once read: it holds the seeds
     return events

@@ -32,7 +32,7 @@ from kernelrl.problems.input_sets import (
     timing_set,
 )
 from kernelrl.sandbox import isolation
-from kernelrl.sandbox.protocol import (
+from kernelrl.sandbox.judge_wire import (
     AuditFlag,
     AuditReply,
     AuditRequest,
@@ -41,8 +41,6 @@ from kernelrl.sandbox.protocol import (
     BaselinesRequest,
     CompareReply,
     CompareRequest,
-    Draw,
-    IpcOffer,
     JudgeFailure,
     JudgeHello,
     PeakFlopsReply,
@@ -50,9 +48,9 @@ from kernelrl.sandbox.protocol import (
     PrepareRequest,
     ReleaseReply,
     ReleaseRequest,
-    TrialPlan,
     parse_judge_request,
 )
+from kernelrl.sandbox.protocol import Draw, IpcOffer, TrialPlan
 from kernelrl.sandbox.timed_mix import mixed_reference, mixes, timing_variants
 from kernelrl.timing.device_limits import copy_bandwidth, peak_matmul_flops, reference_flops
 

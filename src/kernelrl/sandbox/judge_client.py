@@ -15,7 +15,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from kernelrl.sandbox.protocol import JudgeHello, JudgeReply, JudgeRequest, ProtocolError, parse_judge_request
+from kernelrl.sandbox.judge_wire import JudgeHello, JudgeReply, JudgeRequest, parse_judge_request
+from kernelrl.sandbox.wire import ProtocolError
 
 
 class JudgeError(RuntimeError):
