@@ -35,7 +35,8 @@ def main(names: list[str]) -> None:
         from kernelrl import Evaluator, VerdictSettings, load_suite
 
         suite = load_suite()
-        verdict = VerdictSettings(trials=2, static_checks=False)
+        # a case that never returns ends in the run timeout under a mutant that misses it: a minute, not two
+        verdict = VerdictSettings(trials=2, static_checks=False, run_timeout_s=60.0)
         # `timing: cpu` files: timed on the host clock (corpus.timed_config); `policy:` files run with their
         # check at that policy (a check that only warns by default). One evaluator for every group: a group's
         # verdict settings are its call's, and the cases of a group are evaluated concurrently

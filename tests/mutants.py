@@ -161,6 +161,17 @@ MUTANTS = (
     Mutant("native-thread-unchecked", "OS threads the candidate started outside Python's threading are not counted",
            "sandbox/native_threads.py", "NativeThreads.stray", None, "[]",
            ("exploits_runtime/r06_native_thread.py",), ("exploits_runtime/r02_background_thread.py",)),
+    Mutant("python-ops-closed", "an operator the candidate defined in Python (triton_op, custom_op) runs as "
+           "an opaque operator: its kernel launches with the census off, an honest kernel is rejected",
+           "sandbox/op_registry.py", "OpRegistry.python_body", None, "None",
+           ("exploits/h51_relu_triton_op.py",), (CONTROL,)),
+    Mutant("python-op-body-unwatched", "a Python operator's body runs in its place but outside the census",
+           "sandbox/opcensus.py", "OpCensus._make_mode", "with self:", "if True:",
+           ("exploits_runtime/c20_triton_op_body_computes.py",), (CONTROL,)),
+    Mutant("thread-watch-off", "a thread left running while a call never returns is found only by the run "
+           "timeout",
+           "sandbox/native_threads.py", "ThreadWatch.check", None, "None",
+           ("exploits_runtime/r13_native_thread_call_never_returns.py",), (CONTROL,)),
     Mutant("timing-token-unchecked", "a timing-token request out of turn is not a protocol violation",
            "sandbox/runner.py", "watch_child",
            "if token_asked or (token_allowed is not None and not token_allowed()):", "if False:",

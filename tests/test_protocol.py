@@ -37,6 +37,8 @@ REQUEST = {
 # one sample per event kind, as the child (and the runner, for timing_granted) sends it today
 EVENTS = {
     "standby": {"event": "standby"},
+    "baseline": {"event": "baseline", "pid": 2, "tasks": [2, 3, 4]},
+    "native_thread_seen": {"event": "native_thread_seen", "detail": "1 thread(s) new since the baseline"},
     "ready": {"event": "ready", "isolation": ["process-group", "rlimit-fsize", "pidns"],
               "marks": {"stub": 0.0, "imports": 1.25, "ready": 1.5}},
     "imported": {"event": "imported", "marks": {"start": 0.0, "problem": 0.01, "inputs": 0.02}},
@@ -361,8 +363,8 @@ def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PR
 
 
 @pytest.mark.parametrize(("body", "standby", "kinds"), [
-    ("return x * 2", True, ["ready", "imported", "initialized", "trial", "trial", "done"]),
-    ("raise RuntimeError('boom')", False, ["ready", "imported", "initialized", "error"]),
+    ("return x * 2", True, ["ready", "baseline", "imported", "initialized", "trial", "trial", "done"]),
+    ("raise RuntimeError('boom')", False, ["ready", "baseline", "imported", "initialized", "error"]),
 ])
 def test_the_real_child_reads_its_typed_request_and_sends_typed_events(tmp_path, judge, body, standby, kinds):
     events = _run_child(tmp_path, judge, body, standby)
@@ -370,7 +372,7 @@ def test_the_real_child_reads_its_typed_request_and_sends_typed_events(tmp_path,
     for sent in events:  # the wire form of every event the stub sent is exactly its dataclass's
         assert parse_event(json.dumps(sent)).to_dict() == sent
     if kinds[-1] == "done":
-        trial = parse_event(events[3])
+        trial = parse_event(events[4])
         assert trial.index == 0 and trial.outputs[0].dtype == "float32"
         assert trial.outputs[0].aliases_input is False
     else:
@@ -379,10 +381,12 @@ def test_the_real_child_reads_its_typed_request_and_sends_typed_events(tmp_path,
 
 
 @pytest.mark.parametrize("kinds", [
-    ["ready", "imported", "initialized", "trial", "trial", "census", "timing_token", "timing", "done"],  # GPU
-    ["ready", "imported", "initialized", "trial", "trial", "done"],  # CPU: no census, no timing
+    ["ready", "baseline", "imported", "initialized", "trial", "trial", "census", "timing_token", "timing",
+     "done"],  # GPU
+    ["ready", "baseline", "imported", "initialized", "trial", "trial", "done"],  # CPU: no census, no timing
     ["ready", "imported", "initialized", "trial", "error", "terminated"],
     ["ready", "inputs_unavailable", "terminated"],
+    ["ready", "baseline", "imported", "exit", "terminated"],
     ["ready", "imported", "exit", "terminated"],
     ["error", "terminated"],  # the stub failed before it was ready
     ["terminated"],
@@ -406,6 +410,9 @@ def test_the_stubs_message_orders_are_accepted(kinds):
     (["imported"], "out of order"),
     (["ready", "imported", "inputs_unavailable"], "out of order"),
     (["ready", "timing_granted"], "not a message the stub sends"),  # the runner's own, never the child's
+    (["ready", "baseline", "native_thread_seen"], "not a message the stub sends"),  # likewise
+    (["ready", "baseline", "baseline"], "out of order"),  # a second baseline, sent at import
+    (["ready", "baseline", "imported", "baseline"], "out of order"),
     (["terminated", "ready"], "after 'terminated'"),
 ])
 def test_messages_out_of_the_stubs_order_are_refused(kinds, says):
@@ -433,8 +440,8 @@ def test_the_real_child_times_on_a_gpu_through_typed_events(tmp_path):
         judge.close()
     kinds = [e["event"] for e in events]
     # the stub asks for the timing token (timing_token) after its census; the runner answers (timing_granted)
-    assert kinds[:3] == ["ready", "imported", "initialized"] and kinds[-5:] == ["census", "timing_token",
-                                                                                "timing_granted", "timing", "done"], kinds
+    assert kinds[:4] == ["ready", "baseline", "imported", "initialized"], kinds
+    assert kinds[-5:] == ["census", "timing_token", "timing_granted", "timing", "done"], kinds
     for sent in events:
         assert parse_event(json.dumps(sent)).to_dict() == sent
     trials = [parse_event(e) for e in events if e["event"] == "trial"]

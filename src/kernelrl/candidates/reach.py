@@ -20,6 +20,11 @@ ALLOWED_TORCH_CALLS = frozenset({
     "unbind", "narrow", "select", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "permute",
     "movedim", "t", "diagonal", "view_as_real", "view_as_complex",
 })
+# PyTorch's documented ways to ship a kernel as an operator: no compute themselves; the decorated function's
+# body is reachable like any other, and the runtime census runs it in the operator's place
+# (sandbox.op_registry)
+TORCH_LIBRARY_WRAPPERS = frozenset({"torch.library.triton_op", "torch.library.custom_op",
+                                    "torch.library.wrap_triton"})
 # tensor methods that compute (a method call with one of these names is treated as PyTorch compute)
 COMPUTE_METHODS = frozenset({
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "cumprod", "softmax",

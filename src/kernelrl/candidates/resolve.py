@@ -351,8 +351,9 @@ class Resolver:
         for func in funcs:
             if func.kind == "class":
                 found.append(Target("instance", func.name, func.node))
-            elif func.kind == "qualified" and func.name == "functools.partial" and call.args:
-                found.extend(self.targets(call.args[0]))
+            elif func.kind == "qualified" and call.args and \
+                    func.name in ("functools.partial", "torch.library.wrap_triton"):
+                found.extend(self.targets(call.args[0]))  # wrap_triton(kernel)[grid]: the kernel's launch
             elif func.kind == "qualified" and func.name.startswith("torch."):
                 found.append(Target("torch-result", func.name))  # calling an nn layer is torch-compute's finding
             elif func.kind == "function" and isinstance(func.node, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -17,6 +17,7 @@ from kernelrl.candidates.reach import (
     ALLOWED_TORCH_CALLS,
     COMPUTE_METHODS,
     NN_CONTAINERS,
+    TORCH_LIBRARY_WRAPPERS,
     ModuleIndex,
     called,
     dotted_name,
@@ -161,8 +162,9 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: ModuleIndex) -> list[tuple[in
             dotted = dotted_name(node.func)
             if dotted:
                 full = mod.resolve(dotted)
-                if full.startswith("torch.") and not full.startswith("torch.cuda.") and \
-                        full.split(".")[-1] not in ALLOWED_TORCH_CALLS and not full.startswith("torch.nn.Parameter"):
+                allowed = full.split(".")[-1] in ALLOWED_TORCH_CALLS or full in TORCH_LIBRARY_WRAPPERS
+                if full.startswith("torch.") and not full.startswith(("torch.cuda.", "torch.nn.Parameter")) \
+                        and not allowed:
                     found.append((node.lineno, f"{dotted}(...)"))
                     continue
                 if dotted.startswith("self.") and dotted.count(".") == 1 and dotted.split(".")[1] in layers:

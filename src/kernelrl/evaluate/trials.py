@@ -89,6 +89,8 @@ class Trials:
         if kind == "census":
             self.census = event
             return True
+        if kind == "native_thread_seen":  # the runner's own watch (sandbox.native_threads.ThreadWatch)
+            return self.flag("rt-native-thread", str(event["detail"]))
         if kind == "inputs_unavailable":  # before the candidate was imported: the problem's inputs, not the candidate
             self.inputs_unavailable = str(event.get("detail", ""))[:500]
             return False

@@ -20,6 +20,7 @@ import traceback
 from kernelrl.sandbox import isolation, problem_data
 from kernelrl.sandbox.free_blocks import FreeBlockPoison
 from kernelrl.sandbox.protocol import (
+    BaselineEvent,
     CensusEvent,
     DoneEvent,
     ErrorEvent,
@@ -370,6 +371,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
         warm_pools(torch)  # the thread pools honest work starts lazily, started now: then the baseline
         native = NativeThreads(current_frames)
         native.mark()
+        channel.send(BaselineEvent(pid=os.getpid(), tasks=native.baseline()))  # the verdict process's watch
         handoff = Handoff()  # the harness's state the candidate must leave as it is
         candidate = load(request.candidate_path, "kernelrl_candidate")
         model_cls = getattr(candidate, "ModelNew", None)

@@ -56,6 +56,10 @@ class NativeThreads:
         """The baseline: every OS and Python thread alive now is the stub's."""
         self._tasks, self._python = self._os_threads(), set(self._frames())
 
+    def baseline(self) -> list[int]:
+        """The OS thread ids of the baseline (for the verdict process's `ThreadWatch`)."""
+        return sorted(int(tid) for tid in self._tasks)
+
     def absorb(self) -> None:
         """Take the threads alive now into the baseline (the stub's own work started them)."""
         self._tasks |= self._os_threads()
@@ -82,3 +86,92 @@ class NativeThreads:
         names = Counter(self._name(tid) for tid in new[:32])
         listed = ", ".join(f"{name} x{n}" for name, n in sorted(names.items()))
         return [f"{count} native thread(s) not known to Python (new OS threads: {listed})"[:200]]
+
+
+# seconds a thread new since the baseline may live while the candidate runs before the verdict process reports
+# it: longer than a helper thread an honest call starts and joins, far shorter than the run timeout
+WATCH_GRACE_S = 3.0
+_PROC = "/proc"
+
+
+def _ns_id(status_path: str) -> int | None:
+    """The last NSpid entry of a /proc status file: the id as the sandbox's PID namespace numbers it."""
+    try:
+        with open(status_path) as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in os.listdir(_PROC):
+        if entry.isdigit():
+            try:
+                with open(f"{_PROC}/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[2]) == pgid:
+                        members.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return members
+
+
+class ThreadWatch:
+    """The verdict process's watch on the stub's OS threads (/proc/PID/task) while its candidate runs: a
+    thread that was not in the stub's baseline (sent before the candidate's import, so the candidate cannot
+    change it) and stays alive `grace_s` is reported, also while a call never returns. The stub's own check
+    (`NativeThreads.stray`) runs only once a call has returned; this one needs nothing from the candidate's
+    process. Python threads count too: a thread alive for seconds inside one call is no honest helper."""
+
+    def __init__(self, pgid: int, ns_pid: int, ns_tasks: list[int], grace_s: float = WATCH_GRACE_S) -> None:
+        self.grace_s = grace_s
+        self.task_dir: str | None = None
+        self.known: set[str] = set()
+        self.first_seen: dict[str, float] = {}
+        self.reported = False
+        for pid in _group_members(pgid):  # the stub is one of its process group (after the namespace's init)
+            if _ns_id(f"{_PROC}/{pid}/status") == ns_pid:
+                self.task_dir = f"{_PROC}/{pid}/task"
+                break
+        if self.task_dir is None:  # no /proc to read here: the stub's own check is all there is
+            return
+        baseline = set(ns_tasks)
+        self.known = {tid for tid in self._tasks() if _ns_id(f"{self.task_dir}/{tid}/status") in baseline}
+
+    def _tasks(self) -> set[str]:
+        try:
+            return set(os.listdir(self.task_dir))
+        except OSError:  # the stub has exited
+            return set()
+
+    def absorb(self) -> None:
+        """Take the threads alive now as the stub's (its profiler fallback started them)."""
+        if self.task_dir is not None:
+            self.known |= self._tasks()
+            self.first_seen.clear()
+
+    def check(self, now: float) -> str | None:
+        """Once: the threads new since the baseline that have lived `grace_s`, with their names; else None."""
+        if self.task_dir is None or self.reported:
+            return None
+        tasks = self._tasks()
+        self.first_seen = {tid: self.first_seen.get(tid, now) for tid in tasks - self.known}
+        old = sorted(tid for tid, seen in self.first_seen.items() if now - seen >= self.grace_s)
+        if not old:
+            return None
+        self.reported = True
+        names = Counter(_comm(f"{self.task_dir}/{tid}/comm") for tid in old[:32])
+        listed = ", ".join(f"{name} x{n}" for name, n in sorted(names.items()))
+        return (f"{len(old)} thread(s) new since the candidate's import alive for {self.grace_s:g} s while "
+                f"it ran, seen by the verdict process ({listed})")[:280]
+
+
+def _comm(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(64).decode(errors="replace").strip() or "?"
+    except OSError:
+        return "?"

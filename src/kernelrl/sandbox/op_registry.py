@@ -5,7 +5,9 @@ census's dispatch mode (a mode is per thread).
 An operator the candidate defines (`torch.library`), in its own namespace under an allowed name or as a new
 overload of one, is not on the allow-list whatever its name; an allowed operator whose kernels changed (a
 `torch.library` "IMPL" registration) is tampering. Both run their kernels with the census's mode off, so only
-the operator itself shows.
+the operator itself shows. An operator the candidate defined in Python through `torch.library.custom_op` or
+`triton_op` (PyTorch's documented way to ship a Triton kernel as an operator) is opened instead: its Python
+implementation runs in the operator's place under the census, so its body is judged as forward's own.
 """
 
 from __future__ import annotations
@@ -25,12 +27,30 @@ class OpRegistry:
     def __init__(self, torch, allowed: frozenset[str]) -> None:
         self._names = frozenset(torch._C._dispatch_get_all_op_names())  # "aten::clone", "aten::add.out", ...
         self._dump = torch._C._dispatch_dump
+        from torch._library.custom_ops import OPDEFS
+
+        self._python_ops = OPDEFS  # torch.library's Python operators by name, as torch keeps them
         self._kernels = {op: self._dump(op) for op in self._names
                          if op.startswith("aten::") and op[len("aten::"):].split(".")[0] in allowed}
 
     def is_aten(self, func) -> bool:
         """An ATen operator and overload that existed before the candidate's import."""
         return func._schema.name.startswith("aten::") and qualified(func) in self._names
+
+    def python_body(self, func, device_type: str | None) -> Callable | None:
+        """The Python implementation of an operator registered since this registry was made, for a device
+        type (`custom_op`/`triton_op`; `register_kernel` per device), or None. Whatever function this returns
+        runs instead of the operator, under the census: it need not be the one the dispatcher would call."""
+        if qualified(func) in self._names:
+            return None
+        opdef = self._python_ops.get(func._schema.name)
+        if opdef is None:
+            return None
+        bodies = getattr(opdef, "_backend_fns", None)
+        if not isinstance(bodies, dict):
+            return None
+        body = bodies.get(device_type) or bodies.get(None)
+        return body if callable(body) else None
 
     def replaced(self, funcs: Iterable) -> list[str]:
         """Those of `funcs` whose kernels differ from the ones registered before the import."""

@@ -337,6 +337,11 @@ class OpCensus:
                     kind = census._classify(func)
                 if kind == _OK:
                     return func(*args, **kwargs)
+                if kind == _OTHER:  # the candidate's own Python operator: its body runs here, under this mode
+                    body = census._registry.python_body(func, census._device_type(args))
+                    if body is not None:
+                        with self:
+                            return body(*args, **kwargs)
                 return census._op(func, kind, args, kwargs)
 
         return _Census()
@@ -367,6 +372,10 @@ class OpCensus:
         self._kinds[func] = kind
         self._writes[func] = written
         return kind
+
+    def _device_type(self, args) -> str | None:
+        tensor = next((a for a in args if isinstance(a, self._tensor_type)), None)
+        return tensor.device.type if tensor is not None else None
 
     def _label(self, func) -> str:
         label = self._labels.get(func)

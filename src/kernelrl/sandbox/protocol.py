@@ -224,6 +224,16 @@ class ReadyEvent(Event):
 
 
 @_message_type
+class BaselineEvent(Event):
+    """Sent right before the candidate's import (so its own): the stub's process id and its OS threads, as its
+    PID namespace numbers them; the verdict process watches for threads beyond these (`ThreadWatch`)."""
+
+    kind = "baseline"
+    pid: int = _field(_int)
+    tasks: list[int] = _field(_list(_int, 4096))
+
+
+@_message_type
 class ImportedEvent(Event):
     kind = "imported"
     marks: dict[str, float] = _field(_MARKS)
@@ -291,6 +301,15 @@ class TimingGrantedEvent(Event):
     """Made by the runner, never by the child: timing may start."""
 
     kind = "timing_granted"
+
+
+@_message_type
+class NativeThreadSeenEvent(Event):
+    """Made by the runner, never by the child: its watch found a thread, new since the baseline, alive too
+    long."""
+
+    kind = "native_thread_seen"
+    detail: str = _field(_str(300))
 
 
 @_message_type

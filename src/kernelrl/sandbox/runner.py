@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import group_rss_bytes
+from kernelrl.sandbox.native_threads import WATCH_GRACE_S, ThreadWatch
+from kernelrl.sandbox.protocol import NativeThreadSeenEvent
 
 MAX_PROTOCOL_LINE = 1 << 20
 
@@ -27,8 +29,8 @@ PHASE_AFTER_EVENT = {"ready": "import", "imported": "run"}
 # the stub's messages in the order it sends them (one may be missing; only "trial" repeats). Candidate code shares
 # the stub's process and can write its pipe: a message out of this order or a second one of a kind is not the
 # stub's, and what it claims (a census, timer numbers) must not replace the stub's own report
-EVENT_RANK = {"ready": 0, "imported": 1, "initialized": 2, "trial": 3, "census": 4, "timing_token": 5, "timing": 6,
-              "done": 7}
+EVENT_RANK = {"ready": 0, "baseline": 1, "imported": 2, "initialized": 3, "trial": 4, "census": 5,
+              "timing_token": 6, "timing": 7, "done": 8}
 LAST_MESSAGES = frozenset({"inputs_unavailable", "error", "exit", "done"})  # the stub's; "terminated" may follow
 
 
@@ -232,6 +234,7 @@ def watch_child(
     token_allowed: Callable[[], bool] | None = None,
     validate: Callable[[dict], dict] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    thread_grace_s: float = WATCH_GRACE_S,
 ) -> ChildOutcome:
     """Watch a started child to completion. `on_event` sees each protocol message; returning False stops the
     child. Its process group is killed and its pipes closed on return.
@@ -246,7 +249,10 @@ def watch_child(
     `kernelrl.sandbox.protocol`) returns the event as the verdict may read it, or raises ValueError: a
     malformed or unknown event is then a protocol violation, and so is one out of the stub's order
     (`EventOrder`). `cancelled()` true (a batch's deadline passed):
-    the child is stopped and `outcome.cancelled` set.
+    the child is stopped and `outcome.cancelled` set. From the stub's `baseline` message on, its OS threads
+    are watched (`ThreadWatch`): one new since then and alive `thread_grace_s` is passed to `on_event` as a
+    `native_thread_seen` message of the runner's own (False from it stops the child), so a candidate whose
+    call never returns is not left to the run timeout.
     """
     outcome = ChildOutcome()
     log = LogBuffer(log_limit_bytes)
@@ -265,7 +271,8 @@ def watch_child(
     pending = bytearray()
     phase, phase_start, phase_paused = "start", time.monotonic(), paused()
     open_streams = 2
-    next_memory_check = 0.0
+    next_memory_check = next_thread_check = 0.0
+    threads: ThreadWatch | None = None
     token_asked = False
     order = EventOrder()
     finished = False
@@ -284,6 +291,12 @@ def watch_child(
                 rss = group_rss_bytes(pgid)
                 if rss > memory_limit_bytes:
                     outcome.memory_exceeded_bytes = rss
+                    break
+            if threads is not None and now >= next_thread_check:
+                next_thread_check = now + 0.25
+                seen = threads.check(now)
+                if seen is not None and not on_event(NativeThreadSeenEvent(detail=seen).to_dict()):
+                    outcome.stopped_by_parent = True
                     break
             ready = sel.select(timeout=min(0.05, deadline - now))
             if not ready and (proc.poll() is not None if proc is not None else not _group_alive(pgid)):
@@ -324,6 +337,10 @@ def watch_child(
                         outcome.protocol_error = out_of_order
                         break
                     outcome.events.append(event)
+                    if event["event"] == "baseline":
+                        threads = ThreadWatch(pgid, event["pid"], event["tasks"], thread_grace_s)
+                    elif event["event"] == "census" and event.get("method") == "profiler" and threads:
+                        threads.absorb()  # CUPTI's threads: the stub's own, as it takes them itself
                     if event["event"] in PHASE_AFTER_EVENT:
                         phase, phase_start = PHASE_AFTER_EVENT[event["event"]], time.monotonic()
                         phase_paused = paused()
