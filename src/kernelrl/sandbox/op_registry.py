@@ -7,11 +7,14 @@ overload of one, is not on the allow-list whatever its name; an allowed operator
 `torch.library` "IMPL" registration) is tampering. Both run their kernels with the census's mode off, so only
 the operator itself shows. An operator the candidate defined in Python through `torch.library.custom_op` or
 `triton_op` (PyTorch's documented way to ship a Triton kernel as an operator) is opened instead: its Python
-implementation runs in the operator's place under the census, so its body is judged as forward's own.
+implementation runs in the operator's place under the census, so its body is judged as forward's own; so does
+`wrap_triton`'s launch, which reaches the census as a higher-order operator on a GPU.
 """
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 
@@ -30,6 +33,7 @@ class OpRegistry:
         from torch._library.custom_ops import OPDEFS
 
         self._python_ops = OPDEFS  # torch.library's Python operators by name, as torch keeps them
+        self._tensor_type = torch.Tensor
         self._kernels = {op: self._dump(op) for op in self._names
                          if op.startswith("aten::") and op[len("aten::"):].split(".")[0] in allowed}
 
@@ -37,7 +41,7 @@ class OpRegistry:
         """An ATen operator and overload that existed before the candidate's import."""
         return func._schema.name.startswith("aten::") and qualified(func) in self._names
 
-    def python_body(self, func, device_type: str | None) -> Callable | None:
+    def python_body(self, func, args) -> Callable | None:
         """The Python implementation of an operator registered since this registry was made, for a device
         type (`custom_op`/`triton_op`; `register_kernel` per device), or None. Whatever function this returns
         runs instead of the operator, under the census: it need not be the one the dispatcher would call."""
@@ -49,13 +53,27 @@ class OpRegistry:
         bodies = getattr(opdef, "_backend_fns", None)
         if not isinstance(bodies, dict):
             return None
-        body = bodies.get(device_type) or bodies.get(None)
+        tensor = next((a for a in args if isinstance(a, self._tensor_type)), None)
+        body = (tensor is not None and bodies.get(tensor.device.type)) or bodies.get(None)
         return body if callable(body) else None
 
     def replaced(self, funcs: Iterable) -> list[str]:
         """Those of `funcs` whose kernels differ from the ones registered before the import."""
         ran = {qualified(func) for func in funcs}
         return sorted(op for op in ran if op in self._kernels and self._dump(op) != self._kernels[op])
+
+
+def run_higher_order(mode, func, args, kwargs, ops: Counter):
+    """A higher-order operator reaching the census's `mode`. wrap_triton's launch
+    (triton_kernel_wrapper_mutation) runs its dense implementation under the mode, so the launch is the
+    candidate's like any other; any other is compute, counted in `ops`. Whatever torch's module holds under
+    those names is what runs, watched (it is not imported here: a third of a second per candidate)."""
+    wrap = sys.modules.get("torch._higher_order_ops.triton_kernel_wrap")
+    if wrap is not None and func is getattr(wrap, "triton_kernel_wrapper_mutation", None):
+        with mode:
+            return wrap.triton_kernel_wrapper_mutation_dense(*args, **kwargs)
+    ops[f"{func.name()} (higher-order operator)"] += 1
+    return func(*args, **kwargs)
 
 
 def carry_into_threads(active: Callable[[], bool], mode) -> None:

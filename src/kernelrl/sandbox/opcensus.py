@@ -41,7 +41,7 @@ import re
 import sys
 from collections import Counter
 
-from kernelrl.sandbox.op_registry import OpRegistry, carry_into_threads, qualified
+from kernelrl.sandbox.op_registry import OpRegistry, carry_into_threads, qualified, run_higher_order
 
 # ATen overload packets by class; anything not named here is a disallowed op
 ALLOCATION = frozenset({
@@ -116,6 +116,7 @@ class OpCensus:
 
         self._torch = torch
         self._tensor_type = torch.Tensor
+        self._higher_order_type = torch._ops.HigherOrderOperator
         self.launches = launches  # kernelrl.sandbox.census.LaunchCensus: its hooks tell this census of launches
         self._torch_dir = os.path.dirname(torch.__file__) + os.sep
         self._triton_dir = os.path.dirname(sys.modules["triton"].__file__) + os.sep
@@ -330,15 +331,19 @@ class OpCensus:
         census = self
 
         class _Census(TorchDispatchMode):
+            supports_higher_order_operators = True  # wrap_triton's launches come as one (on a GPU)
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
+                if isinstance(func, census._higher_order_type):
+                    return run_higher_order(self, func, args, kwargs, census.ops)
                 kind = census._kinds.get(func)
                 if kind is None:
                     kind = census._classify(func)
                 if kind == _OK:
                     return func(*args, **kwargs)
                 if kind == _OTHER:  # the candidate's own Python operator: its body runs here, under this mode
-                    body = census._registry.python_body(func, census._device_type(args))
+                    body = census._registry.python_body(func, args)
                     if body is not None:
                         with self:
                             return body(*args, **kwargs)
@@ -372,10 +377,6 @@ class OpCensus:
         self._kinds[func] = kind
         self._writes[func] = written
         return kind
-
-    def _device_type(self, args) -> str | None:
-        tensor = next((a for a in args if isinstance(a, self._tensor_type)), None)
-        return tensor.device.type if tensor is not None else None
 
     def _label(self, func) -> str:
         label = self._labels.get(func)
