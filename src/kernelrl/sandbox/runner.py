@@ -273,6 +273,7 @@ def watch_child(
     open_streams = 2
     next_memory_check = next_thread_check = 0.0
     threads: ThreadWatch | None = None
+    share_measured = False
     token_asked = False
     order = EventOrder()
     finished = False
@@ -292,7 +293,10 @@ def watch_child(
                 if rss > memory_limit_bytes:
                     outcome.memory_exceeded_bytes = rss
                     break
-            if threads is not None and now >= next_thread_check:
+            # paused from the last trial until the census: the stub's profiler fallback starts CUPTI's threads
+            # there, taken as the stub's once its census arrives (a long forward profiles for seconds)
+            share_window = token_allowed is not None and token_allowed() and not share_measured
+            if threads is not None and now >= next_thread_check and not share_window:
                 next_thread_check = now + 0.25
                 seen = threads.check(now)
                 if seen is not None and not on_event(NativeThreadSeenEvent(detail=seen).to_dict()):
@@ -339,8 +343,10 @@ def watch_child(
                     outcome.events.append(event)
                     if event["event"] == "baseline":
                         threads = ThreadWatch(pgid, event["pid"], event["tasks"], thread_grace_s)
-                    elif event["event"] == "census" and event.get("method") == "profiler" and threads:
-                        threads.absorb()  # CUPTI's threads: the stub's own, as it takes them itself
+                    elif event["event"] in ("census", "timing_token"):
+                        share_measured = True
+                        if event.get("method") == "profiler" and threads:
+                            threads.absorb()  # CUPTI's threads: the stub's own, as it takes them itself
                     if event["event"] in PHASE_AFTER_EVENT:
                         phase, phase_start = PHASE_AFTER_EVENT[event["event"]], time.monotonic()
                         phase_paused = paused()
