@@ -1,5 +1,6 @@
-"""Extension points a user reaches without editing kernelrl: a reward preset, a policy and a static rule, each
-from a module of their own (written to a temporary directory and imported from there)."""
+"""Extension points a user reaches without editing kernelrl (kernelrl.plugins): a reward preset, a policy and
+a static rule, each from a module of their own (written to a temporary directory and imported from there), and
+each from an installed package's entry point."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def test_a_reward_function_by_module_spec(usermod):
     assert parse_reward_spec("makora:delta=1.5") == ("makora", {"delta": 1.5})  # built-ins unchanged
     with pytest.raises(ValueError, match="declares no minimum"):
         reward_minimum(f"{usermod}:no_minimum")
-    with pytest.raises(ValueError, match="no function"):
+    with pytest.raises(ValueError, match="has no 'missing'"):
         get_reward(f"{usermod}:missing")
     with pytest.raises(ValueError, match="cannot import"):
         get_reward("kernelrl_no_such_module:fn")
@@ -83,13 +84,15 @@ def test_a_registered_reward_is_used_by_name_also_by_the_agent(usermod, monkeypa
 
     from kernelrl.agent import AgentConfig
 
-    monkeypatch.setattr(REWARDS, "_presets", dict(REWARDS._presets))  # this test's registrations end with it
+    monkeypatch.setattr(REWARDS.plugins, "_registered", {})  # this test's registrations end with it
     module = importlib.import_module(usermod)
     register_reward("double", module.double_or_nothing, minimum=-2.0)
     assert get_reward("double")(CORRECT) == 2.0 and reward_minimum("double") == -2.0
     assert AgentConfig(reward="double").reward == "double"  # validated against the registry
-    with pytest.raises(ValueError, match="cannot be empty or contain"):
+    with pytest.raises(ValueError, match="must be non-empty, without ':'"):
         register_reward("bad:name", module.double_or_nothing, minimum=0.0)
+    with pytest.raises(ValueError, match="built-in reward"):
+        register_reward("makora", module.double_or_nothing, minimum=0.0)
     with pytest.raises(ValueError, match="unknown reward 'nope'.*double"):
         get_reward("nope")
 
@@ -99,16 +102,16 @@ def test_a_policy_by_module_spec_and_by_registered_kind(usermod, monkeypatch):
 
     from kernelrl.policies import POLICIES
 
-    monkeypatch.setattr(POLICIES, "_factories", {})
+    monkeypatch.setattr(POLICIES, "_registered", {})
     policy = make_policy(f"{usermod}:EchoPolicy", temperature_hint=0.5)
     assert [c.text for c in policy.generate([], n=2)] == ["```python\nprint(1)\n```"] * 2
     assert policy.options == {"temperature_hint": 0.5}
     assert make_policy(f"{usermod}:EchoPolicy:hello").answer == "hello"
     register_policy("echo", importlib.import_module(usermod).EchoPolicy)
     assert make_policy("echo:hi").answer == "hi"
-    with pytest.raises(ValueError, match="policy kind must be an identifier other than"):
+    with pytest.raises(ValueError, match="'openai' is a built-in policy kind"):
         register_policy("openai", importlib.import_module(usermod).EchoPolicy)
-    with pytest.raises(ValueError, match="no class or function"):
+    with pytest.raises(ValueError, match="has no 'Missing'"):
         make_policy(f"{usermod}:Missing")
     with pytest.raises(ValueError, match="unknown policy.*echo:ARG"):
         make_policy("nope:x")
@@ -151,3 +154,48 @@ def test_a_user_rule_rejects_through_the_evaluator(cpu_evaluator, usermod, suite
 def test_rule_checks_are_one_function_per_rule():
     names = [rule.check.__name__ for rule in RULES_BY_ID.values()]
     assert len(set(names)) == len(names)
+
+
+ENTRY_POINTS = """
+[kernelrl.rewards]
+ep_double = kernelrl_user_ext:double_or_nothing
+
+[kernelrl.policies]
+ep_echo = kernelrl_user_ext:EchoPolicy
+
+[kernelrl.rules]
+ep_no_cheat = kernelrl_user_ext:RULES
+ep_broken = kernelrl_user_ext:NOT_A_RULE
+"""
+
+
+@pytest.fixture
+def installed(usermod, tmp_path, monkeypatch):
+    """The user module as an installed package that declares entry points (a dist-info beside it on sys.path,
+    what `pip install` writes), and registries that forget what this test loaded."""
+    from kernelrl.candidates.rules import RULE_PLUGINS
+    from kernelrl.policies import POLICIES
+
+    dist = tmp_path / "kernelrl_user_ext-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: kernelrl-user-ext\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(ENTRY_POINTS)
+    for registry in (REWARDS.plugins, POLICIES, RULE_PLUGINS):
+        monkeypatch.setattr(registry, "_registered", {})
+    return usermod
+
+
+def test_a_reward_a_policy_and_a_rule_from_an_installed_packages_entry_points(installed):
+    from kernelrl.policies import POLICIES
+
+    assert "ep_double" in REWARDS.names() and "ep_echo" in POLICIES.names()
+    assert get_reward("ep_double", scale=3.0)(CORRECT) == 3.0
+    assert reward_minimum("ep_double", scale=3.0) == -3.0
+    assert parse_reward_spec("ep_double:scale=2") == ("ep_double", {"scale": 2.0})
+    assert make_policy("ep_echo:hi").answer == "hi"
+    assert [f.rule for f in analyze_rules(CHEATING, extra_rules=["ep_no_cheat"]) if f.policy == "reject"] == \
+        ["user-no-cheat"]
+    with pytest.raises(ValueError, match="neither a Rule"):
+        resolve_rules(["ep_broken"])
+    with pytest.raises(ValueError, match="no rule plugin of that name"):
+        resolve_rules(["ep_missing"])

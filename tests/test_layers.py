@@ -18,7 +18,7 @@ MAX_LINES = 600
 # a room may import rooms of its own layer or below, never above (train/, serve/ and adapters/ sit on top with
 # the CLI)
 LAYERS: dict[str, int] = {
-    "_version": 0, "results": 0, "pyparse": 0,
+    "_version": 0, "results": 0, "pyparse": 0, "plugins": 0,
     "candidates": 1, "cache": 1, "timing": 1, "verify": 1, "problems": 1,
     "sandbox": 2,
     "evaluate": 3,

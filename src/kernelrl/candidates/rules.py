@@ -8,7 +8,6 @@ what the rules read (the module index, the bodies reachable from `ModelNew.forwa
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from kernelrl.candidates.reach import (
     reachable,
 )
 from kernelrl.candidates.resolve import resolve_calls
+from kernelrl.plugins import Registry, load_object
 from kernelrl.pyparse import parse_python
 from kernelrl.results import Finding
 
@@ -444,27 +444,34 @@ assert set(BANNED_MODULES.values()) | set(BANNED_CALLS.values()) | set(BANNED_AT
     BANNED_QUALIFIED.values()) <= set(RULES_BY_ID), "a banned-name table names an unknown rule"
 
 
+def _rules_of(spec: str, value: object) -> list[Rule]:
+    found = [value] if isinstance(value, Rule) else list(value) if isinstance(value, list | tuple) else []
+    if not found or not all(isinstance(r, Rule) for r in found):
+        raise ValueError(f"rule spec {spec!r} names neither a Rule nor a sequence of Rules")
+    return found
+
+
+# rules installed packages offer by name (entry point group kernelrl.rules; none are built in: the built-in
+# rules are always on)
+RULE_PLUGINS: Registry[list[Rule]] = Registry("rule plugin", "kernelrl.rules", adapt=_rules_of)
+
+
 def resolve_rules(specs: Sequence[Rule | str]) -> list[Rule]:
-    """Rules from `Rule` objects or `package.module:NAME` specs, where NAME is a Rule or a sequence of Rules
-    (how a user adds rules without editing kernelrl: `VerdictSettings(extra_rules=("mypkg.rules:RULES",))`)."""
+    """Rules from `Rule` objects, `package.module:NAME` specs (NAME a Rule or a sequence of Rules) or the
+    names of installed rule plugins (how a user adds rules without editing kernelrl:
+    `VerdictSettings(extra_rules=("mypkg.rules:RULES",))`)."""
     rules: list[Rule] = []
     for spec in specs:
         if isinstance(spec, Rule):
             rules.append(spec)
-            continue
-        module_name, sep, attr = str(spec).partition(":")
-        if not sep or not attr:
-            raise ValueError(f"a rule spec looks like package.module:NAME, not {spec!r}")
-        try:
-            value = getattr(importlib.import_module(module_name), attr)
-        except ImportError as exc:
-            raise ValueError(f"rule spec {spec!r}: cannot import module {module_name!r} ({exc})") from None
-        except AttributeError:
-            raise ValueError(f"rule spec {spec!r}: module {module_name!r} has no {attr!r}") from None
-        found = [value] if isinstance(value, Rule) else list(value) if isinstance(value, list | tuple) else []
-        if not found or not all(isinstance(r, Rule) for r in found):
-            raise ValueError(f"rule spec {spec!r} names neither a Rule nor a sequence of Rules")
-        rules.extend(found)
+        elif ":" in str(spec):
+            rules.extend(_rules_of(str(spec), load_object(str(spec), "rule spec")))
+        else:
+            found = RULE_PLUGINS.get(str(spec)) if str(spec).isidentifier() else None
+            if found is None:
+                raise ValueError(f"rule spec {spec!r}: no rule plugin of that name is installed (entry "
+                                 "points kernelrl.rules), and a spec looks like package.module:NAME")
+            rules.extend(found)
     for rule in rules:
         if rule.id in RULES_BY_ID:
             raise ValueError(f"rule id {rule.id!r} is a built-in rule's; give your rule its own id")

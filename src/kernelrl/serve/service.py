@@ -248,9 +248,9 @@ class RewardService:
         if spec in self.settings.rewards:
             return self.settings.rewards[spec]
         name = spec.partition(":")[0].strip()
-        if name not in REWARDS.names() or name in _module_rewards():
-            raise WireError(f"unknown reward {spec!r}: built-in presets {sorted(set(REWARDS.names()) - _module_rewards())}"
-                            f" or the server's allow-list {sorted(self.settings.rewards)}")
+        if name not in REWARDS.names():  # presets by name (built-in or installed); never a module path
+            raise WireError(f"unknown reward {spec!r}: presets {REWARDS.names()} or the server's allow-list "
+                            f"{sorted(self.settings.rewards)}")
         try:
             parse_reward_spec(spec)
         except (KeyError, ValueError, TypeError) as exc:
@@ -441,8 +441,3 @@ class RewardService:
         if not recent:
             return self.settings.neutral_score, 0.5
         return sum(r for r, _ in recent) / len(recent), sum(c for _, c in recent) / len(recent)
-
-
-def _module_rewards() -> set[str]:
-    """Registered rewards that name a module function ('pkg.mod:fn'): a request never picks those."""
-    return {name for name in REWARDS.names() if ":" in name}
