@@ -84,6 +84,27 @@ def test_each_room_imports_on_its_own(room):
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def _module_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, dotted module) of every `kernelrl...` import in the module, at any depth."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("kernelrl.")]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                node.module.startswith("kernelrl"):
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_rooms_above_the_sandbox_reach_it_through_its_face():
+    """`kernelrl.sandbox` (its __init__) is what the evaluator and everything above it import; its modules are
+    its own business."""
+    reaching = [f"{path.relative_to(SRC)}:{line} imports {module}" for path in _modules()
+                if _room(path) not in (None, "sandbox") for line, module in _module_imports(path)
+                if module.startswith("kernelrl.sandbox.")]
+    assert not reaching, "imports past the sandbox's face:\n" + "\n".join(reaching)
+
+
 def test_no_module_over_the_size_limit():
     long = {str(p.relative_to(SRC)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}"

@@ -7,8 +7,9 @@ floors), `slots` (how many sandboxes at once: cores, memory, turns), `environmen
 before the judge starts). Sandbox launching lives in `kernelrl.sandbox.launcher`.
 """
 
+from kernelrl.evaluate.deadlines import DEADLINE_MESSAGE
 from kernelrl.evaluate.environment import visible_gpus
-from kernelrl.evaluate.evaluator import DEADLINE_MESSAGE, Evaluator, evaluate
+from kernelrl.evaluate.evaluator import Evaluator, evaluate
 from kernelrl.evaluate.measure import speed_of_light_ms
 from kernelrl.evaluate.multi import MultiDeviceEvaluator
 from kernelrl.evaluate.scorer import EvalItem, Indexed, Scorer, ScorerBase, open_scorer

@@ -24,6 +24,7 @@ from pathlib import Path
 from kernelrl._version import __version__
 from kernelrl.cache import BaselineCache, CacheStats, ResultCache, kernelrl_build, result_key
 from kernelrl.candidates import Candidate
+from kernelrl.evaluate.deadlines import Deadline, deadline_result
 from kernelrl.evaluate.environment import KnownEnvironments
 from kernelrl.evaluate.measure import Measurer
 from kernelrl.evaluate.scorer import Indexed, ScorerBase, Work
@@ -58,12 +59,21 @@ from kernelrl.evaluate.verdict import (
 from kernelrl.problems import Problem
 from kernelrl.problems.audit import ProblemAudit, audit_from_report
 from kernelrl.results import CorrectnessReport, Environment, EvalResult, Stage, Status, TimingReport
-from kernelrl.sandbox.gate import DeviceGate, RunSlots
-from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
-from kernelrl.sandbox.launcher import LaunchSettings, SandboxLauncher, Standby, new_workdir
-from kernelrl.sandbox.owner import ProcessOwner
-from kernelrl.sandbox.protocol import SandboxRequest, TrialPlan
-from kernelrl.sandbox.timed_mix import mixes, timing_variants
+from kernelrl.sandbox import (
+    DeviceGate,
+    JudgeClient,
+    JudgeError,
+    LaunchSettings,
+    ProcessOwner,
+    RunSlots,
+    SandboxLauncher,
+    SandboxRequest,
+    Standby,
+    TrialPlan,
+    mixes,
+    new_workdir,
+    timing_variants,
+)
 from kernelrl.timing.cuda_timer import HOST_MODE
 from kernelrl.verify.tolerance import tolerance_for, tolerance_model
 
@@ -72,7 +82,6 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-DEADLINE_MESSAGE = "not judged: the deadline passed"
 TRANSIENT_AUDIT_MARK = "the judge failed: "
 
 
@@ -82,25 +91,6 @@ def _transient_audit(audit: ProblemAudit) -> bool:
     return any(f.detail.startswith(TRANSIENT_AUDIT_MARK) or "out of memory" in f.detail.lower()
                or "out of gpu memory" in f.detail.lower()
                for f in audit.flags)
-
-
-def _deadline_result(base: dict, deadline_s: float | None, stage: Stage = Stage.STATIC) -> EvalResult:
-    return EvalResult(status=Status.TIMEOUT, stage=stage, message=f"{DEADLINE_MESSAGE} ({deadline_s:g} s)",
-                      feedback="the evaluation was stopped when its deadline passed; this says nothing about the "
-                               "code", no_verdict=True, **base)
-
-
-class _Deadline:
-    """An item's deadline: `cancel` is set once it passes (slot waits and sandboxes watch it). Items of one call
-    without their own deadline share one."""
-
-    def __init__(self, at: float, seconds: float | None) -> None:
-        self.seconds = seconds
-        self.at = at
-        self.cancel = threading.Event()
-
-    def passed(self) -> bool:
-        return self.cancel.is_set() or time.monotonic() >= self.at
 
 
 def _settings_from(settings: EvaluatorSettings | EvalConfig | None, verdict: VerdictSettings | None,
@@ -311,13 +301,13 @@ class Evaluator(ScorerBase):
         workers = self.slots.workers
         self.warm_up_in_background()  # the workers start on the owner's thread; answers that need none go first
         caller = object()  # this call's turn in the slots' round-robin
-        deadlines: dict[float, _Deadline] = {}
-        running: dict[Future, tuple[int, _Deadline | None]] = {}
+        deadlines: dict[float, Deadline] = {}
+        running: dict[Future, tuple[int, Deadline | None]] = {}
 
-        def deadline_of(item: Work) -> _Deadline | None:
+        def deadline_of(item: Work) -> Deadline | None:
             if item.deadline_at is None:
                 return None
-            return deadlines.setdefault(item.deadline_at, _Deadline(item.deadline_at, item.deadline_s))
+            return deadlines.setdefault(item.deadline_at, Deadline(item.deadline_at, item.deadline_s))
 
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kernelrl-eval") as pool:
 
@@ -331,8 +321,8 @@ class Evaluator(ScorerBase):
                         yield Indexed(item.index, answer)
                         continue
                     if deadline is not None and deadline.passed():
-                        yield Indexed(item.index, _deadline_result(self._base(item.problem, item.candidate.text),
-                                                                   deadline.seconds))
+                        base = self._base(item.problem, item.candidate.text)
+                        yield Indexed(item.index, deadline_result(base, deadline.seconds))
                         continue
                     running[pool.submit(self._evaluate_candidate, item.problem, item.candidate, caller,
                                         time.monotonic(), verdict, deadline)] = (item.index, deadline)
@@ -372,7 +362,7 @@ class Evaluator(ScorerBase):
                 "environment": env}
 
     def _evaluate_candidate(self, problem: Problem, candidate: Candidate, caller: object, queued: float,
-                            cfg: VerdictSettings, deadline: _Deadline | None = None) -> EvalResult:
+                            cfg: VerdictSettings, deadline: Deadline | None = None) -> EvalResult:
         started = time.monotonic()
         env = self.environment()
         if candidate.code is None:
@@ -397,7 +387,7 @@ class Evaluator(ScorerBase):
         return result_key(problem.sha256, code, env, settings, self._build)
 
     def _evaluate(self, problem: Problem, code: str, env: Environment, caller: object, cfg: VerdictSettings,
-                  deadline: _Deadline | None = None) -> EvalResult:
+                  deadline: Deadline | None = None) -> EvalResult:
         base = {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
                 "environment": env}
         early = before_running(code, base, mode=env.mode,
@@ -443,7 +433,7 @@ class Evaluator(ScorerBase):
         return first_need(audit.timing_set_bytes, timing_variants(cfg.timing_variants, mixed) if cfg.timing else 1)
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
-                 cfg: VerdictSettings, deadline: _Deadline | None = None, alone: bool = False
+                 cfg: VerdictSettings, deadline: Deadline | None = None, alone: bool = False
                  ) -> tuple[EvalResult, bool]:
         """One run of the candidate once its slots are granted: beside the other evaluations holding theirs,
         or `alone` (every running one finished first, none starts meanwhile). Also returns whether another
@@ -461,7 +451,7 @@ class Evaluator(ScorerBase):
                 HeldSlot(self._compile_slots, caller, cancel) as compile_slot:
             granted = time.monotonic()
             if not sandbox_slot.held or not device_bytes.held or not compile_slot.held:
-                result = _deadline_result(base, deadline.seconds)
+                result = deadline_result(base, deadline.seconds)
             else:
                 with self._slots.exclusive() if alone else self._slots.shared() as run_slot:
                     result = self._attempt_in_slots(problem, code, env, base, compile_slot, granted, cfg,
@@ -472,7 +462,8 @@ class Evaluator(ScorerBase):
         return result, overlapped
 
     def _attempt_in_slots(self, problem: Problem, code: str, env: Environment, base: dict,
-                          compile_slot: HeldSlot, granted: float, cfg: VerdictSettings, deadline: _Deadline | None) -> EvalResult:
+                          compile_slot: HeldSlot, granted: float, cfg: VerdictSettings,
+                          deadline: Deadline | None) -> EvalResult:
         standby = self.launcher.take_standby(env.mode)
         workdir = standby.workdir if standby is not None else new_workdir()
         eval_id = uuid.uuid4().hex
@@ -489,7 +480,7 @@ class Evaluator(ScorerBase):
 
     def _run(self, problem: Problem, code: str, env: Environment, base: dict, workdir: Path, eval_id: str,
              standby: Standby | None, compile_slot: HeldSlot, started: float, cfg: VerdictSettings,
-             deadline: _Deadline | None = None) -> EvalResult:
+             deadline: Deadline | None = None) -> EvalResult:
         """`started`: when the evaluation got its slots (its prepare phase includes taking a standby)."""
         own = self.settings  # the evaluator's (cfg: this call's verdict settings)
         in_dir, out_dir = workdir / "in", workdir / "out"
@@ -575,7 +566,7 @@ class Evaluator(ScorerBase):
             reached = [(e, st) for e, st in (("timing_granted", Stage.TIMING), ("initialized", Stage.CORRECTNESS),
                                              ("imported", Stage.INIT)) if e in trials.arrived]
             stage = reached[0][1] if reached else Stage.IMPORT
-            return _deadline_result(base, deadline.seconds, stage)
+            return deadline_result(base, deadline.seconds, stage)
         verdict = sandbox_verdict(outcome, trials, base, cfg.memory_limit_gb)
         if verdict.status is Status.CORRECT:
             timing_started = time.monotonic()

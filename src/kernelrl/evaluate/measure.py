@@ -12,9 +12,7 @@ from kernelrl.evaluate.settings import VerdictSettings
 from kernelrl.evaluate.trials import Trials
 from kernelrl.problems import Problem
 from kernelrl.results import Environment, TimingReport
-from kernelrl.sandbox.gate import DeviceGate
-from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
-from kernelrl.sandbox.tensorio import nbytes_of
+from kernelrl.sandbox import DeviceGate, JudgeClient, JudgeError, nbytes_of
 from kernelrl.timing.cuda_timer import TimerSettings, method_name, summarize
 from kernelrl.timing.stats import candidate_rse_target, paired_speedup, speedup_rse
 

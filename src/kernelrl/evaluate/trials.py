@@ -6,8 +6,7 @@ from __future__ import annotations
 import time
 
 from kernelrl.results import Finding, Mismatch
-from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
-from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, validate_meta
+from kernelrl.sandbox import ITEMSIZE, JudgeClient, JudgeError, TensorFileError, validate_meta
 from kernelrl.verify.precision import describe as describe_precision
 from kernelrl.verify.runtime_checks import HANDOFF_STAGE, RUNTIME_CHECKS
 

@@ -13,7 +13,7 @@ from kernelrl.candidates.rules import analyze_rules
 from kernelrl.evaluate.trials import Trials
 from kernelrl.problems.audit import ProblemAudit
 from kernelrl.results import EvalResult, Finding, Stage, Status
-from kernelrl.sandbox.runner import ChildOutcome
+from kernelrl.sandbox import ChildOutcome
 from kernelrl.timing.cuda_timer import events_exceed_wall
 
 COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
