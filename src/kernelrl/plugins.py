@@ -68,6 +68,8 @@ class Registry(Generic[T]):
             return self._builtins[name]
         if name in self._registered:
             return self._registered[name]
+        if not self._valid_name(name):  # a spec (`module:function`), not a plugin's name: no scan of the path
+            return None
         point = self._entry_points().get(name)
         if point is None:
             return None

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelrl.evaluate.evaluator import _deadline_result, _settings_from
+from kernelrl.evaluate.deadlines import deadline_result
+from kernelrl.evaluate.evaluator import _settings_from
 from kernelrl.evaluate.scorer import Indexed, ScorerBase, Work
 from kernelrl.evaluate.settings import EvalConfig, EvaluatorError, EvaluatorSettings, VerdictSettings
 from kernelrl.results import EvalResult, Stage, Status
@@ -426,7 +427,7 @@ class RayScorer(ScorerBase):
                 "candidate_sha256": _sha(item.candidate.text), "environment": self._membership.environment}
 
     def _deadline(self, item: Work) -> EvalResult:
-        return _deadline_result(self._base(item), item.deadline_s)
+        return deadline_result(self._base(item), item.deadline_s)
 
     def _lost_result(self, pending: _Pending) -> EvalResult:
         return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.STATIC,
