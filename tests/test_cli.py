@@ -316,5 +316,6 @@ def test_rules_json_lists_every_static_rule_and_runtime_check():
     listed = json.loads(run.stdout)
     assert [r["id"] for r in listed if r["kind"] == "static"] == [r.id for r in RULES]
     assert {r["id"] for r in listed if r["kind"] == "runtime"} == set(RUNTIME_CHECKS)
-    precision = next(r for r in listed if r["id"] == "rt-low-precision")  # a check whose policies differ by device
+    # a check whose policies differ by device
+    precision = next(r for r in listed if r["id"] == "rt-low-precision")
     assert (precision["policy"], precision["gpu_policy"]) == ("warn", "off")

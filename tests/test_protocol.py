@@ -1,6 +1,6 @@
 """The typed wire (kernelrl.sandbox.protocol and judge_wire): every message's dataclass round-trips the exact
-dict shape the processes exchange, malformed or unknown messages raise ProtocolError, the modules need no torch,
-and the real child and judge speak it."""
+dict shape the processes exchange, malformed or unknown messages raise ProtocolError, the modules need no
+torch, and the real child and judge speak it."""
 
 from __future__ import annotations
 
@@ -335,9 +335,9 @@ def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PR
     problem.write_text(problem_code)
     candidate.write_text(CANDIDATE.format(body=body))
     gpu = judge.ensure_started()["mode"] == "gpu"
-    prepared = judge.call(j.PrepareRequest(eval_id=tmp_path.name, problem_path=str(problem), problem_sha256="d" * 64,
-                                           master_seed=11, min_trials=2, in_dir=str(tmp_path / "in"),
-                                           timing_variants=3 if gpu else 0))
+    prepared = judge.call(j.PrepareRequest(eval_id=tmp_path.name, problem_path=str(problem),
+                                           problem_sha256="d" * 64, master_seed=11, min_trials=2,
+                                           in_dir=str(tmp_path / "in"), timing_variants=3 if gpu else 0))
     settings = p.SandboxSettings(mode="gpu" if gpu else "cpu-interpreter", isolate_network=False,
                                  max_file_bytes=1 << 30)
     request = p.SandboxRequest.create(settings, **{

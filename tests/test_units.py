@@ -535,7 +535,8 @@ def test_kernel_share_classifies_copies_by_whether_they_keep_the_dtype():
     assert kind(aten.clone.out, x, out=h) == "other"
     assert kind(aten.clone.default, x._neg_view()) == "other"  # materializing a negated view negates
     assert kind(aten.add.Tensor, x, x) == "other"
-    # constant fills compute nothing from the inputs (an accumulator for atomics): neutral, as the census allows
+    # constant fills compute nothing from the inputs (an accumulator for atomics): neutral, as the census
+    # allows them
     assert kind(aten.zero_.default, x) == kind(aten.zeros_like.default, x) == "layout"
     assert kind(aten.fill_.Scalar, x, 1.0) == kind(aten.full.default, [4], 2.0) == "layout"
     assert kind(aten.fill_.Tensor, x, x.sum()) == "other"  # a computed value copied in

@@ -4,8 +4,8 @@ Three ways in, the same for each kind:
 - built-in: registered by kernelrl itself, under names nobody can replace;
 - `register(name, value)`: at run time, from your own code;
 - a Python entry point in the kind's group (`kernelrl.rewards`, `kernelrl.policies`, `kernelrl.rules`),
-  declared by an installed package (`[project.entry-points."kernelrl.rewards"] myreward = "pkg.mod:fn"`), loaded
-  the first time its name is asked for;
+  declared by an installed package (`[project.entry-points."kernelrl.rewards"]`, `myreward = "pkg.mod:fn"`),
+  loaded the first time its name is asked for;
 and, where a kind takes specs, `package.module:NAME` imports NAME on use (`load_object`).
 """
 
@@ -42,8 +42,8 @@ class Registry(Generic[T]):
     point names into the registry's value (and says what is wrong with it)."""
 
     def __init__(self, kind: str, group: str, builtins: Mapping[str, T] | None = None, *,
-                 adapt: Callable[[str, Any], T] | None = None, valid_name: Callable[[str], bool] | None = None,
-                 name_rule: str = "an identifier"):
+                 adapt: Callable[[str, Any], T] | None = None,
+                 valid_name: Callable[[str], bool] | None = None, name_rule: str = "an identifier"):
         self.kind, self.group, self.name_rule = kind, group, name_rule
         self._builtins = dict(builtins or {})
         self._registered: dict[str, T] = {}
@@ -62,8 +62,8 @@ class Registry(Generic[T]):
         return {ep.name: ep for ep in entry_points(group=self.group)}
 
     def get(self, name: str) -> T | None:
-        """The plugin `name`: a built-in, a registered one, or an entry point of the group (loaded now and kept);
-        None when there is none."""
+        """The plugin `name`: a built-in, a registered one, or an entry point of the group (loaded now and
+        kept); None when there is none."""
         if name in self._builtins:
             return self._builtins[name]
         if name in self._registered:
@@ -76,8 +76,8 @@ class Registry(Generic[T]):
         try:
             obj = point.load()
         except Exception as exc:  # noqa: BLE001 - a broken plugin is the user's to fix: say which and why
-            raise ValueError(f"{self.kind} {name!r} (entry point {point.value} in {self.group}) does not load: "
-                             f"{type(exc).__name__}: {exc}") from None
+            raise ValueError(f"{self.kind} {name!r} (entry point {point.value} in {self.group}) does not "
+                             f"load: {type(exc).__name__}: {exc}") from None
         value = self._adapt(name, obj)
         self._registered[name] = value
         return value

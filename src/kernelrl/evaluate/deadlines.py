@@ -13,13 +13,13 @@ DEADLINE_MESSAGE = "not judged: the deadline passed"
 
 def deadline_result(base: dict, deadline_s: float | None, stage: Stage = Stage.STATIC) -> EvalResult:
     return EvalResult(status=Status.TIMEOUT, stage=stage, message=f"{DEADLINE_MESSAGE} ({deadline_s:g} s)",
-                      feedback="the evaluation was stopped when its deadline passed; this says nothing about the "
-                               "code", no_verdict=True, **base)
+                      feedback="the evaluation was stopped when its deadline passed; this says nothing "
+                               "about the code", no_verdict=True, **base)
 
 
 class Deadline:
-    """An item's deadline: `cancel` is set once it passes (slot waits and sandboxes watch it). Items of one call
-    without their own deadline share one."""
+    """An item's deadline: `cancel` is set once it passes (slot waits and sandboxes watch it). Items of one
+    call without their own deadline share one."""
 
     def __init__(self, at: float, seconds: float | None) -> None:
         self.seconds = seconds

@@ -1,6 +1,7 @@
 """The typed wire between the verdict process and the judge: one JSON line each way, `{"op": op, **fields}`
-(`parse_judge_request`), answered by `{"ok": true, **fields}` or `{"ok": false, "error": ..., "traceback": ...}`
-(`parse_judge_reply`). Messages validate as the child's do (kernelrl.sandbox.protocol); stdlib only."""
+(`parse_judge_request`), answered by `{"ok": true, **fields}` or
+`{"ok": false, "error": ..., "traceback": ...}` (`parse_judge_reply`). Messages validate as the child's do
+(kernelrl.sandbox.protocol); stdlib only."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from kernelrl.sandbox.wire import (
     _type,
 )
 
-# -- the judge's replies ------------------------------------------------------------------------------------------
+# -- the judge's replies -------------------------------------------------------------------------------------
 
 
 @_message_type
@@ -73,10 +74,12 @@ class PrepareReply(JudgeReply):
 
 @_message_type
 class CompareReply(JudgeReply):
-    mismatch: dict | None = _field(_optional(_dict))  # kernelrl.results.Mismatch's fields but trial, input_set
+    # kernelrl.results.Mismatch's fields but trial, input_set
+    mismatch: dict | None = _field(_optional(_dict))
     # True: the outputs matched only within the float64 reference's allowance (kernelrl.verify.tolerance)
     widened: bool | None = _field(_optional(_bool), default=None, omit_none=True)
-    precision: dict | None = _field(_optional(_dict), default=None, omit_none=True)  # kernelrl.verify.precision
+    # kernelrl.verify.precision's evidence
+    precision: dict | None = _field(_optional(_dict), default=None, omit_none=True)
 
 
 @_message_type
@@ -116,10 +119,11 @@ class AuditFlag(Message):
 class AuditReply(JudgeReply):
     flags: list[AuditFlag] = _field(_list(_message(AuditFlag)))
     eager_ms: dict[str, float] | None = _field(_optional(_map(_number)), default=None, omit_none=True)
-    timing_set_bytes: int | None = _field(_optional(_int), default=None, omit_none=True)  # one call's in + out
+    # one call's inputs and outputs
+    timing_set_bytes: int | None = _field(_optional(_int), default=None, omit_none=True)
 
 
-# -- the judge's requests -----------------------------------------------------------------------------------------
+# -- the judge's requests ------------------------------------------------------------------------------------
 
 JUDGE_OPS: dict[str, type[JudgeRequest]] = {}  # op -> its request dataclass
 
@@ -172,9 +176,11 @@ class CompareRequest(JudgeRequest):
     rtol: float = _field(_number)
     prefix: str | None = _field(_optional(_STR), default=None)
     changed_inputs: list[int] = _field(_list(_int), factory=list)
-    # k of the float64-reference allowance for a value mismatch (kernelrl.verify.tolerance); None or 0: allclose only
+    # k of the float64-reference allowance for a value mismatch (kernelrl.verify.tolerance); None or 0:
+    # allclose only
     ref_error_k: float | None = _field(_optional(_number), default=None, omit_none=True)
-    mix_trial: int | None = _field(_optional(_int), default=None, omit_none=True)  # a timed call's mixed inputs
+    # a timed call's mixed inputs
+    mix_trial: int | None = _field(_optional(_int), default=None, omit_none=True)
     mix_seed: int | None = _field(_optional(_int), default=None, omit_none=True)
     precision_check: bool | None = _field(_optional(_bool), default=None, omit_none=True)  # rt-low-precision
 
@@ -220,7 +226,8 @@ class AuditRequest(JudgeRequest):
     timing: bool = _field(_bool, default=False)
     tolerances: dict = _field(_dict, factory=dict)  # dtype -> [atol, rtol] overrides
     input_sets: list[str] = _field(_list(_STR), factory=list)
-    ref_error_k: float | None = _field(_optional(_number), default=None, omit_none=True)  # as CompareRequest's
+    # as CompareRequest's
+    ref_error_k: float | None = _field(_optional(_number), default=None, omit_none=True)
 
 
 def parse_judge_request(message: str | bytes | dict) -> JudgeRequest:

@@ -12,10 +12,10 @@ contains host time (a slow `grid` callable, Python between launches). Inside the
   them (a transpose made contiguous around the kernel), so their time is neutral: out of the share's numerator
   and out of its denominator. A copy that changes dtype (`.to(torch.float16)`, `copy_` across dtypes), or
   resolves a negated or conjugated view, is compute done by PyTorch: "other", as the op census treats it;
-- constant fills likewise (`zero_`, `fill_` with a Python scalar, `zeros(_like)`, `full`, `arange`, ...): the op
-  census allows them (an accumulator zeroed for atomics) and they compute nothing from the inputs; a split-row
-  kernel that accumulates into `torch.zeros` spent about as long in the fill as in itself, and fell under the
-  floor. `fill_` with a tensor value is a copy of a computed value: "other";
+- constant fills likewise (`zero_`, `fill_` with a Python scalar, `zeros(_like)`, `full`, `arange`, ...):
+  the op census allows them (an accumulator zeroed for atomics) and they compute nothing from the inputs; a
+  split-row kernel that accumulates into `torch.zeros` spent about as long in the fill as in itself, and fell
+  under the floor. `fill_` with a tensor value is a copy of a computed value: "other";
 - the whole forward by a pair on the stream, so work neither of those sees (a CUDA graph replay) still counts.
 Nested intervals count once, to the innermost (an extension calling ATen, a custom op launching a Triton kernel).
 Share = mine / max(whole forward - layout, mine + other).
@@ -51,7 +51,8 @@ def _span_kind(name: str, args, kwargs) -> str:
     """"layout" for a named layout copy whose tensors (arguments, `out=`, nested lists) share one dtype and that
     asks for no other (`_to_copy`'s `dtype`), else "other". These ops' results take their dtype from exactly
     those (a copy's source or destination, `_to_copy`'s `dtype` or its input), so the inputs decide it before the
-    op runs, when its interval opens. A constant fill is neutral too ("layout"), `fill_` with a tensor value not."""
+    op runs, when its interval opens. A constant fill is neutral too ("layout"), `fill_` with a tensor value
+    not."""
     if name in CONSTANT_FILL or name in ALLOCATION:
         return "other" if name == "fill_" and any(isinstance(v, _TENSOR) for v in args[1:]) else "layout"
     if name not in LAYOUT_COPIES:
