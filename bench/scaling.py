@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -134,6 +135,22 @@ def _ready(url: str) -> bool:
         return False
 
 
+# what a sandbox's start phase spent, from its timeline's sandbox_* marks (EvalResult.timeline): its CUDA
+# context (in the standby, before its candidate came), waiting for a standby still starting, confinement after
+START_UP_STEPS = ("cuda_context", "standby_wait", "confine")
+
+
+def start_up(timeline: dict[str, float]) -> dict[str, float]:
+    steps = {"cuda_context": ("sandbox_imports", "sandbox_device"), "standby_wait": ("start", "sandbox_assigned"),
+             "confine": ("sandbox_assigned", "import")}
+    return {step: round(max(0.0, timeline[end] - timeline[begin]), 4) for step, (begin, end) in steps.items()
+            if begin in timeline and end in timeline}
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 4) if values else None
+
+
 def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) -> dict:
     suite = load_suite()
     tag = uuid.uuid4().hex[:8]
@@ -166,11 +183,15 @@ def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) ->
                         "first_attempt": next((line[:300] for line in r.log.splitlines()
                                                if line.startswith("[kernelrl] first attempt")), None),
                         "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
-                        "speedup_rse": r.timing.speedup_rse if r.timing else None} for r in results]}
+                        "speedup_rse": r.timing.speedup_rse if r.timing else None,
+                        "start_up_s": start_up(r.timeline)} for r in results]}
+    row["median_start_up_s"] = {step: _median([x["start_up_s"][step] for x in row["results"]
+                                               if step in x["start_up_s"]]) for step in START_UP_STEPS}
     print(f"{via} x{gpus} {profile}: {row['evals_per_min']} evals/min ({row['evaluations']} in "
           f"{row['total_s']} s), statuses {row['statuses']}, no verdict {row['no_verdict']}, first answer "
           f"{row['first_answer_s']} s, last tenth {row['last_tenth_s']} s, median speedup RSE "
-          f"{row['median_speedup_rse']}, median phases {row['median_phases_s']}", flush=True)
+          f"{row['median_speedup_rse']}, median phases {row['median_phases_s']}, median start-up steps "
+          f"{row['median_start_up_s']}", flush=True)
     return row
 
 

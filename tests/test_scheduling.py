@@ -218,6 +218,11 @@ def test_compile_slots_outnumber_timing_slot_and_timing_stays_exclusive(suite):
     for r in results:  # timed for real: the host-clock timer behind the timing token
         assert r.timing.candidate is not None and r.timing.candidate.mode == "host", r.timing
         assert {"queue", "first_trial", "token", "timing"} <= set(r.phases_s)
+        # the sandbox's own start-up steps, on the evaluator's clock: a standby started before its candidate
+        # came, took it in the start phase and was confined before the import
+        t = r.timeline
+        assert t["sandbox_stub"] <= t["sandbox_standby"] <= t["sandbox_assigned"] <= t["sandbox_readonly_fs"], t
+        assert t["start"] - SLACK_S <= t["sandbox_assigned"] <= t["sandbox_capabilities"] <= t["import"], t
     timing = spans(results, "timing", "finish")
     assert len(timing) == 4
     timing.sort()

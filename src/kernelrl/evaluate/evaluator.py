@@ -549,6 +549,7 @@ class Evaluator(ScorerBase):
         phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, sandbox_finished)}
         timeline = {"prepare": started, **trials.phase_begins(sandbox_started)}
         ready = outcome.last("ready") or {}
+        timeline.update(trials.sandbox_marks(ready))
         iso = ready.get("isolation", [])
         iso = [str(x)[:32] for x in iso] if isinstance(iso, list) else []
         env = dataclasses.replace(env, isolation=[*iso, path] if iso else [])
