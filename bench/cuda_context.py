@@ -1,6 +1,6 @@
-"""How long CUDA context creation takes when several processes create theirs at once, on one GPU and spread over
-the host's GPUs: every sandbox creates one (its start-up's `cuda_context` step), so if the driver serializes
-creation host-wide, a host caps sandbox starts per second whatever its number of GPUs.
+"""How long CUDA context creation takes when several processes create theirs at once, on one GPU and spread
+over the host's GPUs: every sandbox creates one (its start-up's `cuda_context` step), so if the driver
+serializes creation host-wide, a host caps sandbox starts per second whatever its number of GPUs.
 
 Each process imports torch, waits for a common start time, then times `torch.cuda.init()` + `set_device` + a
 first allocation (what the sandbox's stub does). Rows: N processes at once, on GPU 0 only and round-robin over
@@ -45,7 +45,8 @@ def row(procs: int, gpus: list[int]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--procs", default="1,2,4,8", help="comma-separated numbers of processes at once")
     parser.add_argument("--json", help="write the rows here (after each row)")
     args = parser.parse_args(argv)

@@ -141,8 +141,8 @@ START_UP_STEPS = ("cuda_context", "standby_wait", "confine")
 
 
 def start_up(timeline: dict[str, float]) -> dict[str, float]:
-    steps = {"cuda_context": ("sandbox_imports", "sandbox_device"), "standby_wait": ("start", "sandbox_assigned"),
-             "confine": ("sandbox_assigned", "import")}
+    steps = {"cuda_context": ("sandbox_imports", "sandbox_device"),
+             "standby_wait": ("start", "sandbox_assigned"), "confine": ("sandbox_assigned", "import")}
     return {step: round(max(0.0, timeline[end] - timeline[begin]), 4) for step, (begin, end) in steps.items()
             if begin in timeline and end in timeline}
 

@@ -46,7 +46,7 @@ def test_help_at_80_columns_shows_every_option_name_in_full(path, command):
 
 
 EXIT_CODES_APPLY = {("eval",), ("demo",), ("agent",)}
-OWN_EXIT_CODES = {("audit",), ("baselines",), ("bench",), ("train", "sft"), ("train", "grpo"),
+OWN_EXIT_CODES = {("audit",), ("baselines",), ("bench",), ("gen",), ("train", "sft"), ("train", "grpo"),
                   ("train", "two-stage")}
 
 

@@ -174,7 +174,8 @@ class EvalResult:
     phases_s: dict[str, float] = field(default_factory=dict)
     # when each of those phases began, Unix seconds (one process's clock), plus 'queued' (the evaluation was
     # handed in) and 'end': lines evaluations up against each other (overlap, timing exclusivity, idle time);
-    # 'sandbox_*': the sandbox's own start-up steps (its CUDA context, a standby taking its candidate, confinement)
+    # 'sandbox_*': the sandbox's own start-up steps (its CUDA context, a standby taking its candidate,
+    # confinement)
     timeline: dict[str, float] = field(default_factory=dict)
 
     @property

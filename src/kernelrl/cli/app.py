@@ -8,8 +8,8 @@ Exit codes:
   4  the policy failed (agent, bench): server unreachable after retries, replay without a matching completion
   130  train: interrupted (Ctrl-C); the same command resumes from the last checkpoint
 
-The EPILOG below (these codes) ends the help of eval, demo and agent; audit, baselines, bench and the train
-commands name their own codes; problems, rules and report exit 0, or 2 on bad input.
+The EPILOG below (these codes) ends the help of eval, demo and agent; audit, baselines, bench, gen and the
+train commands name their own codes; problems, rules and report exit 0, or 2 on bad input.
 
 Commands validate everything they were given before they create anything (a run directory, a results file,
 a kernel database), so a rejected command leaves no files behind.

@@ -59,10 +59,11 @@ class Trials:
         return begins
 
     def sandbox_marks(self, ready: dict) -> dict[str, float]:
-        """The sandbox's own start-up marks (the ready report's: seconds from its stub's start) on this process's
-        clock, dated by the report's arrival: `sandbox_device` (its CUDA context up), `sandbox_standby` (a
-        standby waiting for its candidate), `sandbox_assigned` (the candidate taken), `sandbox_readonly_fs`,
-        `sandbox_capabilities` (confinement steps). Diagnostics: what the start phase waited for."""
+        """The sandbox's own start-up marks (the ready report's: seconds from its stub's start) on this
+        process's clock, dated by the report's arrival: `sandbox_device` (its CUDA context up),
+        `sandbox_standby` (a standby waiting for its candidate), `sandbox_assigned` (the candidate taken),
+        `sandbox_readonly_fs`, `sandbox_capabilities` (confinement steps). Diagnostics: what the start phase
+        waited for."""
         marks, arrived = ready.get("marks"), self.arrived.get("ready")
         if not isinstance(marks, dict) or arrived is None or not isinstance(marks.get("ready"), float | int):
             return {}

@@ -1,0 +1,53 @@
+"""`kernelrl gen`: generated problems at training scale (kernelrl.problems.generate), audited by the
+evaluator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kernelrl.cli.app import EXIT_BAD_INPUT, app, evaluating, fail, stdout
+from kernelrl.cli.options import Evaluation, eval_options, with_options
+
+
+@app.command("gen", epilog="Exit codes: 0 = the problems were written; 2 = bad usage or input; 3 = the "
+             "evaluator itself failed (EvaluatorError).")
+@with_options(evaluation=eval_options("device"))
+def gen_cmd(
+    out: Annotated[Path, typer.Option(
+        "--out", help="Directory to write (emptied first): level{N}/ problem files, manifest.json, "
+        "problems.jsonl.")],
+    n: Annotated[int, typer.Option("--n", min=1, help="Problems to keep.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Same seed, same files.")] = 0,
+    family: Annotated[list[str] | None, typer.Option(
+        "--family", help="Op families to compose from (repeatable; default: every one).")] = None,
+    no_audit: Annotated[bool, typer.Option("--no-audit", help="Skip the evaluator's audit gate.")] = False,
+    *,
+    evaluation: Evaluation,
+) -> None:
+    """Compose KernelBench-format problems from op families (element-wise chains, broadcasting, reductions and
+    scans along any dimension, row-wise normalizations, GEMM epilogues) with a seeded sampler, keep those that
+    pass every gate (reference run, numerical sanity, audit, no duplicate, no overlap with the built-in test
+    split) and list every reject with its reason in the manifest."""
+    from kernelrl.problems.generate import FAMILIES, generate
+
+    families = tuple(family or FAMILIES)
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        fail(f"unknown --family {', '.join(unknown)}; families: {', '.join(FAMILIES)}", EXIT_BAD_INPUT)
+    if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
+        fail(f"--out {out} is a non-empty directory that kernelrl gen did not write; nothing was changed",
+             EXIT_BAD_INPUT)
+    with evaluating():
+        if no_audit:
+            manifest = generate(n, seed, out, families=families)
+        else:
+            with evaluation.open() as scorer:
+                manifest = generate(n, seed, out, auditor=scorer, families=families)
+    console = stdout()
+    console.print(f"kept {manifest['kept']} of {manifest['candidates']} generated problems in {out} "
+                  f"(splits {manifest['splits']})")
+    console.print(f"per family: {manifest['families']}")
+    console.print(f"rejected: {manifest['rejects_by_reason'] or 'none'} (reasons in {out / 'manifest.json'})")

@@ -1,0 +1,132 @@
+"""Generated problems at training scale: composed from op families by a seeded sampler, gated (load,
+reference run, numerical sanity, audit, deduplication, decontamination against held-out problems), written as
+a suite with a manifest that lists every problem kept and every one rejected with its reason.
+
+    from kernelrl.problems.generate import generate
+    manifest = generate(200, seed=7, out="gen/", auditor=scorer)   # kernelrl gen --n 200 --seed 7 --out gen/
+
+Layout: `OUT/level{difficulty}/{index:05d}_{family}.py` (difficulty = op count), `OUT/manifest.json`,
+`OUT/problems.jsonl` (one row per kept problem: id, family, ops, difficulty, dtype, split, source). The same
+seed writes byte-identical files. Each kept problem's METADATA names its split: `test` (about 1 in 10, by its
+near-duplicate key) is the held-out in-family set, never trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from kernelrl.problems.generate.families import FAMILIES, Spec, sample
+from kernelrl.problems.generate.gates import (
+    GateRejected,
+    gate,
+    heldout_signatures,
+    near_duplicate_key,
+    new_seen,
+    remember,
+)
+from kernelrl.problems.generate.render import render
+from kernelrl.problems.problem import Problem, load_problem
+
+GENERATOR_VERSION = "kernelrl-gen/1"
+HELDOUT_SHARE = 10  # 1 in this many near-duplicate keys is held out (split "test")
+MAX_ATTEMPTS_PER_PROBLEM = 5  # the sampler stops after n times this many candidates
+
+__all__ = ["FAMILIES", "GENERATOR_VERSION", "Auditor", "GateRejected", "gate", "generate",
+           "heldout_signatures", "new_seen"]
+
+
+class Auditor(Protocol):
+    """What audits a problem (an evaluator, any Scorer): its result's `refusing` flags reject the problem."""
+
+    def audit(self, problem: Problem) -> Any: ...
+
+
+def _metadata(spec: Spec, seed: int, index: int) -> dict:
+    meta = {"family": spec.family, "ops": list(spec.ops), "tags": list(spec.tags),
+            "difficulty": spec.difficulty, "dtype": spec.dtype,
+            "provenance": {"generator": GENERATOR_VERSION, "seed": seed, "index": index}}
+    if spec.dtype == "bfloat16":  # the CPU's Triton interpreter has no bfloat16 (numpy lacks it)
+        meta["gpu_only"] = True
+    return meta
+
+
+def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = None,
+             families: Sequence[str] = FAMILIES, heldout: Iterable[Problem] | None = None) -> dict:
+    """Write up to `n` gated problems (families in turn) under `out` (emptied first) and return the manifest.
+    `heldout`: problems nothing generated may overlap (default: the built-in suite's test split)."""
+    unknown = [f for f in families if f not in FAMILIES]
+    if n < 1 or unknown:
+        raise ValueError(f"n must be at least 1 and families among {', '.join(FAMILIES)} (got {unknown})")
+    if heldout is None:
+        from kernelrl.problems.suite import load_suite
+
+        heldout = load_suite().split("test")
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    staging = out / ".staging"
+    staging.mkdir(parents=True)
+    test = heldout_signatures(heldout)
+    kept: list[dict] = []
+    rejected: list[dict] = []
+    seen = new_seen()
+    index = 0
+    while len(kept) < n and index < n * MAX_ATTEMPTS_PER_PROBLEM:
+        family = families[index % len(families)]
+        # each index its own draws: a reject moves no later problem
+        spec = sample(random.Random(f"{seed}:{index}"), family)
+        row = _gate(spec, seed, index, out, staging, auditor, test, seen)
+        (kept if "id" in row else rejected).append(row)
+        index += 1
+    shutil.rmtree(staging)
+    manifest = {
+        "generator": GENERATOR_VERSION, "seed": seed, "requested": n, "candidates": index, "kept": len(kept),
+        "families": {f: Counter(r["family"] for r in kept)[f] for f in families},
+        "splits": dict(sorted(Counter(r["split"] for r in kept).items())),
+        "rejects_by_reason": dict(sorted(Counter(r["reason"] for r in rejected).items())),
+        "gates": ["load", "reference run (check and sweep sets, CPU)", "finite outputs",
+                  "numerical sanity in its dtype (against float64)",
+                  "audit" if auditor else "audit (not run)",
+                  "near-duplicate (program, constants abstracted)", "duplicate output on the same inputs",
+                  "held-out overlap (ATen op sequence, output)"],
+        "decontaminated_against": sorted({pid for table in test.values() for pid in table.values()}),
+        "problems": [{k: v for k, v in r.items() if k != "source"} for r in kept],
+        "rejected": rejected,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    with (out / "problems.jsonl").open("w") as f:
+        for row in kept:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+    return manifest
+
+
+def _gate(spec: Spec, seed: int, index: int, out: Path, staging: Path, auditor: Auditor | None,
+          test: dict[str, dict[str, str]], seen: dict[str, dict[str, str]]) -> dict:
+    """The kept problem's row, or the reject's (with `reason` and `detail`)."""
+    name = f"{index:05d}_{spec.family.removeprefix('gen_')}"
+    base = {"index": index, "family": spec.family, "ops": list(spec.ops), "dtype": spec.dtype}
+    meta = _metadata(spec, seed, index)
+    key = near_duplicate_key(render(spec, meta))
+    meta["split"] = "test" if int(key, 16) % HELDOUT_SHARE == 0 else "train"
+    source = render(spec, meta)
+    path = staging / f"{name}.py"
+    path.write_text(source)
+    try:
+        problem = load_problem(path, problem_id=f"level{spec.difficulty}/{name}", level=spec.difficulty)
+        signature = gate(problem, test, seen, auditor)
+    except GateRejected as rejected:
+        path.unlink()
+        return {**base, "reason": rejected.reason, "detail": rejected.detail[:300]}
+    final = out / f"level{spec.difficulty}" / path.name
+    final.parent.mkdir(exist_ok=True)
+    path.rename(final)
+    remember(seen, signature, problem.id)
+    return {**base, "id": problem.id, "difficulty": spec.difficulty, "split": meta["split"],
+            "aten_ops": list(signature.ops), "near_duplicate": signature.near_duplicate,
+            "fingerprint": signature.fingerprint, "source": source}

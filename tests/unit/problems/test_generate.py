@@ -1,0 +1,135 @@
+"""kernelrl.problems.generate: seeded, gated problem generation (each gate rejects a planted bad problem)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelrl import load_problem, load_suite
+from kernelrl.evaluate.scorer import open_scorer
+from kernelrl.problems.generate import FAMILIES, GateRejected, gate, generate, heldout_signatures, new_seen
+
+HEADER = '''import torch
+import torch.nn as nn
+
+METADATA = {"family": "planted"}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return FORWARD
+
+
+def get_input_sets():
+    return {"bench": dict(rows=64, cols=64), "check": dict(rows=8, cols=32),
+            "sweep_odd": dict(rows=3, cols=7)}
+
+
+def get_inputs(rows=64, cols=64):
+    return [torch.randn(rows, cols, dtype=DTYPE)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def planted(tmp_path: Path, name: str, forward: str, dtype: str = "torch.float32"):
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEADER.replace("FORWARD", forward).replace("DTYPE", dtype))
+    return load_problem(path, problem_id=name)
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_same_seed_same_files_and_every_family(tmp_path):
+    first = generate(18, 5, tmp_path / "a")
+    generate(18, 5, tmp_path / "b")
+    other = generate(18, 6, tmp_path / "c")
+    assert files(tmp_path / "a") == files(tmp_path / "b")
+    assert files(tmp_path / "a") != files(tmp_path / "c") and other["kept"] == 18
+    assert first["kept"] == 18 and all(first["families"][f] >= 1 for f in FAMILIES), first["families"]
+    suite = load_suite(tmp_path / "a")  # a suite like any other: levels by op count
+    assert len(suite) == 18 and {p.level for p in suite} <= set(range(1, 8))
+    for problem in suite:
+        meta = problem.metadata
+        assert meta["family"] in FAMILIES and meta["difficulty"] == len(meta["ops"]) == problem.level
+        assert meta["split"] in ("train", "test") and meta["provenance"] == {
+            "generator": "kernelrl-gen/1", "seed": 5, "index": meta["provenance"]["index"]}
+        assert meta.get("gpu_only", False) == (meta["dtype"] == "bfloat16")
+    rows = [json.loads(line) for line in (tmp_path / "a" / "problems.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [p["id"] for p in first["problems"]] and all(r["source"] for r in rows)
+    assert len({r["near_duplicate"] for r in rows}) == len({r["fingerprint"] for r in rows}) == 18
+
+
+def test_reference_gates_reject_planted_problems(tmp_path):
+    heldout, seen = heldout_signatures([]), new_seen()
+    # cancellation that float16 cannot hold (the float64 answer is 1); a shape only some sets have
+    for forward, dtype, reason in (("torch.exp(x * 1000.0)", "torch.float32", "non_finite"),
+                                   ("(x * 4096 + 1) - x * 4096", "torch.float16", "ill_conditioned"),
+                                   ("x.view(4, -1)", "torch.float32", "reference_raises")):
+        with pytest.raises(GateRejected) as raised:
+            gate(planted(tmp_path, reason, forward, dtype), heldout, seen)
+        assert raised.value.reason == reason, (forward, raised.value)
+    kept = planted(tmp_path, "kept", "torch.tanh(x) * 2.0")
+    assert gate(kept, heldout, seen).ops == ("tanh", "mul")
+
+
+def test_duplicates_and_heldout_overlap_are_rejected(tmp_path):
+    from kernelrl.problems.generate.gates import remember
+
+    heldout = heldout_signatures([load_suite().get("level1/28_cumsum")])
+    seen = new_seen()
+    original = planted(tmp_path, "original", "torch.sigmoid(x) + 1.0")
+    remember(seen, gate(original, heldout, seen), original.id)
+    # the same program with another constant; the same outputs written another way (a renamed duplicate)
+    for name, forward in (("other_constant", "torch.sigmoid(x) + 2.0"),
+                          ("renamed", "1.0 + torch.special.expit(x)")):
+        with pytest.raises(GateRejected) as raised:
+            gate(planted(tmp_path, name, forward), heldout, seen)
+        assert raised.value.reason == "duplicate" and "original" in raised.value.detail
+    copy = tmp_path / "copied.py"  # a copy of a held-out test problem under another name
+    copy.write_text(load_suite().get("level1/28_cumsum").source)
+    with pytest.raises(GateRejected) as raised:
+        gate(load_problem(copy, problem_id="copied"), heldout, seen)
+    assert raised.value.reason == "overlaps_heldout" and "level1/28_cumsum" in raised.value.detail
+    with pytest.raises(GateRejected):  # the same ops over another dimension: still the held-out op sequence
+        gate(planted(tmp_path, "scan", "torch.cumsum(x, dim=0)"), heldout, seen)
+
+
+def test_audit_gate_rejects_degenerate_problems(tmp_path):
+    heldout, seen = heldout_signatures([]), new_seen()
+    with open_scorer(["cpu"]) as scorer:
+        for name, forward, flag in (("zeros", "torch.relu(-torch.abs(x))", "zeros_pass"),
+                                    ("independent", "torch.ones_like(x) * 3.0", "input_independent")):
+            with pytest.raises(GateRejected) as raised:
+                gate(planted(tmp_path, name, forward), heldout, seen, auditor=scorer)
+            assert raised.value.reason == "audit" and flag in raised.value.detail, raised.value.detail
+
+
+@pytest.mark.slow
+def test_gen_command_writes_a_manifest_with_rejects(tmp_path):
+    out = tmp_path / "gen"
+    done = subprocess.run([sys.executable, "-m", "kernelrl.cli", "gen", "--n", "40", "--seed", "7", "--out",
+                           str(out), "--device", "cpu"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["kept"] == 40 and "audit" in manifest["gates"]
+    assert manifest["rejected"] and all(r["reason"] and r["detail"] for r in manifest["rejected"])
+    reasons = sum(manifest["rejects_by_reason"].values())
+    assert reasons == len(manifest["rejected"]) == manifest["candidates"] - 40
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    refused = subprocess.run([sys.executable, "-m", "kernelrl.cli", "gen", "--n", "1", "--out", str(taken),
+                              "--no-audit"], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and (taken / "notes.txt").read_text() == "mine"
