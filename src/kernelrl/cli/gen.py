@@ -24,6 +24,9 @@ def gen_cmd(
     family: Annotated[list[str] | None, typer.Option(
         "--family", help="Op families to compose from (repeatable; default: every one).")] = None,
     no_audit: Annotated[bool, typer.Option("--no-audit", help="Skip the evaluator's audit gate.")] = False,
+    solutions: Annotated[bool, typer.Option(
+        "--solutions", help="Also write a template Triton solution of each problem and keep those the "
+        "evaluator judges correct without findings (solutions/, solutions.json).")] = False,
     *,
     evaluation: Evaluation,
 ) -> None:
@@ -31,7 +34,7 @@ def gen_cmd(
     scans along any dimension, row-wise normalizations, GEMM epilogues) with a seeded sampler, keep those that
     pass every gate (reference run, numerical sanity, audit, no duplicate, no overlap with the built-in test
     split) and list every reject with its reason in the manifest."""
-    from kernelrl.problems.generate import FAMILIES, generate
+    from kernelrl.problems.generate import FAMILIES, generate, verify_solutions
 
     families = tuple(family or FAMILIES)
     unknown = [f for f in families if f not in FAMILIES]
@@ -40,14 +43,17 @@ def gen_cmd(
     if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
         fail(f"--out {out} is a non-empty directory that kernelrl gen did not write; nothing was changed",
              EXIT_BAD_INPUT)
-    with evaluating():
-        if no_audit:
-            manifest = generate(n, seed, out, families=families)
-        else:
-            with evaluation.open() as scorer:
-                manifest = generate(n, seed, out, auditor=scorer, families=families)
+    with evaluating(), evaluation.open() as scorer:
+        manifest = generate(n, seed, out, auditor=None if no_audit else scorer, families=families,
+                            solutions=solutions)
+        if solutions:
+            checked = verify_solutions(out, scorer, scorer.environment().mode == "gpu")
     console = stdout()
     console.print(f"kept {manifest['kept']} of {manifest['candidates']} generated problems in {out} "
                   f"(splits {manifest['splits']})")
     console.print(f"per family: {manifest['families']}")
     console.print(f"rejected: {manifest['rejects_by_reason'] or 'none'} (reasons in {out / 'manifest.json'})")
+    if solutions:
+        console.print(f"solutions: {checked['kept']} of {checked['verified']} verified kept, per family "
+                      f"{checked['kept_per_family']}; {len(checked['not_verified_gpu_only'])} bfloat16 ones "
+                      f"unverified without a GPU (details in {out / 'solutions.json'})")

@@ -133,3 +133,24 @@ def test_gen_command_writes_a_manifest_with_rejects(tmp_path):
     refused = subprocess.run([sys.executable, "-m", "kernelrl.cli", "gen", "--n", "1", "--out", str(taken),
                               "--no-audit"], capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and (taken / "notes.txt").read_text() == "mine"
+
+
+def test_template_solutions_are_correct_for_every_family_and_failures_are_dropped(tmp_path):
+    from kernelrl.problems.generate import verify_solutions
+
+    out = tmp_path / "gen"
+    generate(12, 21, out, solutions=True)
+    suite = load_suite(out)
+    assert all(suite.solution_path(p) is not None for p in suite)
+    first = suite.problems[0]
+    broken = suite.solution_path(first)  # a planted wrong solution: its output off by one
+    broken.write_text(broken.read_text().replace("        return out\n", "        return out + 1\n"))
+    with open_scorer(["cpu"]) as scorer:
+        report = verify_solutions(out, scorer, device_is_gpu=False)
+    gpu_only = {p.id for p in suite if p.metadata.get("gpu_only")}
+    assert sorted(report["not_verified_gpu_only"]) == sorted(gpu_only)
+    failed = [(f["id"], f["status"]) for f in report["failed"]]
+    assert failed == [(first.id, "wrong_output")], report["failed"]
+    assert not broken.exists() and report["kept"] == report["verified"] - 1 == 11 - len(gpu_only)
+    verified_families = {p.family for p in suite if p.id not in gpu_only and p.id != first.id}
+    assert verified_families == set(FAMILIES) and set(report["kept_per_family"]) == verified_families

@@ -31,6 +31,7 @@ from kernelrl.problems.generate.gates import (
     remember,
 )
 from kernelrl.problems.generate.render import render
+from kernelrl.problems.generate.solutions import synthesize, verify_solutions
 from kernelrl.problems.problem import Problem, load_problem
 
 GENERATOR_VERSION = "kernelrl-gen/1"
@@ -38,7 +39,7 @@ HELDOUT_SHARE = 10  # 1 in this many near-duplicate keys is held out (split "tes
 MAX_ATTEMPTS_PER_PROBLEM = 5  # the sampler stops after n times this many candidates
 
 __all__ = ["FAMILIES", "GENERATOR_VERSION", "Auditor", "GateRejected", "gate", "generate",
-           "heldout_signatures", "new_seen"]
+           "heldout_signatures", "new_seen", "synthesize", "verify_solutions"]
 
 
 class Auditor(Protocol):
@@ -57,9 +58,12 @@ def _metadata(spec: Spec, seed: int, index: int) -> dict:
 
 
 def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = None,
-             families: Sequence[str] = FAMILIES, heldout: Iterable[Problem] | None = None) -> dict:
+             families: Sequence[str] = FAMILIES, heldout: Iterable[Problem] | None = None,
+             solutions: bool = False) -> dict:
     """Write up to `n` gated problems (families in turn) under `out` (emptied first) and return the manifest.
-    `heldout`: problems nothing generated may overlap (default: the built-in suite's test split)."""
+    `heldout`: problems nothing generated may overlap (default: the built-in suite's test split).
+    `solutions`: also write a template Triton solution of each (`OUT/solutions/<id>.py`, unverified: see
+    `verify_solutions`)."""
     unknown = [f for f in families if f not in FAMILIES]
     if n < 1 or unknown:
         raise ValueError(f"n must be at least 1 and families among {', '.join(FAMILIES)} (got {unknown})")
@@ -82,6 +86,10 @@ def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = No
         # each index its own draws: a reject moves no later problem
         spec = sample(random.Random(f"{seed}:{index}"), family)
         row = _gate(spec, seed, index, out, staging, auditor, test, seen)
+        if solutions and "id" in row:
+            path = out / "solutions" / f"{row['id']}.py"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(synthesize(spec, seed=index))
         (kept if "id" in row else rejected).append(row)
         index += 1
     shutil.rmtree(staging)

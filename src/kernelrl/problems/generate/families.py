@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 # one-input maps: name -> a line over y, with {c} for a constant drawn from the op's list
 UNARY: dict[str, tuple[str, tuple[float, ...]]] = {
@@ -73,6 +74,16 @@ GEMM_CHECK = ((16, 64, 32), (8, 32, 64), (16, 128, 48))
 GEMM_SWEEP = ((13, 67, 45), (7, 129, 33), (21, 33, 97))
 
 
+class Step(NamedTuple):
+    """One op of the forward: its name in METADATA, its torch line, the table's op and its argument (a map's
+    constant, a binary op's other input, a reduction's or scan's dimension; None where the op takes none)."""
+
+    name: str
+    line: str
+    op: str
+    arg: float | str | int | None = None
+
+
 @dataclass(frozen=True)
 class Input:
     name: str
@@ -82,8 +93,7 @@ class Input:
 @dataclass(frozen=True)
 class Spec:
     family: str
-    ops: tuple[str, ...]  # the op names in order (the op-sequence part of the signature)
-    lines: tuple[str, ...]  # forward's body, before `return y`
+    steps: tuple[Step, ...]  # forward's body, before `return y`
     inputs: tuple[Input, ...]
     dims: tuple[str, ...]  # the dimensions get_inputs takes, in order
     sets: dict[str, tuple[int, ...]]  # input set name -> a size per dimension
@@ -93,17 +103,28 @@ class Spec:
     tags: tuple[str, ...] = field(default_factory=tuple)
 
     @property
+    def ops(self) -> tuple[str, ...]:
+        return tuple(step.name for step in self.steps)
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return tuple(step.line for step in self.steps)
+
+    @property
     def difficulty(self) -> int:
-        return len(self.ops)
+        return len(self.steps)
 
 
-def _unary(rng: random.Random) -> tuple[str, str]:
+def _unary(rng: random.Random) -> Step:
     name = rng.choice(sorted(UNARY))
     line, constants = UNARY[name]
-    return name, line.format(c=rng.choice(constants)) if constants else line
+    if not constants:
+        return Step(name, line, name)
+    constant = rng.choice(constants)
+    return Step(name, line.format(c=constant), name, constant)
 
 
-def _maps(rng: random.Random, low: int, high: int) -> list[tuple[str, str]]:
+def _maps(rng: random.Random, low: int, high: int) -> list[Step]:
     return [_unary(rng) for _ in range(rng.randint(low, high))]
 
 
@@ -132,7 +153,8 @@ def sample(rng: random.Random, family: str) -> Spec:
             dims = rng.choice((("rows", "cols"), ("cols",), ("rows", "one")))  # full, row or column broadcast
             extra.append(Input(name, dims))
             op = rng.choice(sorted(BINARY))
-            ops.insert(rng.randint(0, len(ops)), (f"{op}_{BROADCAST[dims]}", BINARY[op].format(t=name)))
+            step = Step(f"{op}_{BROADCAST[dims]}", BINARY[op].format(t=name), op, name)
+            ops.insert(rng.randint(0, len(ops)), step)
         ops += _maps(rng, 0, 2)
         return _spec(family, ops, (x, *extra), ("rows", "cols"), _sets(rng, MAP_BENCH, MAP_CHECK, MAP_SWEEP),
                      dtype, "an element-wise chain over several inputs with broadcasting",
@@ -144,7 +166,7 @@ def sample(rng: random.Random, family: str) -> Spec:
         ops = _maps(rng, 0, 3 if family == "gen_reduce" else 2)
         table = REDUCE if family == "gen_reduce" else SCAN
         op = rng.choice(sorted(table))
-        ops.append((f"{op}_dim{dim}", table[op].format(d=dim)))
+        ops.append(Step(f"{op}_dim{dim}", table[op].format(d=dim), op, dim))
         if family == "gen_scan":
             ops += _maps(rng, 0, 1)
         sizes = (CUBE_BENCH, CUBE_CHECK, CUBE_SWEEP) if cube else (MAP_BENCH, MAP_CHECK, MAP_SWEEP)
@@ -154,11 +176,11 @@ def sample(rng: random.Random, family: str) -> Spec:
                      ("reduction",) if family == "gen_reduce" else ("scan",))
     if family == "gen_rownorm":
         op = rng.choice(sorted(ROWWISE))
-        ops = [*_maps(rng, 0, 2), (op, ROWWISE[op]), *_maps(rng, 0, 2)]
+        ops = [*_maps(rng, 0, 2), Step(op, ROWWISE[op], op), *_maps(rng, 0, 2)]
         return _spec(family, ops, (x,), ("rows", "cols"), _sets(rng, MAP_BENCH, MAP_CHECK, MAP_SWEEP), dtype,
                      "a row-wise normalization in an element-wise chain", ("rowwise", "reduction"))
     if family == "gen_gemm_epilogue":
-        ops = [("linear", "y = self.linear(y)"), *_maps(rng, 1, 4)]
+        ops = [Step("linear", "y = self.linear(y)", "linear"), *_maps(rng, 1, 4)]
         return _spec(family, ops, (Input("x", ("rows", "in_features")),),
                      ("rows", "in_features", "out_features"),
                      _sets(rng, GEMM_BENCH, GEMM_CHECK, GEMM_SWEEP), dtype,
@@ -168,7 +190,6 @@ def sample(rng: random.Random, family: str) -> Spec:
 
 
 def _spec(family, ops, inputs, dims, sets, dtype, what, tags, linear=None) -> Spec:
-    names = tuple(name for name, _ in ops)
-    doc = f"Generated: {what}: {' -> '.join(names)} ({dtype})."
-    return Spec(family=family, ops=names, lines=tuple(line for _, line in ops), inputs=tuple(inputs),
-                dims=dims, sets=sets, dtype=dtype, docstring=doc, linear=linear, tags=(*tags, dtype))
+    doc = f"Generated: {what}: {' -> '.join(step.name for step in ops)} ({dtype})."
+    return Spec(family=family, steps=tuple(ops), inputs=tuple(inputs), dims=dims, sets=sets, dtype=dtype,
+                docstring=doc, linear=linear, tags=(*tags, dtype))

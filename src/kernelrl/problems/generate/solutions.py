@@ -1,0 +1,252 @@
+"""Triton solutions without a teacher model: a `ModelNew` written from a generated problem's spec, for every
+family, varied in style (block sizes, warps, one pass or a loop over the row) by a seeded draw. They are
+candidates like any other: only those the evaluator judges `correct` without findings are kept
+(`kernelrl gen --solutions`).
+
+Every op computes in float32 registers and the result is stored in the problem's dtype; reductions, scans and
+row-wise ops move the reduced dimension last (a layout copy) and run one program per row.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from kernelrl.problems.generate.families import BINARY, REDUCE, ROWWISE, SCAN, UNARY, Spec, Step
+
+# each map as Triton over `y` (float32); {c}: the op's constant
+MAPS = {
+    "relu": "y = tl.maximum(y, 0.0)",
+    "gelu": "y = 0.5 * y * (1.0 + tl.math.erf(y * 0.7071067811865476))",
+    "gelu_tanh": "y = 0.5 * y * (1.0 + _tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)))",
+    "silu": "y = y / (1.0 + tl.exp(-y))",
+    "sigmoid": "y = 1.0 / (1.0 + tl.exp(-y))",
+    "tanh": "y = _tanh(y)",
+    "softplus": "y = tl.where(y > 20.0, y, tl.log(1.0 + tl.exp(y)))",
+    "elu": "y = tl.where(y > 0.0, y, tl.exp(y) - 1.0)",
+    "hardswish": "y = y * tl.minimum(tl.maximum(y + 3.0, 0.0), 6.0) / 6.0",
+    "abs": "y = tl.abs(y)",
+    "square": "y = y * y",
+    "leaky_relu": "y = tl.where(y > 0.0, y, y * {c})",
+    "clamp": "y = tl.minimum(tl.maximum(y, -{c}), {c})",
+    "scale": "y = y * {c}",
+    "shift": "y = y + {c}",
+}
+COMBINE = {"add": "y = y + {t}", "sub": "y = y - {t}", "mul": "y = y * {t}",
+           "maximum": "y = tl.maximum(y, {t})", "minimum": "y = tl.minimum(y, {t})"}
+assert set(MAPS) == set(UNARY) and set(COMBINE) == set(BINARY)
+
+HEADER = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+'''
+TANH = '''
+
+@triton.jit
+def _tanh(x):
+    return 2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0
+'''
+
+
+def _header(spec: Spec) -> str:
+    """The imports, and the tanh helper where a map needs it (an unused kernel is a finding of its own)."""
+    return HEADER + (TANH if any(s.op in ("tanh", "gelu_tanh") for s in spec.steps) else "")
+
+
+def _maps(steps: tuple[Step, ...], indent: str) -> str:
+    return "".join(f"{indent}{MAPS[s.op].format(c=s.arg)}\n" for s in steps)
+
+
+def synthesize(spec: Spec, seed: int = 0) -> str:
+    """The Triton `ModelNew` source for `spec`; `seed` picks the style."""
+    style = random.Random(f"style:{seed}")
+    if spec.family in ("gen_map", "gen_map_multi"):
+        return _elementwise(spec, style)
+    if spec.family == "gen_gemm_epilogue":
+        return _gemm(spec, style)
+    return _rows(spec, style)
+
+
+def _elementwise(spec: Spec, style: random.Random) -> str:
+    block, warps = style.choice((256, 512, 1024, 2048)), style.choice((2, 4, 8))
+    others = [i for i in spec.inputs if i.name != "x"]
+    params = "".join(f"{i.name}_ptr, " for i in others)
+    body = ""
+    for step in spec.steps:
+        if step.op in COMBINE:
+            other = next(i for i in others if i.name == step.arg)
+            index = {2: "offs", 1: "col"}[len(other.dims)] if other.dims != ("rows", "one") else "row"
+            load = f"tl.load({step.arg}_ptr + {index}, mask=mask, other=0.0)"
+            body += f"    {step.arg} = {load}.to(tl.float32)\n    {COMBINE[step.op].format(t=step.arg)}\n"
+        else:
+            body += _maps((step,), "    ")
+    args = "".join(f"{i.name}.contiguous(), " for i in others)
+    return _header(spec) + f'''
+
+@triton.jit
+def fused_kernel(x_ptr, {params}out_ptr, n, cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    row = offs // cols
+    col = offs % cols
+    y = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+{body}    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, {", ".join(i.name for i in spec.inputs)}):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        grid = (triton.cdiv(n, {block}),)
+        fused_kernel[grid](x, {args}out, n, x.shape[-1], BLOCK={block}, num_warps={warps})
+        return out
+'''
+
+
+def _row_op(step: Step) -> str:
+    """A row-wise op over the row `y` (float32, BLOCK wide, `mask` on the row's length `n`)."""
+    return {
+        "softmax": "    m = tl.max(tl.where(mask, y, -float('inf')), 0)\n"
+                   "    e = tl.where(mask, tl.exp(y - m), 0.0)\n    y = e / tl.sum(e, 0)\n",
+        "log_softmax": "    m = tl.max(tl.where(mask, y, -float('inf')), 0)\n"
+                       "    e = tl.where(mask, tl.exp(y - m), 0.0)\n    y = y - m - tl.log(tl.sum(e, 0))\n",
+        "layer_norm": "    mean = tl.sum(tl.where(mask, y, 0.0), 0) / n\n"
+                      "    d = tl.where(mask, y - mean, 0.0)\n"
+                      "    y = d * tl.math.rsqrt(tl.sum(d * d, 0) / n + 1e-5)\n",
+        "rms_norm": "    y = y * tl.math.rsqrt(tl.sum(tl.where(mask, y * y, 0.0), 0) / n + 1e-6)\n",
+        "l2_normalize": "    y = y / tl.maximum(tl.sqrt(tl.sum(tl.where(mask, y * y, 0.0), 0)), 1e-12)\n",
+    }[step.op]
+
+
+def _reduce(step: Step) -> str:
+    return {
+        "sum": "    r = tl.sum(tl.where(mask, y, 0.0), 0)\n",
+        "mean": "    r = tl.sum(tl.where(mask, y, 0.0), 0) / n\n",
+        "amax": "    r = tl.max(tl.where(mask, y, -float('inf')), 0)\n",
+        "amin": "    r = tl.min(tl.where(mask, y, float('inf')), 0)\n",
+        "logsumexp": "    m = tl.max(tl.where(mask, y, -float('inf')), 0)\n"
+                     "    r = m + tl.log(tl.sum(tl.where(mask, tl.exp(y - m), 0.0), 0))\n",
+    }[step.op]
+
+
+def _rows(spec: Spec, style: random.Random) -> str:
+    """Reductions, scans and row-wise ops: one program per row of the moved-last dimension, the whole row in
+    one block."""
+    warps = style.choice((1, 2, 4, 8))
+    pivot = next(k for k, s in enumerate(spec.steps) if s.op in REDUCE or s.op in SCAN or s.op in ROWWISE)
+    step = spec.steps[pivot]
+    before, after = _maps(spec.steps[:pivot], "    "), _maps(spec.steps[pivot + 1:], "    ")
+    dim = step.arg if step.op in REDUCE or step.op in SCAN else -1
+    if step.op in REDUCE:
+        middle, store = _reduce(step), "    tl.store(out_ptr + pid, r.to(out_ptr.dtype.element_ty))\n"
+        allocate = "out = torch.empty(x.shape[:-1], dtype=x.dtype, device=x.device)"
+        back = "out"
+    else:
+        middle = "    y = tl.cumsum(y, 0)\n" if step.op in SCAN else _row_op(step)
+        store = "    tl.store(out_ptr + pid * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)\n"
+        allocate = "out = torch.empty_like(x)"
+        back = f"out.movedim(-1, {dim}).contiguous()" if dim != -1 else "out"
+    return _header(spec) + f'''
+
+@triton.jit
+def row_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + pid * n + offs, mask=mask, other=0.0).to(tl.float32)
+{before}{middle}{after}{store}
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.movedim({dim}, -1).contiguous()
+        n = x.shape[-1]
+        {allocate}
+        row_kernel[(x.numel() // n,)](x, out, n, BLOCK=triton.next_power_of_2(n), num_warps={warps})
+        return {back}
+'''
+
+
+def _gemm(spec: Spec, style: random.Random) -> str:
+    bm, bn, bk = style.choice(((32, 32, 32), (64, 64, 32), (64, 32, 64), (32, 64, 32), (128, 64, 32)))
+    warps = style.choice((4, 8))
+    # float32: exact products (no TF32), as the reference computes them
+    precision = ', input_precision="ieee"' if spec.dtype == "float32" else ""
+    dtype = {"float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16"}[spec.dtype]
+    return _header(spec) + f'''
+
+@triton.jit
+def linear_kernel(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        rk = k + tl.arange(0, BK)
+        a = tl.load(x_ptr + rm[:, None] * K + rk[None, :],
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + rn[None, :] * K + rk[:, None],
+                    mask=(rn[None, :] < N) & (rk[:, None] < K), other=0.0)
+        acc += tl.dot(a, w{precision})
+    y = acc + tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+{_maps(spec.steps[1:], "    ")}    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features, dtype={dtype})
+
+    def forward(self, x):
+        x = x.contiguous()
+        w = self.linear.weight.contiguous()
+        M, K = x.shape
+        N = w.shape[0]
+        out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+        grid = (triton.cdiv(M, {bm}), triton.cdiv(N, {bn}))
+        linear_kernel[grid](x, w, self.linear.bias, out, M, N, K,
+                            BM={bm}, BN={bn}, BK={bk}, num_warps={warps})
+        return out
+'''
+
+
+def verify_solutions(out: Path, scorer, device_is_gpu: bool) -> dict:
+    """Evaluate every template solution under `out` with `scorer` (every check on); keep only those judged
+    `correct` without findings, delete the rest, and write `OUT/solutions.json`: kept per family, each failure
+    with its verdict, and the bfloat16 ones left unverified without a GPU (the interpreter lacks bfloat16)."""
+    from kernelrl.problems.suite import load_suite
+
+    suite = load_suite(out)
+    chosen, unverified = [], []
+    for problem in suite:
+        path = suite.solution_path(problem)
+        if path is None:
+            continue
+        if problem.metadata.get("gpu_only") and not device_is_gpu:
+            unverified.append(problem.id)
+        else:
+            chosen.append((problem, path))
+    kept: dict[str, int] = {}
+    failed = []
+    results = scorer.evaluate_many([(problem, path.read_text()) for problem, path in chosen], ordered=True)
+    for (problem, path), result in zip(chosen, results, strict=True):
+        if result.status.value == "correct" and not result.findings:
+            kept[problem.family] = kept.get(problem.family, 0) + 1
+            continue
+        failed.append({"id": problem.id, "family": problem.family, "status": result.status.value,
+                       "message": result.message[:300], "findings": [f.rule for f in result.findings]})
+        path.unlink()
+    report = {"verified": len(chosen), "kept": sum(kept.values()),
+              "kept_per_family": dict(sorted(kept.items())), "failed": failed,
+              "not_verified_gpu_only": unverified}
+    (out / "solutions.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    return report
