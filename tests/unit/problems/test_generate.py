@@ -154,3 +154,16 @@ def test_template_solutions_are_correct_for_every_family_and_failures_are_droppe
     assert not broken.exists() and report["kept"] == report["verified"] - 1 == 11 - len(gpu_only)
     verified_families = {p.family for p in suite if p.id not in gpu_only and p.id != first.id}
     assert verified_families == set(FAMILIES) and set(report["kept_per_family"]) == verified_families
+
+
+def test_held_out_in_family_problems_guard_only_themselves(tmp_path):
+    from kernelrl.train.data import TrainDataError, check_no_test_leak, problem_row
+
+    generate(40, 5, tmp_path / "gen")
+    suite = load_suite(tmp_path / "gen")
+    test, train = suite.split("test"), suite.split("train")
+    assert test and all(p.metadata["heldout"] == "in_family" for p in test)
+    assert {p.family for p in test} & {p.family for p in train}  # the same families on both sides
+    check_no_test_leak([problem_row(p, []) for p in train], suite)
+    with pytest.raises(TrainDataError, match="leak the test split"):
+        check_no_test_leak([problem_row(test[0], [])], suite)

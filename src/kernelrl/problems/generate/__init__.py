@@ -122,6 +122,8 @@ def _gate(spec: Spec, seed: int, index: int, out: Path, staging: Path, auditor: 
     meta = _metadata(spec, seed, index)
     key = near_duplicate_key(render(spec, meta))
     meta["split"] = "test" if int(key, 16) % HELDOUT_SHARE == 0 else "train"
+    if meta["split"] == "test":  # held out within its family: the leak check guards it alone, not the family
+        meta["heldout"] = "in_family"
     source = render(spec, meta)
     path = staging / f"{name}.py"
     path.write_text(source)
