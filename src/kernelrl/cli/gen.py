@@ -27,6 +27,9 @@ def gen_cmd(
     solutions: Annotated[bool, typer.Option(
         "--solutions", help="Also write a template Triton solution of each problem and keep those the "
         "evaluator judges correct without findings (solutions/, solutions.json).")] = False,
+    dataset: Annotated[bool, typer.Option(
+        "--dataset", help="Also export the set as parquet files per split with a dataset card (OUT/dataset/; "
+        "needs the train extra's `datasets`).")] = False,
     *,
     evaluation: Evaluation,
 ) -> None:
@@ -48,6 +51,13 @@ def gen_cmd(
                             solutions=solutions)
         if solutions:
             checked = verify_solutions(out, scorer, scorer.environment().mode == "gpu")
+    if dataset:
+        from kernelrl.problems.generate.export import export_dataset
+
+        try:
+            written = export_dataset(out)
+        except RuntimeError as exc:
+            fail(f"{exc}; the problems were written to {out}", EXIT_BAD_INPUT)
     console = stdout()
     console.print(f"kept {manifest['kept']} of {manifest['candidates']} generated problems in {out} "
                   f"(splits {manifest['splits']})")
@@ -57,3 +67,5 @@ def gen_cmd(
         console.print(f"solutions: {checked['kept']} of {checked['verified']} verified kept, per family "
                       f"{checked['kept_per_family']}; {len(checked['not_verified_gpu_only'])} bfloat16 ones "
                       f"unverified without a GPU (details in {out / 'solutions.json'})")
+    if dataset:
+        console.print(f"dataset: {written} (parquet per split, README.md card)")

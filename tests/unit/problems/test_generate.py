@@ -167,3 +167,19 @@ def test_held_out_in_family_problems_guard_only_themselves(tmp_path):
     check_no_test_leak([problem_row(p, []) for p in train], suite)
     with pytest.raises(TrainDataError, match="leak the test split"):
         check_no_test_leak([problem_row(test[0], [])], suite)
+
+
+def test_export_as_a_dataset_with_a_card(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    from kernelrl.problems.generate.export import FIELDS, export_dataset
+
+    out = tmp_path / "gen"
+    manifest = generate(40, 5, out, solutions=True)
+    dest = export_dataset(out)
+    loaded = datasets.load_dataset("parquet", data_dir=str(dest / "data"))
+    assert sorted(loaded) == ["test", "train"] and set(loaded["train"].column_names) == set(FIELDS)
+    assert len(loaded["train"]) + len(loaded["test"]) == manifest["kept"] == 40
+    row = loaded["train"][0]
+    assert row["source"].startswith("import torch") and "class ModelNew" in row["solution"]
+    card = (dest / "README.md").read_text()
+    assert card.startswith("---\nlicense: apache-2.0") and "kernelrl-gen/1" in card and "`fingerprint`" in card
