@@ -182,4 +182,5 @@ def test_export_as_a_dataset_with_a_card(tmp_path):
     row = loaded["train"][0]
     assert row["source"].startswith("import torch") and "class ModelNew" in row["solution"]
     card = (dest / "README.md").read_text()
-    assert card.startswith("---\nlicense: apache-2.0") and "kernelrl-gen/1" in card and "`fingerprint`" in card
+    assert card.startswith("---\nlicense: apache-2.0")
+    assert "kernelrl-gen/1" in card and "`fingerprint`" in card

@@ -17,7 +17,8 @@ FIELDS = {
     "dtype": "float32, float16 or bfloat16",
     "gpu_only": "bfloat16: the CPU's Triton interpreter cannot run a solution",
     "split": "`train`, or `test` (held out within its family, never trained on)",
-    "source": "the problem file (KernelBench format: Model, get_inputs, get_init_inputs, input sets, METADATA)",
+    "source": "the problem file (KernelBench format: Model, get_inputs, get_init_inputs, input sets, "
+              "METADATA)",
     "solution": "a template Triton `ModelNew` the evaluator judged correct without findings, or null",
     "near_duplicate": "hash of the program with constants and sizes abstracted (unique in the set)",
     "fingerprint": "hash of the outputs on fixed inputs of the check set (unique in the set)",
@@ -46,7 +47,8 @@ def export_dataset(out: Path, dest: Path | None = None) -> Path:
     (dest / "data").mkdir(parents=True, exist_ok=True)
     for split, split_rows in sorted(rows.items()):
         datasets.Dataset.from_list(split_rows).to_parquet(str(dest / "data" / f"{split}.parquet"))
-    verified = json.loads((out / "solutions.json").read_text()) if (out / "solutions.json").is_file() else None
+    checked = out / "solutions.json"
+    verified = json.loads(checked.read_text()) if checked.is_file() else None
     (dest / "README.md").write_text(_card(manifest, {s: len(r) for s, r in rows.items()}, verified))
     return dest
 
@@ -56,8 +58,8 @@ def _card(manifest: dict, counts: dict[str, int], verified: dict | None) -> str:
     fields = "\n".join(f"- `{name}`: {text}" for name, text in FIELDS.items())
     solutions = ("no solutions were written (`kernelrl gen --solutions`)" if verified is None else
                  f"{verified['kept']} of {verified['verified']} verified template solutions kept "
-                 f"({verified['kept_per_family']}); {len(verified['not_verified_gpu_only'])} bfloat16 ones not "
-                 "verified without a GPU and left out")
+                 f"({verified['kept_per_family']}); {len(verified['not_verified_gpu_only'])} bfloat16 ones "
+                 "not verified without a GPU and left out")
     return f"""---
 license: apache-2.0
 task_categories:
@@ -75,8 +77,8 @@ configs:
 # Generated GPU-kernel problems ({manifest['generator']}, seed {manifest['seed']})
 
 KernelBench-format PyTorch problems composed from op families by `kernelrl gen`, each kept only through its
-gates: {'; '.join(manifest['gates'])}. {manifest['kept']} kept of {manifest['candidates']} generated; rejects by
-reason: {manifest['rejects_by_reason']} (every reject and its reason: `manifest.json` beside the set). Splits:
+gates: {'; '.join(manifest['gates'])}. {manifest['kept']} kept of {manifest['candidates']} generated;
+rejects by reason: {manifest['rejects_by_reason']} (every reject and its reason: `manifest.json` beside the set). Splits:
 {counts}. Decontaminated against: {', '.join(manifest['decontaminated_against'])}. Solutions: {solutions}.
 
 ## Fields
