@@ -104,6 +104,16 @@ def test_cuda_cpp_candidate_builds_once_then_hits_cache(evaluator, suite, tmp_pa
     assert second.wall_time_s < first.wall_time_s
 
 
+def test_prompt_worked_example_cuda_answer_is_correct(evaluator):
+    from kernelrl import load_problem
+    from kernelrl.problems.suite import PROMPT_EXAMPLE_PROBLEM
+
+    problem = load_problem(PROMPT_EXAMPLE_PROBLEM, problem_id="prompt_example")
+    result = evaluator.evaluate(problem, example("prompt_example_cuda.py"))
+    record("prompt_example_cuda", result)
+    assert result.status is Status.CORRECT and not result.findings, result.feedback + result.log[-2000:]
+
+
 def test_matmul_timing_reruns(evaluator, suite):
     """The 4096x4096 fp32 matmul timed 3 times by the candidate timer and the baseline timer. Prints the rerun
     spread (a number for the notes; timing never gates a test) and checks the numbers are sane."""

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelrl.problems import Problem
-from kernelrl.problems.suite import BUILTIN_DIR
+from kernelrl.problems.suite import PROMPT_EXAMPLE_PROBLEM
 from kernelrl.results import EvalResult, Status
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
-BACKENDS = {"triton": ("Triton", "relu_triton.py"), "cuda": ("CUDA C++", "relu_cuda.py")}
-EXAMPLE_PROBLEM = BUILTIN_DIR / "level0" / "1_relu.py"
+BACKENDS = {"triton": ("Triton", "prompt_example_triton.py"), "cuda": ("CUDA C++", "prompt_example_cuda.py")}
+EXAMPLE_PROBLEM = PROMPT_EXAMPLE_PROBLEM
 
 
 @dataclass(frozen=True)

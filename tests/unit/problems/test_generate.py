@@ -184,3 +184,16 @@ def test_export_as_a_dataset_with_a_card(tmp_path):
     card = (dest / "README.md").read_text()
     assert card.startswith("---\nlicense: apache-2.0")
     assert "kernelrl-gen/1" in card and "`fingerprint`" in card
+
+
+def test_the_prompts_worked_example_is_in_no_suite_and_correct():
+    from kernelrl.problems.suite import PROMPT_EXAMPLE_PROBLEM
+    from kernelrl.prompts import BACKENDS, EXAMPLES_DIR, Prompts
+
+    example = load_problem(PROMPT_EXAMPLE_PROBLEM, problem_id="prompt_example")
+    assert all(p.sha256 != example.sha256 and p.family != example.family for p in load_suite())
+    prompt = Prompts().initial(load_suite().get("level0/1_relu"))[1]["content"]
+    assert example.source.strip() in prompt and "torch.relu" not in prompt.split("## Worked example")[1]
+    with open_scorer(["cpu"]) as scorer:  # the Triton answer shown is correct (the CUDA one: tests/test_gpu.py)
+        result = scorer.evaluate(example, (EXAMPLES_DIR / BACKENDS["triton"][1]).read_text())
+    assert result.status.value == "correct" and not result.findings, result.message

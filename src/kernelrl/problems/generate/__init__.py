@@ -61,16 +61,18 @@ def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = No
              families: Sequence[str] = FAMILIES, heldout: Iterable[Problem] | None = None,
              solutions: bool = False) -> dict:
     """Write up to `n` gated problems (families in turn) under `out` (emptied first) and return the manifest.
-    `heldout`: problems nothing generated may overlap (default: the built-in suite's test split).
+    `heldout`: problems nothing generated may overlap (default: the built-in suite's test split and the
+    prompts' worked example).
     `solutions`: also write a template Triton solution of each (`OUT/solutions/<id>.py`, unverified: see
     `verify_solutions`)."""
     unknown = [f for f in families if f not in FAMILIES]
     if n < 1 or unknown:
         raise ValueError(f"n must be at least 1 and families among {', '.join(FAMILIES)} (got {unknown})")
     if heldout is None:
-        from kernelrl.problems.suite import load_suite
+        from kernelrl.problems.suite import PROMPT_EXAMPLE_PROBLEM, load_suite
 
-        heldout = load_suite().split("test")
+        example = load_problem(PROMPT_EXAMPLE_PROBLEM, problem_id="prompt_example")
+        heldout = [*load_suite().split("test"), example]
     out = Path(out)
     if out.exists():
         shutil.rmtree(out)
