@@ -231,3 +231,33 @@ def test_learning_by_problem_compares_each_problems_halves(tmp_path):
             for row in re.findall(r"<tr>(.*?)</tr>", page.split("Learning by problem")[1])[1:]]
     assert [r[0] for r in rows] == ["A", "B", "mean over 2 problems"]
     assert rows[0][1:] == ["2", "0.0%", "50.0%", "-0.5", "2", "100.0%", "100.0%", "1"]
+
+
+def test_correct_programs_counted_and_reference_copies_flagged(tmp_path):
+    """Distinct programs among the correct rollouts, and copies of the suite's reference solution: verbatim (a
+    comment and a docstring added), with other constants (a block size), and a program of the model's own."""
+    from kernelrl import load_suite
+
+    suite = load_suite()
+    reference = suite.solution_path(suite.get("level0/1_relu")).read_text()
+    assert "block = 16384" in reference
+    verbatim = '"""Mine."""\n# my kernel\n' + reference
+    other_constants = reference.replace("16384", "1024")
+    own = (Path(__file__).parent.parent / "src/kernelrl/examples/relu_triton.py").read_text().replace(
+        "tl.maximum(x, 0.0)", "tl.where(x > 0, x, 0.0)")
+
+    def roll(step, status, code):
+        return {"step": step, "problem_id": "level0/1_relu", "status": status, "reward": 1.0,
+                "completion": f"Here:\n```python\n{code}\n```\n"}
+    rollouts = [roll(1, "correct", reference), roll(1, "correct", verbatim),
+                roll(2, "correct", other_constants), roll(2, "correct", own), roll(2, "correct", own),
+                roll(2, "wrong_output", own + "\n# off")]
+    run_dir = write_run(tmp_path / "train", GRPO, config={"command": "grpo", "suite": "builtin"},
+                        rollouts=rollouts)
+    result = CliRunner().invoke(app, ["report", str(run_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    counts = json.loads(result.stdout)["correct_programs"]
+    assert counts == {"problem_id": None, "correct": 5, "distinct": 3, "verbatim": 2, "near_duplicate": 1}
+    page = (run_dir / "report.html").read_text()
+    assert ("5 correct completions, 3 distinct programs; 2 are a reference solution verbatim and 1 one with"
+            in page)

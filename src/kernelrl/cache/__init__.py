@@ -7,7 +7,14 @@ Both degrade to "no cache" with a `CacheWarning` when their database cannot be u
 read-only); an evaluation never fails because of a cache.
 """
 
-from kernelrl.cache.keys import baseline_key, canonical_code, kernelrl_build, result_key, timing_set_of
+from kernelrl.cache.keys import (
+    baseline_key,
+    canonical_code,
+    kernelrl_build,
+    near_duplicate_code,
+    result_key,
+    timing_set_of,
+)
 from kernelrl.cache.store import (
     BaselineCache,
     BaselineEntry,
@@ -25,6 +32,7 @@ __all__ = [
     "ResultCache",
     "baseline_key",
     "canonical_code",
+    "near_duplicate_code",
     "kernelrl_build",
     "result_cacheable",
     "result_key",

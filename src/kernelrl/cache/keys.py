@@ -22,6 +22,16 @@ def _digest(document: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
 def canonical_code(code: str) -> str:
     """The candidate's AST without docstrings, comments, formatting or line numbers (`ast.dump`).
 
@@ -32,12 +42,20 @@ def canonical_code(code: str) -> str:
         tree = parse_python(code)
     except (SyntaxError, ValueError):
         return "text:" + code
+    return ast.dump(_strip_docstrings(tree), annotate_fields=True, include_attributes=False)
+
+
+def near_duplicate_code(code: str) -> str:
+    """`canonical_code` with every number and boolean abstracted: programs that differ only in their constants
+    (block sizes, warps, literals) share it. For counting copies (a model's completions against known
+    solutions), never for a cache key."""
+    try:
+        tree = _strip_docstrings(parse_python(code))
+    except (SyntaxError, ValueError):
+        return "text:" + code
     for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                node.body = body[1:] or [ast.Pass()]
+        if isinstance(node, ast.Constant) and not isinstance(node.value, str):
+            node.value = 0
     return ast.dump(tree, annotate_fields=True, include_attributes=False)
 
 

@@ -1,9 +1,10 @@
 import torch
 import torch.nn as nn
 
-# The prompts' worked example: a problem in no suite and no split, so no training or test problem has its answer
-# in the prompt (kernelrl.prompts).
-METADATA = {"tags": ["elementwise", "binary"], "family": "prompt_example", "difficulty": 1, "dtype": "float32"}
+# The prompts' worked example: a problem in no suite and no split, so no training or test problem has its
+# answer in the prompt (kernelrl.prompts).
+METADATA = {"tags": ["elementwise", "binary"], "family": "prompt_example", "difficulty": 1,
+            "dtype": "float32"}
 
 
 class Model(nn.Module):

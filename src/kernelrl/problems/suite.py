@@ -9,8 +9,8 @@ from pathlib import Path
 from kernelrl.problems.problem import _LEVEL_DIR, Problem, ProblemError, load_problem
 
 BUILTIN_DIR = Path(__file__).parent / "suites" / "builtin"
-# the prompts' worked example (kernelrl.prompts): a problem of no suite and no split, so no training or held-out
-# problem has its answer in a prompt; generated problems are kept off it like off the test split
+# the prompts' worked example (kernelrl.prompts): a problem of no suite and no split, so no training or
+# held-out problem has its answer in a prompt; generated problems are kept off it like off the test split
 PROMPT_EXAMPLE_PROBLEM = Path(__file__).resolve().parent.parent / "examples" / "prompt_example_problem.py"
 
 

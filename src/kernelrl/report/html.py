@@ -88,6 +88,15 @@ def _metrics_table(by_level: dict[str, Metrics]) -> str:
     return f"<div class=wrap><table>{header}</tr>{''.join(rows)}</table></div>"
 
 
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = (),
+           cls: str = "") -> str:
+    """Cells are HTML already (escape text before)."""
+    header = "".join(f"<th{' class=l' if i in left else ''}>{h}</th>" for i, h in enumerate(head))
+    body = "".join("<tr>" + "".join(f"<td{' class=l' if i in left else ''}>{c}</td>"
+                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<div class=wrap><table{f' class={cls}' if cls else ''}><tr>{header}</tr>{body}</table></div>"
+
+
 def _count_or_value(value: float) -> str:
     return str(value) if isinstance(value, int) else f"{value:.3g}"
 

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelrl.candidates import Candidate
+from kernelrl.problems import ProblemError, load_suite
 from kernelrl.report.html import (
     _CSS,
     _WIDTH,
@@ -30,8 +32,11 @@ from kernelrl.report.html import (
     _ordered_statuses,
     _status,
     _svg_open,
+    _table,
     _verdict_chart,
 )
+from kernelrl.report.originality import originality_section, program_counts, program_of, reference_programs
+from kernelrl.report.rollouts import Rollout, _learning_section, learning_by_problem
 
 CONFIG = "train_config.json"
 METRICS = "metrics.jsonl"
@@ -55,16 +60,6 @@ def is_training_run(run_dir: str | Path) -> bool:
     if (path / BENCH_STORE).exists():
         return False
     return _is_single_run(path) or any(_is_single_run(path / stage) for stage in STAGES)
-
-
-@dataclass
-class Rollout:
-    stage: str | None
-    step: int
-    status: str
-    reward: float | None
-    problem_id: str | None = None
-    compiled: bool | None = None
 
 
 @dataclass
@@ -164,9 +159,14 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
                     continue
                 own = record.get("stage")
                 problem, compiled = record.get("problem_id"), record.get("compiled")
+                problem = problem if isinstance(problem, str) else None
+                completion = record.get("completion")
+                code = (Candidate.from_text(completion, "completion").code
+                        if record["status"] == "correct" and isinstance(completion, str) else "")
                 run.rollouts.append(Rollout(own if isinstance(own, str) else stage, record["step"], record["status"],
-                                            _num(record.get("reward")), problem if isinstance(problem, str) else None,
-                                            compiled if isinstance(compiled, bool) else None))
+                                            _num(record.get("reward")), problem,
+                                            compiled if isinstance(compiled, bool) else None,
+                                            program_of(problem, code) if code else None))
     return run
 
 
@@ -323,15 +323,6 @@ def _heldout_chart(heldout: Sequence[dict[str, Any]]) -> str:
     return _line_chart("held-out correctness (test split)", series, "pct")
 
 
-# -- tables ----------------------------------------------------------------------------------------------------------
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = (), cls: str = "") -> str:
-    """Cells are HTML already (escape text before)."""
-    header = "".join(f"<th{' class=l' if i in left else ''}>{h}</th>" for i, h in enumerate(head))
-    body = "".join("<tr>" + "".join(f"<td{' class=l' if i in left else ''}>{c}</td>" for i, c in enumerate(row))
-                   + "</tr>" for row in rows)
-    return f"<div class=wrap><table{f' class={cls}' if cls else ''}><tr>{header}</tr>{body}</table></div>"
-
-
 def _heldout_table(run: TrainingRun, heldout: Sequence[dict[str, Any]], base: Path) -> str:
     ks = _pass_keys(heldout)
     stages = any(r.get("stage") for r in heldout)
@@ -385,99 +376,6 @@ def _rollouts_section(rollouts: Sequence[Rollout]) -> str:
     table = _table(["steps", "completions", *[_status(s) for s in statuses], "mean reward"], rows, left=(0,),
                    cls="rollouts")
     return table + f"<div class=plots>{_verdict_chart('rollout verdicts by step range', labels, counts)}</div>"
-
-
-@dataclass
-class HalfRates:
-    """Rates of one problem (or the mean over problems) in one half of a stage's steps."""
-    attempts: int
-    correct: float
-    compiled: float | None  # None when the rollouts do not say
-    reward: float | None
-
-
-@dataclass
-class ProblemLearning:
-    problem_id: str
-    first: HalfRates
-    second: HalfRates
-
-
-@dataclass
-class LearningByProblem:
-    """A stage's rollouts per problem, its first half of steps against its second: the curriculum changes which
-    problems a step draws, so a rising mean reward per step can be a shift towards easy problems; the mean over
-    problems drawn in both halves (`first`, `second`) is not."""
-    stage: str | None
-    first_steps: tuple[int, int]
-    second_steps: tuple[int, int]
-    problems: list[ProblemLearning]
-    first: HalfRates
-    second: HalfRates
-
-
-def _half_rates(rollouts: Sequence[Rollout]) -> HalfRates:
-    compiled = [r.compiled for r in rollouts if r.compiled is not None]
-    rewards = [r.reward for r in rollouts if r.reward is not None]
-    return HalfRates(len(rollouts), sum(r.status == "correct" for r in rollouts) / len(rollouts),
-                     sum(compiled) / len(compiled) if compiled else None,
-                     sum(rewards) / len(rewards) if rewards else None)
-
-
-def _mean_rates(rates: Sequence[HalfRates]) -> HalfRates:
-    def mean(values: list[float | None]) -> float | None:
-        return None if any(v is None for v in values) else sum(values) / len(values)  # type: ignore[arg-type]
-    return HalfRates(sum(r.attempts for r in rates), sum(r.correct for r in rates) / len(rates),
-                     mean([r.compiled for r in rates]), mean([r.reward for r in rates]))
-
-
-def learning_by_problem(rollouts: Sequence[Rollout]) -> list[LearningByProblem]:
-    """Per stage with rollouts of at least two steps: each problem's rates in the first half of the distinct steps
-    against the second (the extra step of an odd count goes to the second), and the mean over the problems that
-    appear in both halves (a stage with none is left out)."""
-    by_stage: dict[str | None, list[Rollout]] = defaultdict(list)
-    for r in rollouts:
-        if r.problem_id is not None:
-            by_stage[r.stage].append(r)
-    tables = []
-    for stage, mine in by_stage.items():
-        steps = sorted({r.step for r in mine})
-        if len(steps) < 2:
-            continue
-        cut = steps[len(steps) // 2 - 1]
-        halves: dict[str, tuple[list[Rollout], list[Rollout]]] = defaultdict(lambda: ([], []))
-        for r in mine:
-            halves[r.problem_id][r.step > cut].append(r)  # type: ignore[index]
-        problems = [ProblemLearning(p, _half_rates(a), _half_rates(b)) for p, (a, b) in sorted(halves.items())
-                    if a and b]
-        if problems:
-            second = steps[len(steps) // 2]
-            tables.append(LearningByProblem(stage, (steps[0], cut), (second, steps[-1]), problems,
-                                            _mean_rates([p.first for p in problems]),
-                                            _mean_rates([p.second for p in problems])))
-    return tables
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
-def _learning_section(tables: Sequence[LearningByProblem]) -> str:
-    parts = []
-    for t in tables:
-        first = f"steps {t.first_steps[0]}–{t.first_steps[1]}"
-        second = f"steps {t.second_steps[0]}–{t.second_steps[1]}"
-        rows = [[html.escape(name), str(a.attempts), _pct(a.correct), _pct(a.compiled), _fmt(a.reward),
-                 str(b.attempts), _pct(b.correct), _pct(b.compiled), _fmt(b.reward)]
-                for name, a, b in [(p.problem_id, p.first, p.second) for p in t.problems]
-                + [(f"mean over {len(t.problems)} problems", t.first, t.second)]]
-        head = ["problem", *(f"{half}: {col}" for half in (first, second)
-                             for col in ("completions", "correct", "compiled", "mean reward"))]
-        title = f"<h3>stage {html.escape(t.stage)}</h3>" if t.stage else ""
-        parts.append(title + _table(head, rows, left=(0,)))
-    return ("<h2>Learning by problem</h2><p class=note>Each problem's rollouts in the first half of the steps "
-            "against the second; the last row is the mean over problems drawn in both halves, which a curriculum's "
-            "shift between easy and hard problems does not move.</p>" + "".join(parts)) if parts else ""
 
 
 # -- the page --------------------------------------------------------------------------------------------------------
@@ -555,7 +453,9 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
                  "kernel faster than eager); – means not measured. Each row's bench run has its own report "
                  "(kernelrl report on its directory).</p>"]
     if run.rollouts:
-        body += ["<h2>Rollouts</h2>", _rollouts_section(run.rollouts), _learning_section(learning_by_problem(run.rollouts))]
+        body += ["<h2>Rollouts</h2>", _rollouts_section(run.rollouts),
+                 _learning_section(learning_by_problem(run.rollouts)),
+                 originality_section(rollout_programs(run))]
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>kernelrl training report: "
             f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
 
@@ -568,6 +468,16 @@ def write_training_report(run_dir: str | Path, out: str | Path | None = None,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_training_html(run_dir, out_dir=path.absolute().parent, run=run))
     return path
+
+
+def rollout_programs(run: TrainingRun) -> list:
+    """Distinct programs and reference copies among the correct rollouts (`report.originality`), against the
+    reference solutions of the run's suite (none when it cannot be loaded here)."""
+    try:
+        references = reference_programs(load_suite(run.config.get("suite") or None))
+    except (ProblemError, OSError):
+        references = {}
+    return program_counts([r.program for r in run.rollouts if r.program is not None], references)
 
 
 def training_summary(run: TrainingRun) -> dict[str, Any]:
@@ -583,6 +493,7 @@ def training_summary(run: TrainingRun) -> dict[str, Any]:
             "model": run.config.get("model"), "records": dict(Counter(r["phase"] for r in run.records)),
             "skipped_lines": run.skipped, "last_step": max(steps) if steps else None, "last": last,
             "heldout": run.phase("heldout"), "rollouts": len(run.rollouts),
+            "correct_programs": asdict(rollout_programs(run)[0]),
             "learning_by_problem": [{"stage": t.stage, "first_steps": list(t.first_steps),
                                      "second_steps": list(t.second_steps), "problems": len(t.problems),
                                      "first": asdict(t.first), "second": asdict(t.second)}

@@ -43,9 +43,9 @@ def select_problems(suite: Suite, patterns: Sequence[str] = (), split: str = "tr
 
 
 def check_no_test_leak(rows: Iterable[dict[str, Any]], suite: Suite) -> None:
-    """Raise when a row's problem is in the test split, shares an op family with a test problem, or is unknown.
-    A held-out in-family problem (METADATA "heldout": "in_family", as `kernelrl gen` marks its test split)
-    guards only itself: the generator made it disjoint from every other problem by signature and
+    """Raise when a row's problem is in the test split, shares an op family with a test problem, or is
+    unknown. A held-out in-family problem (METADATA "heldout": "in_family", as `kernelrl gen` marks its test
+    split) guards only itself: the generator made it disjoint from every other problem by signature and
     near-duplicate."""
     test_ids = {p.id for p in suite.split("test")}
     test_families = {p.family for p in suite.split("test") if p.metadata.get("heldout") != "in_family"}

@@ -79,7 +79,8 @@ configs:
 KernelBench-format PyTorch problems composed from op families by `kernelrl gen`, each kept only through its
 gates: {'; '.join(manifest['gates'])}. {manifest['kept']} kept of {manifest['candidates']} generated;
 rejects by reason: {manifest['rejects_by_reason']} (every reject and its reason: `manifest.json` beside
-the set). Splits: {counts}. Decontaminated against: {', '.join(manifest['decontaminated_against'])}. Solutions: {solutions}.
+the set). Splits: {counts}. Decontaminated against: {', '.join(manifest['decontaminated_against'])}.
+Solutions: {solutions}.
 
 ## Fields
 
