@@ -136,24 +136,26 @@ def test_gen_command_writes_a_manifest_with_rejects(tmp_path):
 
 
 def test_template_solutions_are_correct_for_every_family_and_failures_are_dropped(tmp_path):
-    from kernelrl.problems.generate import verify_solutions
+    from kernelrl.problems.generate.solutions import TEMPLATE_FAMILIES, verify_solutions
 
     out = tmp_path / "gen"
-    generate(12, 21, out, solutions=True)
-    suite = load_suite(out)
-    assert all(suite.solution_path(p) is not None for p in suite)
-    first = suite.problems[0]
-    broken = suite.solution_path(first)  # a planted wrong solution: its output off by one
-    broken.write_text(broken.read_text().replace("        return out\n", "        return out + 1\n"))
-    with open_scorer(["cpu"]) as scorer:
+    with open_scorer(["cpu"]) as scorer:  # the audit gate on: a problem it refuses has no verdict to give
+        generate(24, 21, out, solutions=True, auditor=scorer)
+        suite = load_suite(out)
+        assert all((suite.solution_path(p) is not None) == (p.family in TEMPLATE_FAMILIES) for p in suite)
+        first = suite.problems[0]
+        broken = suite.solution_path(first)  # a planted wrong solution: its output off by one
+        broken.write_text(broken.read_text().replace("        return out\n", "        return out + 1\n"))
         report = verify_solutions(out, scorer, device_is_gpu=False)
     gpu_only = {p.id for p in suite if p.metadata.get("gpu_only")}
     assert sorted(report["not_verified_gpu_only"]) == sorted(gpu_only)
     failed = [(f["id"], f["status"]) for f in report["failed"]]
     assert failed == [(first.id, "wrong_output")], report["failed"]
-    assert not broken.exists() and report["kept"] == report["verified"] - 1 == 11 - len(gpu_only)
-    verified_families = {p.family for p in suite if p.id not in gpu_only and p.id != first.id}
-    assert verified_families == set(FAMILIES) and set(report["kept_per_family"]) == verified_families
+    templated = [p for p in suite if p.family in TEMPLATE_FAMILIES]
+    assert not broken.exists()
+    assert report["kept"] == report["verified"] - 1 == len(templated) - len(gpu_only) - 1
+    verified_families = {p.family for p in templated if p.id not in gpu_only and p.id != first.id}
+    assert verified_families == set(TEMPLATE_FAMILIES) and set(report["kept_per_family"]) == verified_families
 
 
 def test_held_out_in_family_problems_guard_only_themselves(tmp_path):

@@ -88,10 +88,11 @@ def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = No
         # each index its own draws: a reject moves no later problem
         spec = sample(random.Random(f"{seed}:{index}"), family)
         row = _gate(spec, seed, index, out, staging, auditor, test, seen)
-        if solutions and "id" in row:
+        solution = synthesize(spec, seed=index) if solutions and "id" in row else None
+        if solution is not None:
             path = out / "solutions" / f"{row['id']}.py"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(synthesize(spec, seed=index))
+            path.write_text(solution)
         (kept if "id" in row else rejected).append(row)
         index += 1
     shutil.rmtree(staging)

@@ -57,7 +57,15 @@ ROWWISE: dict[str, str] = {
     "rms_norm": "y = y * torch.rsqrt(y.pow(2).mean(dim=-1, keepdim=True) + 1e-6)",
     "l2_normalize": "y = F.normalize(y, dim=-1)",
 }
-FAMILIES = ("gen_map", "gen_map_multi", "gen_reduce", "gen_scan", "gen_rownorm", "gen_gemm_epilogue")
+# losses of y (the mapped predictions) against the targets t, mean over every element
+LOSSES: dict[str, str] = {
+    "mse_loss": "y = F.mse_loss(y, t)",
+    "l1_loss": "y = F.l1_loss(y, t)",
+    "smooth_l1_loss": "y = F.smooth_l1_loss(y, t)",
+    "huber_loss": "y = F.huber_loss(y, t, delta=0.5)",
+}
+FAMILIES = ("gen_map", "gen_map_multi", "gen_reduce", "gen_scan", "gen_rownorm", "gen_gemm_epilogue",
+            "gen_bmm_epilogue", "gen_conv_pool", "gen_embedding", "gen_loss")
 DTYPES = (("float32", 6), ("float16", 2), ("bfloat16", 1))  # and their weights
 TORCH_DTYPE = {"float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16"}
 
@@ -72,6 +80,15 @@ CUBE_SWEEP = ((3, 7, 131), (5, 13, 67), (2, 29, 33))
 GEMM_BENCH = ((4096, 4096, 4096), (8192, 2048, 4096), (4096, 1024, 8192), (2048, 4096, 2048))
 GEMM_CHECK = ((16, 64, 32), (8, 32, 64), (16, 128, 48))
 GEMM_SWEEP = ((13, 67, 45), (7, 129, 33), (21, 33, 97))
+BMM_BENCH = ((16, 1024, 1024, 1024), (32, 512, 2048, 512), (8, 2048, 512, 2048))
+BMM_CHECK = ((2, 8, 32, 16), (3, 16, 16, 32))
+BMM_SWEEP = ((3, 13, 45, 7), (2, 7, 33, 19))
+CONV_BENCH = ((16, 64, 128, 128, 128), (32, 32, 64, 128, 128), (8, 128, 128, 64, 64))  # batch, in, out, h, w
+CONV_CHECK = ((2, 3, 4, 8, 8), (1, 4, 8, 6, 10))
+CONV_SWEEP = ((1, 5, 3, 9, 7), (3, 2, 5, 11, 5))
+EMBED_BENCH = ((262144, 32768, 256), (131072, 65536, 512), (524288, 8192, 128))  # rows, vocab, dim
+EMBED_CHECK = ((16, 50, 32), (24, 100, 16))
+EMBED_SWEEP = ((13, 37, 19), (7, 101, 45))
 
 
 class Step(NamedTuple):
@@ -88,6 +105,16 @@ class Step(NamedTuple):
 class Input:
     name: str
     dims: tuple[str, ...]  # the shape, as names of the problem's dimensions
+    below: str | None = None  # integer indices in [0, this dimension's size) instead of normal floats
+
+
+@dataclass(frozen=True)
+class Module:
+    """A layer the Model owns (`self.<attr>`), built in __init__ from dimensions (get_init_inputs)."""
+
+    attr: str
+    build: str  # its constructor, over the `dims` names and {dtype}
+    dims: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -99,7 +126,7 @@ class Spec:
     sets: dict[str, tuple[int, ...]]  # input set name -> a size per dimension
     dtype: str
     docstring: str
-    linear: tuple[str, str] | None = None  # (in, out) dimension names of an nn.Linear, for the GEMM family
+    module: Module | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -137,59 +164,117 @@ def _sets(rng: random.Random, bench, check, sweep) -> dict[str, tuple[int, ...]]
     return {"bench": rng.choice(bench), "check": rng.choice(check), "sweep_odd": rng.choice(sweep)}
 
 
+XY = Input("x", ("rows", "cols"))
+
+
+def _map(rng: random.Random, family: str, dtype: str) -> Spec:
+    sets = _sets(rng, MAP_BENCH, MAP_CHECK, MAP_SWEEP)
+    return _spec(family, _maps(rng, 1, 6), (XY,), ("rows", "cols"), sets, dtype, "an element-wise chain",
+                 ("elementwise",))
+
+
+def _map_multi(rng: random.Random, family: str, dtype: str) -> Spec:
+    extra: list[Input] = []
+    ops = _maps(rng, 0, 2)
+    for _ in range(rng.randint(1, 2)):
+        name = "abc"[len(extra)]
+        dims = rng.choice((("rows", "cols"), ("cols",), ("rows", "one")))  # full, row or column broadcast
+        extra.append(Input(name, dims))
+        op = rng.choice(sorted(BINARY))
+        step = Step(f"{op}_{BROADCAST[dims]}", BINARY[op].format(t=name), op, name)
+        ops.insert(rng.randint(0, len(ops)), step)
+    ops += _maps(rng, 0, 2)
+    return _spec(family, ops, (XY, *extra), ("rows", "cols"), _sets(rng, MAP_BENCH, MAP_CHECK, MAP_SWEEP),
+                 dtype, "an element-wise chain over several inputs with broadcasting",
+                 ("elementwise", "broadcast"))
+
+
+def _reduce_or_scan(rng: random.Random, family: str, dtype: str) -> Spec:
+    cube = rng.random() < 0.5
+    dims = ("batch", "rows", "cols") if cube else ("rows", "cols")
+    dim = rng.randrange(len(dims))
+    reduce = family == "gen_reduce"
+    ops = _maps(rng, 0, 3 if reduce else 2)
+    table = REDUCE if reduce else SCAN
+    op = rng.choice(sorted(table))
+    ops.append(Step(f"{op}_dim{dim}", table[op].format(d=dim), op, dim))
+    if not reduce:
+        ops += _maps(rng, 0, 1)
+    sizes = (CUBE_BENCH, CUBE_CHECK, CUBE_SWEEP) if cube else (MAP_BENCH, MAP_CHECK, MAP_SWEEP)
+    what = "a reduction" if reduce else "a scan"
+    return _spec(family, ops, (Input("x", dims),), dims, _sets(rng, *sizes), dtype,
+                 f"{what} along dimension {dim}", ("reduction",) if reduce else ("scan",))
+
+
+def _rownorm(rng: random.Random, family: str, dtype: str) -> Spec:
+    op = rng.choice(sorted(ROWWISE))
+    ops = [*_maps(rng, 0, 2), Step(op, ROWWISE[op], op), *_maps(rng, 0, 2)]
+    return _spec(family, ops, (XY,), ("rows", "cols"), _sets(rng, MAP_BENCH, MAP_CHECK, MAP_SWEEP), dtype,
+                 "a row-wise normalization in an element-wise chain", ("rowwise", "reduction"))
+
+
+def _gemm_epilogue(rng: random.Random, family: str, dtype: str) -> Spec:
+    ops = [Step("linear", "y = self.linear(y)", "linear"), *_maps(rng, 1, 4)]
+    return _spec(family, ops, (Input("x", ("rows", "in_features")),), ("rows", "in_features", "out_features"),
+                 _sets(rng, GEMM_BENCH, GEMM_CHECK, GEMM_SWEEP), dtype,
+                 "a linear layer with an element-wise epilogue", ("gemm", "epilogue"),
+                 module=Module("linear", "nn.Linear(in_features, out_features, dtype={dtype})",
+                               ("in_features", "out_features")))
+
+
+def _bmm_epilogue(rng: random.Random, family: str, dtype: str) -> Spec:
+    ops = [Step("bmm", "y = torch.bmm(y, w)", "bmm"), *_maps(rng, 0, 3)]
+    operands = (Input("x", ("batch", "rows", "inner")), Input("w", ("batch", "inner", "cols")))
+    return _spec(family, ops, operands, ("batch", "rows", "inner", "cols"),
+                 _sets(rng, BMM_BENCH, BMM_CHECK, BMM_SWEEP), dtype,
+                 "a batched matrix product with an element-wise epilogue", ("bmm", "epilogue"))
+
+
+def _conv_pool(rng: random.Random, family: str, dtype: str) -> Spec:
+    size = rng.choice((1, 3, 5))
+    ops = [Step(f"conv2d_{size}x{size}", "y = self.conv(y)", "conv2d", size), *_maps(rng, 0, 2)]
+    if rng.random() < 0.6:
+        pool = rng.choice(("max_pool2d", "avg_pool2d"))
+        ops.append(Step(pool, f"y = F.{pool}(y, 2)", pool, 2))
+    return _spec(family, ops, (Input("x", ("batch", "channels", "height", "width")),),
+                 ("batch", "channels", "out_channels", "height", "width"),
+                 _sets(rng, CONV_BENCH, CONV_CHECK, CONV_SWEEP), dtype,
+                 "a 2-D convolution with an activation and pooling", ("conv", "conv2d"),
+                 module=Module("conv", f"nn.Conv2d(channels, out_channels, {size}, padding={size // 2}, "
+                               "dtype={dtype})", ("channels", "out_channels")))
+
+
+def _embedding(rng: random.Random, family: str, dtype: str) -> Spec:
+    ops = [Step("embedding", "y = self.embed(y)", "embedding"), *_maps(rng, 0, 3)]
+    return _spec(family, ops, (Input("x", ("rows",), below="vocab"),), ("rows", "vocab", "dim"),
+                 _sets(rng, EMBED_BENCH, EMBED_CHECK, EMBED_SWEEP), dtype,
+                 "an embedding lookup with an element-wise epilogue", ("gather", "embedding"),
+                 module=Module("embed", "nn.Embedding(vocab, dim, dtype={dtype})", ("vocab", "dim")))
+
+
+def _loss(rng: random.Random, family: str, dtype: str) -> Spec:
+    loss = rng.choice(sorted(LOSSES))
+    ops = [*_maps(rng, 0, 2), Step(loss, LOSSES[loss], loss)]
+    return _spec(family, ops, (XY, Input("t", ("rows", "cols"))), ("rows", "cols"),
+                 _sets(rng, MAP_BENCH, MAP_CHECK, MAP_SWEEP), dtype,
+                 "a loss (mean over every element) of mapped predictions against targets", ("loss",))
+
+
+SAMPLERS = {"gen_map": _map, "gen_map_multi": _map_multi, "gen_reduce": _reduce_or_scan,
+            "gen_scan": _reduce_or_scan, "gen_rownorm": _rownorm, "gen_gemm_epilogue": _gemm_epilogue,
+            "gen_bmm_epilogue": _bmm_epilogue, "gen_conv_pool": _conv_pool, "gen_embedding": _embedding,
+            "gen_loss": _loss}
+assert tuple(SAMPLERS) == FAMILIES
+
+
 def sample(rng: random.Random, family: str) -> Spec:
-    """One spec of `family`, every choice drawn from `rng`."""
-    dtype = _dtype(rng)
-    x = Input("x", ("rows", "cols"))
-    if family == "gen_map":
-        ops = _maps(rng, 1, 6)
-        return _spec(family, ops, (x,), ("rows", "cols"), _sets(rng, MAP_BENCH, MAP_CHECK, MAP_SWEEP), dtype,
-                     "an element-wise chain", ("elementwise",))
-    if family == "gen_map_multi":
-        extra: list[Input] = []
-        ops = _maps(rng, 0, 2)
-        for _ in range(rng.randint(1, 2)):
-            name = "abc"[len(extra)]
-            dims = rng.choice((("rows", "cols"), ("cols",), ("rows", "one")))  # full, row or column broadcast
-            extra.append(Input(name, dims))
-            op = rng.choice(sorted(BINARY))
-            step = Step(f"{op}_{BROADCAST[dims]}", BINARY[op].format(t=name), op, name)
-            ops.insert(rng.randint(0, len(ops)), step)
-        ops += _maps(rng, 0, 2)
-        return _spec(family, ops, (x, *extra), ("rows", "cols"), _sets(rng, MAP_BENCH, MAP_CHECK, MAP_SWEEP),
-                     dtype, "an element-wise chain over several inputs with broadcasting",
-                     ("elementwise", "broadcast"))
-    if family in ("gen_reduce", "gen_scan"):
-        cube = rng.random() < 0.5
-        dims = ("batch", "rows", "cols") if cube else ("rows", "cols")
-        dim = rng.randrange(len(dims))
-        ops = _maps(rng, 0, 3 if family == "gen_reduce" else 2)
-        table = REDUCE if family == "gen_reduce" else SCAN
-        op = rng.choice(sorted(table))
-        ops.append(Step(f"{op}_dim{dim}", table[op].format(d=dim), op, dim))
-        if family == "gen_scan":
-            ops += _maps(rng, 0, 1)
-        sizes = (CUBE_BENCH, CUBE_CHECK, CUBE_SWEEP) if cube else (MAP_BENCH, MAP_CHECK, MAP_SWEEP)
-        sets = _sets(rng, *sizes)
-        what = "a reduction" if family == "gen_reduce" else "a scan"
-        return _spec(family, ops, (Input("x", dims),), dims, sets, dtype, f"{what} along dimension {dim}",
-                     ("reduction",) if family == "gen_reduce" else ("scan",))
-    if family == "gen_rownorm":
-        op = rng.choice(sorted(ROWWISE))
-        ops = [*_maps(rng, 0, 2), Step(op, ROWWISE[op], op), *_maps(rng, 0, 2)]
-        return _spec(family, ops, (x,), ("rows", "cols"), _sets(rng, MAP_BENCH, MAP_CHECK, MAP_SWEEP), dtype,
-                     "a row-wise normalization in an element-wise chain", ("rowwise", "reduction"))
-    if family == "gen_gemm_epilogue":
-        ops = [Step("linear", "y = self.linear(y)", "linear"), *_maps(rng, 1, 4)]
-        return _spec(family, ops, (Input("x", ("rows", "in_features")),),
-                     ("rows", "in_features", "out_features"),
-                     _sets(rng, GEMM_BENCH, GEMM_CHECK, GEMM_SWEEP), dtype,
-                     "a linear layer with an element-wise epilogue", ("gemm", "epilogue"),
-                     linear=("in_features", "out_features"))
-    raise ValueError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
+    """One spec of `family`, every choice drawn from `rng` (its dtype first)."""
+    if family not in SAMPLERS:
+        raise ValueError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
+    return SAMPLERS[family](rng, family, _dtype(rng))
 
 
-def _spec(family, ops, inputs, dims, sets, dtype, what, tags, linear=None) -> Spec:
+def _spec(family, ops, inputs, dims, sets, dtype, what, tags, module=None) -> Spec:
     doc = f"Generated: {what}: {' -> '.join(step.name for step in ops)} ({dtype})."
     return Spec(family=family, steps=tuple(ops), inputs=tuple(inputs), dims=dims, sets=sets, dtype=dtype,
-                docstring=doc, linear=linear, tags=(*tags, dtype))
+                docstring=doc, module=module, tags=(*tags, dtype))

@@ -16,20 +16,23 @@ def _call(names: tuple[str, ...], sizes: tuple[int, ...], keep: tuple[str, ...])
 
 def render(spec: Spec, metadata: dict) -> str:
     dtype = TORCH_DTYPE[spec.dtype]
-    init_dims = spec.linear or ()
-    input_dims = tuple(d for d in spec.dims if d not in init_dims or any(d in i.dims for i in spec.inputs))
+    init_dims = spec.module.dims if spec.module else ()
+    used = {d for i in spec.inputs for d in (*i.dims, *([i.below] if i.below else []))}
+    input_dims = tuple(d for d in spec.dims if d not in init_dims or d in used)
     bench = spec.sets["bench"]
-    if spec.linear:
-        init = (f"    def __init__(self, {spec.linear[0]}: int, {spec.linear[1]}: int):\n"
+    if spec.module:
+        args = ", ".join(f"{d}: int" for d in init_dims)
+        init = (f"    def __init__(self, {args}):\n"
                 f"        super().__init__()\n"
-                f"        self.linear = nn.Linear({spec.linear[0]}, {spec.linear[1]}, dtype={dtype})\n")
+                f"        self.{spec.module.attr} = {spec.module.build.format(dtype=dtype)}\n")
     else:
         init = "    def __init__(self):\n        super().__init__()\n"
     params = ", ".join(f"{i.name}: torch.Tensor" for i in spec.inputs)
     body = "\n".join(f"        {line}" for line in spec.lines)
     sets = "\n".join(f'        "{name}": dict({_call(spec.dims, sizes, spec.dims)}),'
                      for name, sizes in spec.sets.items())
-    tensors = ", ".join(f"torch.randn({_shape(i.dims)}, dtype={dtype})" for i in spec.inputs)
+    tensors = ", ".join(f"torch.randint(0, {i.below}, ({_shape(i.dims)},))" if i.below else
+                        f"torch.randn({_shape(i.dims)}, dtype={dtype})" for i in spec.inputs)
     init_args = _call(spec.dims, bench, init_dims)
     return f'''import torch
 import torch.nn as nn

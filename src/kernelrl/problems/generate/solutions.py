@@ -59,14 +59,28 @@ def _maps(steps: tuple[Step, ...], indent: str) -> str:
     return "".join(f"{indent}{MAPS[s.op].format(c=s.arg)}\n" for s in steps)
 
 
-def synthesize(spec: Spec, seed: int = 0) -> str:
-    """The Triton `ModelNew` source for `spec`; `seed` picks the style."""
+# the families with a template (none yet for convolutions and pooling)
+TEMPLATE_FAMILIES = ("gen_map", "gen_map_multi", "gen_reduce", "gen_scan", "gen_rownorm", "gen_gemm_epilogue",
+                     "gen_bmm_epilogue", "gen_embedding", "gen_loss")
+
+
+def synthesize(spec: Spec, seed: int = 0) -> str | None:
+    """The Triton `ModelNew` source for `spec` (`seed` picks the style), or None for a family without a
+    template (`gen_conv_pool`)."""
     style = random.Random(f"style:{seed}")
     if spec.family in ("gen_map", "gen_map_multi"):
         return _elementwise(spec, style)
     if spec.family == "gen_gemm_epilogue":
         return _gemm(spec, style)
-    return _rows(spec, style)
+    if spec.family == "gen_bmm_epilogue":
+        return _bmm(spec, style)
+    if spec.family == "gen_embedding":
+        return _embedding(spec, style)
+    if spec.family == "gen_loss":
+        return _loss(spec, style)
+    if spec.family in ("gen_reduce", "gen_scan", "gen_rownorm"):
+        return _rows(spec, style)
+    return None
 
 
 def _elementwise(spec: Spec, style: random.Random) -> str:
@@ -215,6 +229,123 @@ class ModelNew(nn.Module):
         grid = (triton.cdiv(M, {bm}), triton.cdiv(N, {bn}))
         linear_kernel[grid](x, w, self.linear.bias, out, M, N, K,
                             BM={bm}, BN={bn}, BK={bk}, num_warps={warps})
+        return out
+'''
+
+
+def _bmm(spec: Spec, style: random.Random) -> str:
+    bm, bn, bk = style.choice(((32, 32, 32), (64, 64, 32), (32, 64, 32), (64, 32, 64)))
+    warps = style.choice((4, 8))
+    precision = ', input_precision="ieee"' if spec.dtype == "float32" else ""  # exact products, no TF32
+    return _header(spec) + f'''
+
+@triton.jit
+def bmm_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    b = tl.program_id(2)
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    x_ptr += b * M * K
+    w_ptr += b * K * N
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        rk = k + tl.arange(0, BK)
+        a = tl.load(x_ptr + rm[:, None] * K + rk[None, :],
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + rk[:, None] * N + rn[None, :],
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, w{precision})
+    y = acc
+{_maps(spec.steps[1:], "    ")}    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(out_ptr + b * M * N + rm[:, None] * N + rn[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, w):
+        x = x.contiguous()
+        w = w.contiguous()
+        B, M, K = x.shape
+        N = w.shape[2]
+        out = torch.empty((B, M, N), dtype=x.dtype, device=x.device)
+        grid = (triton.cdiv(M, {bm}), triton.cdiv(N, {bn}), B)
+        bmm_kernel[grid](x, w, out, M, N, K, BM={bm}, BN={bn}, BK={bk}, num_warps={warps})
+        return out
+'''
+
+
+def _embedding(spec: Spec, style: random.Random) -> str:
+    warps = style.choice((1, 2, 4))
+    dtype = {"float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16"}[spec.dtype]
+    return _header(spec) + f'''
+
+@triton.jit
+def embedding_kernel(idx_ptr, w_ptr, out_ptr, dim, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < dim
+    index = tl.load(idx_ptr + row)
+    y = tl.load(w_ptr + index * dim + cols, mask=mask, other=0.0).to(tl.float32)
+{_maps(spec.steps[1:], "    ")}    out = y.to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + row * dim + cols, out, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, vocab, dim):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim, dtype={dtype})
+
+    def forward(self, x):
+        x = x.contiguous()
+        w = self.embed.weight.contiguous()
+        dim = w.shape[1]
+        out = torch.empty((*x.shape, dim), dtype=w.dtype, device=w.device)
+        embedding_kernel[(x.numel(),)](x, w, out, dim, BLOCK=triton.next_power_of_2(dim), num_warps={warps})
+        return out
+'''
+
+
+# each loss's term of d = prediction - target, as Triton over `d` (float32)
+LOSS_TERMS = {
+    "mse_loss": "d * d",
+    "l1_loss": "tl.abs(d)",
+    "smooth_l1_loss": "tl.where(tl.abs(d) < 1.0, 0.5 * d * d, tl.abs(d) - 0.5)",
+    "huber_loss": "tl.where(tl.abs(d) < 0.5, 0.5 * d * d, 0.5 * (tl.abs(d) - 0.25))",
+}
+
+
+def _loss(spec: Spec, style: random.Random) -> str:
+    block, warps = style.choice((512, 1024, 2048, 4096)), style.choice((2, 4, 8))
+    term = LOSS_TERMS[spec.steps[-1].op]
+    return _header(spec) + f'''
+
+@triton.jit
+def loss_kernel(x_ptr, t_ptr, acc_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+{_maps(spec.steps[:-1], "    ")}    d = y - tl.load(t_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.atomic_add(acc_ptr, tl.sum(tl.where(mask, {term}, 0.0), 0) / n)
+
+
+@triton.jit
+def finish_kernel(acc_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(acc_ptr).to(out_ptr.dtype.element_ty))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, t):
+        x = x.contiguous()
+        t = t.contiguous()
+        n = x.numel()
+        acc = torch.zeros((), dtype=torch.float32, device=x.device)  # the mean, summed over blocks
+        loss_kernel[(triton.cdiv(n, {block}),)](x, t, acc, n, BLOCK={block}, num_warps={warps})
+        out = torch.empty((), dtype=x.dtype, device=x.device)
+        finish_kernel[(1,)](acc, out)
         return out
 '''
 
