@@ -143,15 +143,17 @@ def test_template_solutions_are_correct_for_every_family_and_failures_are_droppe
         generate(24, 21, out, solutions=True, auditor=scorer)
         suite = load_suite(out)
         assert all((suite.solution_path(p) is not None) == (p.family in TEMPLATE_FAMILIES) for p in suite)
-        first = suite.problems[0]
+        first = next(p for p in suite if suite.solution_path(p) and not p.metadata.get("gpu_only"))
         broken = suite.solution_path(first)  # a planted wrong solution: its output off by one
-        broken.write_text(broken.read_text().replace("        return out\n", "        return out + 1\n"))
+        planted = broken.read_text().replace("        return out\n", "        return out + 1\n")
+        assert planted != broken.read_text()
+        broken.write_text(planted)
         report = verify_solutions(out, scorer, device_is_gpu=False)
-    gpu_only = {p.id for p in suite if p.metadata.get("gpu_only")}
+    templated = [p for p in suite if p.family in TEMPLATE_FAMILIES]
+    gpu_only = {p.id for p in templated if p.metadata.get("gpu_only")}
     assert sorted(report["not_verified_gpu_only"]) == sorted(gpu_only)
     failed = [(f["id"], f["status"]) for f in report["failed"]]
     assert failed == [(first.id, "wrong_output")], report["failed"]
-    templated = [p for p in suite if p.family in TEMPLATE_FAMILIES]
     assert not broken.exists()
     assert report["kept"] == report["verified"] - 1 == len(templated) - len(gpu_only) - 1
     verified_families = {p.family for p in templated if p.id not in gpu_only and p.id != first.id}
