@@ -43,9 +43,9 @@ def gen_cmd(
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         fail(f"unknown --family {', '.join(unknown)}; families: {', '.join(FAMILIES)}", EXIT_BAD_INPUT)
-    if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
-        fail(f"--out {out} is a non-empty directory that kernelrl gen did not write; nothing was changed",
-             EXIT_BAD_INPUT)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").is_file())):
+        fail(f"--out {out} is a file or a non-empty directory that kernelrl gen did not write; nothing was "
+             "changed", EXIT_BAD_INPUT)
     with evaluating(), evaluation.open() as scorer:
         manifest = generate(n, seed, out, auditor=None if no_audit else scorer, families=families,
                             solutions=solutions)

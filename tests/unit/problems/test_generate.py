@@ -202,3 +202,14 @@ def test_the_prompts_worked_example_is_in_no_suite_and_correct():
     with open_scorer(["cpu"]) as scorer:
         result = scorer.evaluate(example, (EXAMPLES_DIR / BACKENDS["triton"][1]).read_text())
     assert result.status.value == "correct" and not result.findings, result.message
+
+
+def test_generate_never_empties_a_directory_it_did_not_write(tmp_path):
+    (tmp_path / "mine.txt").write_text("keep")
+    with pytest.raises(ValueError, match="did not write"):
+        generate(1, 0, tmp_path)
+    assert (tmp_path / "mine.txt").read_text() == "keep"
+    out = tmp_path / "gen"
+    generate(2, 0, out)
+    generate(3, 0, out)  # an earlier set is replaced
+    assert len(load_suite(out)) == 3

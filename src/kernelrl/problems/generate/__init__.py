@@ -60,7 +60,8 @@ def _metadata(spec: Spec, seed: int, index: int) -> dict:
 def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = None,
              families: Sequence[str] = FAMILIES, heldout: Iterable[Problem] | None = None,
              solutions: bool = False) -> dict:
-    """Write up to `n` gated problems (families in turn) under `out` (emptied first) and return the manifest.
+    """Write up to `n` gated problems (families in turn) under `out` (emptied first: it must be empty, missing
+    or an earlier generated set, one with a manifest.json) and return the manifest.
     `heldout`: problems nothing generated may overlap (default: the built-in suite's test split and the
     prompts' worked example).
     `solutions`: also write a template Triton solution of each (`OUT/solutions/<id>.py`, unverified: see
@@ -74,7 +75,10 @@ def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = No
         example = load_problem(PROMPT_EXAMPLE_PROBLEM, problem_id="prompt_example")
         heldout = [*load_suite().split("test"), example]
     out = Path(out)
-    if out.exists():
+    if out.exists() and any(out.iterdir()):
+        if not (out / "manifest.json").is_file():
+            raise ValueError(f"{out} is a non-empty directory that kernelrl gen did not write; nothing was "
+                             "changed")
         shutil.rmtree(out)
     staging = out / ".staging"
     staging.mkdir(parents=True)
