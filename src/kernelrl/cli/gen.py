@@ -3,6 +3,7 @@ evaluator."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -34,9 +35,10 @@ def gen_cmd(
     evaluation: Evaluation,
 ) -> None:
     """Compose KernelBench-format problems from op families (element-wise chains, broadcasting, reductions and
-    scans along any dimension, row-wise normalizations, GEMM epilogues) with a seeded sampler, keep those that
-    pass every gate (reference run, numerical sanity, audit, no duplicate, no overlap with the built-in test
-    split) and list every reject with its reason in the manifest."""
+    scans along any dimension, row-wise normalizations, GEMM and batched-GEMM epilogues, convolutions with
+    pooling, embeddings, losses) with a seeded sampler, keep those that pass every gate (reference run,
+    numerical sanity, audit, no duplicate, no overlap with the built-in test split or the prompts' worked
+    example) and list every reject with its reason in the manifest."""
     from kernelrl.problems.generate import FAMILIES, generate, verify_solutions
 
     families = tuple(family or FAMILIES)
@@ -46,7 +48,9 @@ def gen_cmd(
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").is_file())):
         fail(f"--out {out} is a file or a non-empty directory that kernelrl gen did not write; nothing was "
              "changed", EXIT_BAD_INPUT)
-    with evaluating(), evaluation.open() as scorer:
+    # the evaluator only where a gate or the solutions need it
+    opened = evaluation.open() if solutions or not no_audit else contextlib.nullcontext()
+    with evaluating(), opened as scorer:
         manifest = generate(n, seed, out, auditor=None if no_audit else scorer, families=families,
                             solutions=solutions)
         if solutions:
