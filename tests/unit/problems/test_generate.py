@@ -173,6 +173,23 @@ def test_held_out_in_family_problems_guard_only_themselves(tmp_path):
         check_no_test_leak([problem_row(test[0], [])], suite)
 
 
+def test_sft_and_grpo_rows_from_a_generated_suite(tmp_path):
+    """The training data builders take a generated suite: SFT rows from its kept template solutions and GRPO
+    prompts of its train split, never a held-out problem."""
+    from kernelrl.prompts import Prompts
+    from kernelrl.train.data import prompt_rows, select_problems, sft_rows
+
+    generate(30, 5, tmp_path / "gen", solutions=True)
+    suite = load_suite(tmp_path / "gen")
+    held_out = {p.id for p in suite.split("test")}
+    rows = sft_rows(["solutions"], suite, Prompts())
+    expected = {p.id for p in suite.split("train") if suite.solution_path(p)}
+    assert held_out and {r["problem_id"] for r in rows} == expected
+    assert all(r["completion"][0]["content"].count("class ModelNew") == 1 for r in rows)
+    prompts = prompt_rows(select_problems(suite), Prompts(), suite)
+    assert {r["problem_id"] for r in prompts} == {p.id for p in suite.split("train")}
+
+
 def test_export_as_a_dataset_with_a_card(tmp_path):
     datasets = pytest.importorskip("datasets")
     from kernelrl.problems.generate.export import FIELDS, export_dataset
