@@ -24,6 +24,10 @@ def gen_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Same seed, same files.")] = 0,
     family: Annotated[list[str] | None, typer.Option(
         "--family", help="Op families to compose from (repeatable; default: every one).")] = None,
+    decontaminate: Annotated[list[Path] | None, typer.Option(
+        "--decontaminate", help="Also keep off this suite's problems (a KernelBench checkout or a directory "
+        "of problem files; repeatable), besides the built-in test split and the prompts' worked example.")
+    ] = None,
     no_audit: Annotated[bool, typer.Option("--no-audit", help="Skip the evaluator's audit gate.")] = False,
     solutions: Annotated[bool, typer.Option(
         "--solutions", help="Also write a template Triton solution of each problem and keep those the "
@@ -39,7 +43,8 @@ def gen_cmd(
     pooling, embeddings, losses) with a seeded sampler, keep those that pass every gate (reference run,
     numerical sanity, audit, no duplicate, no overlap with the built-in test split or the prompts' worked
     example) and list every reject with its reason in the manifest."""
-    from kernelrl.problems.generate import FAMILIES, generate, verify_solutions
+    from kernelrl.problems import ProblemError, load_suite
+    from kernelrl.problems.generate import FAMILIES, default_heldout, generate, verify_solutions
 
     families = tuple(family or FAMILIES)
     unknown = [f for f in families if f not in FAMILIES]
@@ -48,11 +53,17 @@ def gen_cmd(
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").is_file())):
         fail(f"--out {out} is a file or a non-empty directory that kernelrl gen did not write; nothing was "
              "changed", EXIT_BAD_INPUT)
+    heldout = default_heldout()
+    for location in decontaminate or []:
+        try:
+            heldout += list(load_suite(location))
+        except ProblemError as exc:
+            fail(f"--decontaminate {location}: {exc}", EXIT_BAD_INPUT)
     # the evaluator only where a gate or the solutions need it
     opened = evaluation.open() if solutions or not no_audit else contextlib.nullcontext()
     with evaluating(), opened as scorer:
         manifest = generate(n, seed, out, auditor=None if no_audit else scorer, families=families,
-                            solutions=solutions)
+                            heldout=heldout, solutions=solutions)
         if solutions:
             checked = verify_solutions(out, scorer, scorer.environment().mode == "gpu")
     if dataset:
@@ -67,6 +78,10 @@ def gen_cmd(
                   f"(splits {manifest['splits']})")
     console.print(f"per family: {manifest['families']}")
     console.print(f"rejected: {manifest['rejects_by_reason'] or 'none'} (reasons in {out / 'manifest.json'})")
+    if manifest["decontaminated_by_signature_only"] or manifest["heldout_unread"]:
+        console.print(f"held-out problems checked by op sequence only (no check set): "
+                      f"{len(manifest['decontaminated_by_signature_only'])}; not readable: "
+                      f"{len(manifest['heldout_unread'])} (listed in the manifest)")
     if solutions:
         console.print(f"solutions: {checked['kept']} of {checked['verified']} verified kept, per family "
                       f"{checked['kept_per_family']}; {len(checked['not_verified_gpu_only'])} bfloat16 ones "

@@ -230,3 +230,57 @@ def test_generate_never_empties_a_directory_it_did_not_write(tmp_path):
     generate(2, 0, out)
     generate(3, 0, out)  # an earlier set is replaced
     assert len(load_suite(out)) == 3
+
+
+KERNELBENCH_RELU = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Simple model that performs a ReLU activation."""
+
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+batch_size = 4096
+dim = 393216  # 6.4 GB of fp32 input: traced on fake tensors, never allocated
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_decontamination_against_a_kernelbench_checkout(tmp_path):
+    """A KernelBench-layout fixture (fixed, GB-sized inputs, no check set): its problem gets an op signature
+    from fake tensors, the manifest says so, and a generated problem with its ops is rejected."""
+    level = tmp_path / "KernelBench" / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    (level / "19_ReLU.py").write_text(KERNELBENCH_RELU)
+    broken = KERNELBENCH_RELU.replace("return torch.relu(x)", "return undefined(x)")
+    (level / "99_Broken.py").write_text(broken)
+    kernelbench = list(load_suite(tmp_path / "KernelBench"))
+    heldout = heldout_signatures(kernelbench)
+    assert heldout["signature_only"].keys() == {"level1/19_ReLU"}
+    assert heldout["ops"] == {"relu": "level1/19_ReLU"}
+    assert set(heldout["unread"]) == {"level1/99_Broken"}
+    with pytest.raises(GateRejected, match="level1/19_ReLU") as raised:
+        gate(planted(tmp_path, "mine", "torch.relu(x)"), heldout, new_seen())
+    assert raised.value.reason == "overlaps_heldout"
+    command = [sys.executable, "-m", "kernelrl.cli", "gen", "--n", "3", "--out", str(tmp_path / "g"),
+               "--no-audit", "--decontaminate", str(tmp_path / "KernelBench")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
+    assert manifest["decontaminated_by_signature_only"] == ["level1/19_ReLU"]
+    assert "level1/99_Broken" in manifest["heldout_unread"]
+    assert "level1/19_ReLU" in manifest["decontaminated_against"]

@@ -38,7 +38,7 @@ GENERATOR_VERSION = "kernelrl-gen/1"
 HELDOUT_SHARE = 10  # 1 in this many near-duplicate keys is held out (split "test")
 MAX_ATTEMPTS_PER_PROBLEM = 5  # the sampler stops after n times this many candidates
 
-__all__ = ["FAMILIES", "GENERATOR_VERSION", "Auditor", "GateRejected", "gate", "generate",
+__all__ = ["FAMILIES", "GENERATOR_VERSION", "Auditor", "GateRejected", "default_heldout", "gate", "generate",
            "heldout_signatures", "new_seen", "synthesize", "verify_solutions"]
 
 
@@ -57,6 +57,14 @@ def _metadata(spec: Spec, seed: int, index: int) -> dict:
     return meta
 
 
+def default_heldout() -> list[Problem]:
+    """What generated problems are kept off by default: the built-in test split and the prompts' worked
+    example (add a KernelBench checkout's problems to decontaminate against it too)."""
+    from kernelrl.problems.suite import PROMPT_EXAMPLE_PROBLEM, load_suite
+
+    return [*load_suite().split("test"), load_problem(PROMPT_EXAMPLE_PROBLEM, problem_id="prompt_example")]
+
+
 def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = None,
              families: Sequence[str] = FAMILIES, heldout: Iterable[Problem] | None = None,
              solutions: bool = False) -> dict:
@@ -70,10 +78,7 @@ def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = No
     if n < 1 or unknown:
         raise ValueError(f"n must be at least 1 and families among {', '.join(FAMILIES)} (got {unknown})")
     if heldout is None:
-        from kernelrl.problems.suite import PROMPT_EXAMPLE_PROBLEM, load_suite
-
-        example = load_problem(PROMPT_EXAMPLE_PROBLEM, problem_id="prompt_example")
-        heldout = [*load_suite().split("test"), example]
+        heldout = default_heldout()
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         if not (out / "manifest.json").is_file():
@@ -110,7 +115,9 @@ def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = No
                   "audit" if auditor else "audit (not run)",
                   "near-duplicate (program, constants abstracted)", "duplicate output on the same inputs",
                   "held-out overlap (ATen op sequence, output)"],
-        "decontaminated_against": sorted({pid for table in test.values() for pid in table.values()}),
+        "decontaminated_against": sorted({*test["ops"].values(), *test["fingerprint"].values()}),
+        "decontaminated_by_signature_only": sorted(test["signature_only"]),
+        "heldout_unread": test["unread"],
         "problems": [{k: v for k, v in r.items() if k != "source"} for r in kept],
         "rejected": rejected,
     }
