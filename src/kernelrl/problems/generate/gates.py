@@ -172,12 +172,13 @@ def heldout_signatures(problems) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {"ops": {}, "fingerprint": {}, "signature_only": {}, "unread": {}}
     for problem in problems:
         try:
-            sets = input_sets(_module(problem))
+            module = _module(problem)
+            sets = input_sets(module)
         except Exception as exc:  # noqa: BLE001
             found["unread"][problem.id] = f"{type(exc).__name__}: {str(exc)[:100]}"
             continue
         if CHECK_SET not in sets:
-            ops = _fake_ops(_module(problem), next(iter(sets.values())))
+            ops = _fake_ops(module, next(iter(sets.values())))
             if not ops:
                 found["unread"][problem.id] = "its forward could not be traced on fake tensors"
                 continue

@@ -13,7 +13,7 @@ import json
 import random
 from pathlib import Path
 
-from kernelrl.problems.generate.families import BINARY, REDUCE, ROWWISE, SCAN, UNARY, Spec, Step
+from kernelrl.problems.generate.families import BINARY, REDUCE, ROWWISE, SCAN, TORCH_DTYPE, UNARY, Spec, Step
 
 # each map as Triton over `y` (float32); {c}: the op's constant
 MAPS = {
@@ -194,7 +194,7 @@ def _gemm(spec: Spec, style: random.Random) -> str:
     warps = style.choice((4, 8))
     # float32: exact products (no TF32), as the reference computes them
     precision = ', input_precision="ieee"' if spec.dtype == "float32" else ""
-    dtype = {"float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16"}[spec.dtype]
+    dtype = TORCH_DTYPE[spec.dtype]
     return _header(spec) + f'''
 
 @triton.jit
@@ -277,7 +277,7 @@ class ModelNew(nn.Module):
 
 def _embedding(spec: Spec, style: random.Random) -> str:
     warps = style.choice((1, 2, 4))
-    dtype = {"float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16"}[spec.dtype]
+    dtype = TORCH_DTYPE[spec.dtype]
     return _header(spec) + f'''
 
 @triton.jit
