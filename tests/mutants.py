@@ -178,7 +178,11 @@ MUTANTS = (
            ("exploits_sandbox/s01_forged_timing_token.py",), (CONTROL,)),
     Mutant("event-order-unchecked", "messages out of the stub's order, or a second one of a kind, are accepted",
            "sandbox/runner.py", "EventOrder.check", "last = self.seen[-1] if self.seen else None", "return None",
-           ("exploits_sandbox/s02_forged_census_from_forward.py",), (CONTROL,)),
+           ("exploits_sandbox/s03_forged_report_out_of_order.py",), (CONTROL,)),
+    Mutant("share-without-checked-calls", "a kernel share is taken without the outputs of the calls it was "
+           "measured on", "evaluate/trials.py", "Trials._on_census",
+           "if event.get(\"fraction\") is not None and (not isinstance(checked, list) or not checked):",
+           "if False:", ("exploits_sandbox/s02_forged_census_from_forward.py",), (CONTROL,)),
     Mutant("reference-kept-in-sandbox", "the stub keeps the problem's Model past the candidate's import, unwatched",
            "sandbox/problem_data.py", "_draw", "reference=reference), watched", "reference=(module.Model, [])), []",
            ("exploits_sandbox/p01_reference_hunt.py",), (CONTROL,)),

@@ -23,8 +23,9 @@ TRIAL_OUTPUT = {**META, "aliases_input": False, "reuses_buffer": False,
 TIMED_OUTPUT = {**META, "device": "cuda", "sampled": 1 << 20, "sample_seed": 12345}
 PLANNED = {"index": 0, "set": "check", "inputs": [META], "args": [{"tensor": 0}, {"value": 3}, {"value": None}],
            "timed_only": False, "draw": {"seed": 99, "on": "cpu", "probe": [["torch.float32", [8, 4], [1, 2]], "3"]},
-           "ipc": [None, {"handle": "ab" * 64, "dtype": "float32", "shape": [8, 4]}]}
-PLANNED_FILES = {"index": 1, "set": "bench", "inputs": [META], "args": [{"tensor": 0}], "timed_only": True}
+           "ipc": [None, {"handle": "ab" * 64, "dtype": "float32", "shape": [8, 4]}], "share": False}
+PLANNED_FILES = {"index": 1, "set": "bench", "inputs": [META], "args": [{"tensor": 0}], "timed_only": True,
+                 "share": True}
 SETTINGS = {"mode": "cpu-interpreter", "isolate_network": True, "max_file_bytes": 1 << 30}
 REQUEST = {
     **SETTINGS, "problem_path": "/p/problem.py", "candidate_path": "/w/candidate.py", "in_dir": "/w/in",
@@ -47,7 +48,8 @@ EVENTS = {
     "trial": {"event": "trial", "index": 0, "outputs": [TRIAL_OUTPUT, META], "launches": 2, "threads": [],
               "changed_inputs": [1]},
     "census": {"event": "census", "fraction": 0.93, "total_us": 41.0, "mine_us": 38.0, "other_us": 3.0,
-               "forward_us": 41.0, "top": [["copy_kernel [candidate]", 38.0]], "gate_ms": 5.0, "method": "events"},
+               "forward_us": 41.0, "top": [["copy_kernel [candidate]", 38.0]], "gate_ms": 5.0,
+               "method": "events", "checked": [{"rep": 0, "trial": 4, "outputs": [META]}]},
     "timing_token": {"event": "timing_token"},
     "timing_granted": {"event": "timing_granted"},
     "timing": {"event": "timing", "times_ms": [0.02, 0.021], "wall_ms": [0.03, 0.03], "warmup": {"reps": 3},
@@ -66,7 +68,7 @@ EVENTS = {
 JUDGE_REQUESTS = {
     "prepare": {"op": "prepare", "eval_id": "e1", "problem_path": "/p.py", "problem_sha256": "a" * 64,
                 "master_seed": 2**61 + 5, "min_trials": 3, "input_sets": [], "bench_correctness": False, "in_dir": "/w/in", "timing_variants": 4,
-                "timed_mix": False},
+                "timed_mix": False, "share_trials": 4},
     "compare": {"op": "compare", "eval_id": "e1", "trial": 0, "out_dir": "/w/out", "outputs": [META, {**META, "ipc": True}],
                 "atol": 1e-5, "rtol": 1e-5, "prefix": None, "changed_inputs": [0]},
     "release": {"op": "release", "eval_id": "e1"},
@@ -119,6 +121,7 @@ def test_typed_fields_of_events():
     assert timing.raw() == EVENTS["timing"]
     census = parse_event(EVENTS["census"])
     assert (census.fraction, census.method, census.details["gate_ms"]) == (0.93, "events", 5.0)
+    assert census.checked[0].trial == 4 and "checked" not in census.details  # the measured call's outputs
     assert parse_event({"event": "terminated", "exit_code": 0}).to_dict() == {"event": "terminated", "exit_code": 0}
     # built in Python as the child builds them
     assert p.TerminatedEvent(signal=9).to_dict() == EVENTS["terminated"]

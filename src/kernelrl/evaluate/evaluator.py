@@ -60,6 +60,7 @@ from kernelrl.problems import Problem
 from kernelrl.problems.audit import ProblemAudit, audit_from_report
 from kernelrl.results import CorrectnessReport, Environment, EvalResult, Stage, Status, TimingReport
 from kernelrl.sandbox import (
+    SHARE_ATTEMPTS,
     DeviceGate,
     JudgeClient,
     JudgeError,
@@ -478,6 +479,13 @@ class Evaluator(ScorerBase):
                     pass
             shutil.rmtree(workdir, ignore_errors=True)
 
+    @staticmethod
+    def _measures_share(env: Environment, cfg: VerdictSettings) -> bool:
+        """Whether the calls behind rt-kernel-gpu-fraction are made: on a GPU, with timing, unless that check
+        can neither reject nor warn."""
+        return env.mode == "gpu" and cfg.timing and cfg.min_kernel_gpu_fraction > 0 and (
+            cfg.runtime_policy or {}).get("rt-kernel-gpu-fraction", "reject") != "off"
+
     def _run(self, problem: Problem, code: str, env: Environment, base: dict, workdir: Path, eval_id: str,
              standby: Standby | None, compile_slot: HeldSlot, started: float, cfg: VerdictSettings,
              deadline: Deadline | None = None) -> EvalResult:
@@ -485,13 +493,15 @@ class Evaluator(ScorerBase):
         own = self.settings  # the evaluator's (cfg: this call's verdict settings)
         in_dir, out_dir = workdir / "in", workdir / "out"
         master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
+        share_trials = SHARE_ATTEMPTS if self._measures_share(env, cfg) else 0
         try:
             prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
                                            problem_sha256=problem.sha256, master_seed=master,
                                            min_trials=cfg.trials, input_sets=list(cfg.input_sets or []), in_dir=str(in_dir),
                                            bench_correctness=cfg.bench_correctness,
                                            timing_variants=cfg.timing_variants if env.mode == "gpu" and cfg.timing else 0,
-                                           timed_mix=cfg.fresh_timed_inputs)
+                                           timed_mix=cfg.fresh_timed_inputs,
+                                           share_trials=share_trials)
         except JudgeError as exc:
             return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                               message="the problem's reference failed (a problem error, not the candidate's)",
@@ -517,9 +527,7 @@ class Evaluator(ScorerBase):
             timing_mode=HOST_MODE if host_timing else cfg.timing_mode,
             paired_baseline=cfg.paired_baseline,
             timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True),
-            # the measured forward behind rt-kernel-gpu-fraction, skipped when that check cannot reject or warn
-            kernel_share=cfg.min_kernel_gpu_fraction > 0 and (cfg.runtime_policy or {}).get(
-                "rt-kernel-gpu-fraction", "reject") != "off",
+            kernel_share=share_trials > 0,
             memory_limit_bytes=int(cfg.memory_limit_gb * GiB), readonly_fs=own.readonly_filesystem,
             # its own compile caches are the only writable places outside workdir
             writable_paths=[str(workdir), *caches.values()],

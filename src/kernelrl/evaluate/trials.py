@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from kernelrl.results import Finding, Mismatch
-from kernelrl.sandbox import ITEMSIZE, JudgeClient, JudgeError, TensorFileError, validate_meta
+from kernelrl.sandbox import ITEMSIZE, SHARE_PREFIX, JudgeClient, JudgeError, TensorFileError, validate_meta
 from kernelrl.verify.precision import describe as describe_precision
 from kernelrl.verify.runtime_checks import HANDOFF_STAGE, RUNTIME_CHECKS
 
@@ -98,8 +98,7 @@ class Trials:
         if kind == "timing":
             return self._on_timing(event)
         if kind == "census":
-            self.census = event
-            return True
+            return self._on_census(event)
         if kind == "native_thread_seen":  # the runner's own watch (sandbox.native_threads.ThreadWatch)
             return self.flag("rt-native-thread", str(event["detail"]))
         if kind == "inputs_unavailable":  # before the candidate was imported: the problem's inputs, not the candidate
@@ -227,12 +226,26 @@ class Trials:
             self.problem = f"outputs could not be compared: {str(exc)[-500:]}"
             return False
 
-    def _on_timing(self, event: dict) -> bool:
-        self.timing_raw = event
+    def _on_census(self, event: dict) -> bool:
+        """The kernel share, and the outputs of the calls it was measured on (fresh inputs of the judge's
+        share trials, kernelrl.sandbox.share_call): checked like timed calls', so no call is measured
+        unchecked."""
+        self.census = event
         checked = event.get("checked")
-        if not isinstance(checked, list) or not checked:
-            self.problem = "the timing report names no checked call"
+        if event.get("fraction") is not None and (not isinstance(checked, list) or not checked):
+            self.problem = "the kernel share names no checked call"
             return False
+        share_trials = [i for i, t in enumerate(self.plan) if t.get("share")]
+        if any(not isinstance(c, dict) or c.get("trial") not in share_trials or c.get("mix_trial") is not None
+               for c in checked or []):
+            self.problem = "the kernel share was measured on inputs other than its own"
+            return False
+        if not self._checked_calls(checked or [], SHARE_PREFIX, "the kernel share's measured call"):
+            return False
+        return self._op_census(event.get("census"), "the kernel share's measured calls")
+
+    def _checked_calls(self, checked: list, prefix: str, what: str) -> bool:
+        """Compare the outputs of checked calls outside the trials (`{prefix}{n}_out{k}.bin`)."""
         for n, check in enumerate(checked[:16]):
             trial = check.get("trial") if isinstance(check, dict) else None
             if not isinstance(trial, int) or not 0 <= trial < len(self.plan) or not isinstance(check.get("outputs"), list):
@@ -241,13 +254,23 @@ class Trials:
             mix = self._mix(check, trial)  # fresh inputs: trial's mixed with another's (kernelrl.sandbox.timed_mix)
             if mix is False:
                 return False
-            found = self._compare(trial, check["outputs"], f"timed{n}", mix=mix)
+            found = self._compare(trial, check["outputs"], f"{prefix}{n}", mix=mix)
             if found is False:
                 return False
             if found is not None and found is not WIDENED:
                 inputs = f"trial {trial}" + (f" mixed with trial {mix['mix_trial']}" if mix else "")
-                return self.flag("rt-timed-output-mismatch",
-                                  f"timed call {check.get('rep')} (inputs of {inputs}): {found.get('detail', '')}")
+                detail = f"{what} {check.get('rep')} (inputs of {inputs}): {found.get('detail', '')}"
+                return self.flag("rt-timed-output-mismatch", detail)
+        return True
+
+    def _on_timing(self, event: dict) -> bool:
+        self.timing_raw = event
+        checked = event.get("checked")
+        if not isinstance(checked, list) or not checked:
+            self.problem = "the timing report names no checked call"
+            return False
+        if not self._checked_calls(checked, "timed", "timed call"):
+            return False
         threads = event.get("threads")
         if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive during or after timing"):
             return False

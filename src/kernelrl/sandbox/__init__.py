@@ -19,12 +19,14 @@ _FACE = {
     "new_workdir": "launcher",
     "ProcessOwner": "owner",
     "SandboxRequest": "protocol", "TrialPlan": "protocol",
+    "SHARE_ATTEMPTS": "share_call", "SHARE_PREFIX": "share_call",
     "ITEMSIZE": "tensorio", "TensorFileError": "tensorio", "nbytes_of": "tensorio",
     "validate_meta": "tensorio",
     "mixes": "timed_mix", "timing_variants": "timed_mix",
 }
 __all__ = [
-    "ITEMSIZE", "ChildOutcome", "DeviceGate", "JudgeClient", "JudgeError", "LaunchSettings", "ProcessOwner",
+    "ITEMSIZE", "SHARE_ATTEMPTS", "SHARE_PREFIX", "ChildOutcome", "DeviceGate", "JudgeClient", "JudgeError",
+    "LaunchSettings", "ProcessOwner",
     "RunSlots", "SandboxLauncher", "SandboxRequest", "Standby", "TensorFileError", "TrialPlan", "mixes",
     "nbytes_of", "new_workdir", "timing_variants", "validate_meta",
 ]
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from kernelrl.sandbox.owner import ProcessOwner
     from kernelrl.sandbox.protocol import SandboxRequest, TrialPlan
     from kernelrl.sandbox.runner import ChildOutcome
+    from kernelrl.sandbox.share_call import SHARE_ATTEMPTS, SHARE_PREFIX
     from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
     from kernelrl.sandbox.timed_mix import mixes, timing_variants
 

@@ -45,6 +45,7 @@ from kernelrl.sandbox.protocol import (
     TrialPlan,
     parse_request,
 )
+from kernelrl.sandbox.share_call import checked_output_metas, measure_on_fresh_calls, share_path
 from kernelrl.sandbox.timed_mix import SEED_BITS, Mixer
 from kernelrl.verify.runtime_checks import HANDOFF_STAGE
 
@@ -129,35 +130,6 @@ def _copy_to_judge(torch, ipc, offer: IpcOffer | dict, meta: dict, values) -> bo
     finally:
         ipc.close(ptr)
     return True
-
-
-# the event-timed share's gate, then longer ones for slow-to-enqueue forwards: most forwards enqueue in well
-# under 5 ms, and a gate that outlasts the enqueue is idle GPU time on the evaluation's clock
-_SHARE_GATES_MS = (5.0, 50.0, 500.0)
-
-
-def _candidate_gpu_fraction(torch, share, census, model, args: list) -> dict:
-    """Share of one forward's GPU time spent in the candidate's own kernels: CUDA events behind a gate
-    (`kernel_share`, milliseconds), or torch.profiler (~5 s: CUPTI's start-up) when the forward defeats the gate
-    (it synchronizes, or takes longer to enqueue than the gate lasts)."""
-
-    def forward():
-        with torch.no_grad():
-            model(*args)
-
-    reason = f"the gate ({_SHARE_GATES_MS[-1]:.0f} ms) ended before the forward was enqueued"
-    try:
-        if share is None:
-            raise RuntimeError("no CUDA event share on this device")
-        for gate_ms in _SHARE_GATES_MS:
-            measured = share.measure(forward, census, gate_ms)
-            if measured is not None:
-                return {**measured, "method": "events"}
-    except Exception as exc:  # noqa: BLE001 - the profiler below gets its chance
-        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
-    from kernelrl.sandbox.kernel_share import profiled_gpu_fraction
-
-    return {**profiled_gpu_fraction(torch, census, forward), "method": "profiler", "fallback": reason}
 
 
 def _import_roots() -> list[str]:
@@ -266,7 +238,6 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     from kernelrl.sandbox.tensorio import ITEMSIZE, HostStage, same_bytes, tensor_meta, write_tensor
     from kernelrl.timing import cuda_timer
     from kernelrl.timing.cuda_timer import TimerOps, TimerSettings, time_cuda, time_host, time_paired
-    from kernelrl.verify.compare import sample_positions
 
     gpu = request.gpu
     marks["imports"] = _clock()
@@ -400,7 +371,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
 
         stage = "correctness"
         out_dir = request.out_dir
-        timed_trials = [t for t in request.trials if t.set == request.timing_set]
+        timed_trials = [t for t in request.trials if t.set == request.timing_set and not t.share]
+        share_trials = [t for t in request.trials if t.share]  # fresh inputs for the kernel share's calls
         previous: list = []  # earlier calls' outputs, still held as a caller would hold them
         for trial in request.trials:
             if trial.timed_only:  # inputs for the timed calls only (their outputs are checked there)
@@ -464,11 +436,31 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             args = _args_for(timed_trials[0], buffers)
             # measured before the token: other sandboxes time meanwhile (a timed run pauses this one)
             if request.kernel_share and gpu:
-                measured = _candidate_gpu_fraction(torch, share, census, model, args)
+                def call_for(trial):
+                    inputs = [t.clone() for t in pristine.pop(trial.index)]
+                    share_args = _args_for(trial, inputs)
+                    poison()
+
+                    def forward():
+                        with torch.no_grad():
+                            return ops.call(model, *share_args)
+                    return forward
+
+                def record(result, n: int) -> list[OutputMeta]:
+                    outs = handoff.outputs(result)
+                    metas = checked_output_metas(torch, outs, share_path(out_dir, n), _FULL_TIMED_CHECK_BYTES,
+                                                 lambda: secret.getrandbits(63), write_tensor, host_stage)
+                    return [OutputMeta(**m) for m in metas]
+
+                ops.report()  # the measured calls' findings start here
+                measured, checks = measure_on_fresh_calls(torch, share, census, share_trials, call_for,
+                                                          record)
                 method = measured.pop("method")
                 if method == "profiler":  # CUPTI's threads are the stub's own (the trials were checked before)
                     native.absorb()
-                channel.send(CensusEvent(fraction=measured.pop("fraction"), method=method, details=measured))
+                found = ops.report()
+                channel.send(CensusEvent(fraction=measured.pop("fraction"), method=method, details=measured,
+                                         checked=checks, census=OpReport(**found) if found else None))
             _wait_for_timing_token(channel, control_fd)
             granted = _clock()
             state: dict = {"variant": 0, "checks": set(), "check_s": 0.0, "threads": set(), "native": []}
@@ -503,19 +495,9 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                 if i is None or i not in state["checks"] or len(checked) >= _MAX_TIMED_CHECKS:
                     return
                 began = _clock()
-                metas = []
-                for k, t in enumerate(outs):
-                    meta = tensor_meta(t)
-                    if meta["dtype"] in ITEMSIZE:
-                        path = os.path.join(out_dir, f"timed{len(checked)}_out{k}.bin")
-                        if t.numel() * ITEMSIZE[meta["dtype"]] > _FULL_TIMED_CHECK_BYTES:
-                            seed = secret.getrandbits(63)  # drawn after the call returned
-                            positions = sample_positions(t.numel(), seed, t.device)
-                            write_tensor(path, t.detach().reshape(-1)[positions], host_stage)
-                            meta["sampled"], meta["sample_seed"] = positions.numel(), seed
-                        else:
-                            write_tensor(path, t, host_stage)
-                    metas.append(meta)
+                metas = checked_output_metas(torch, outs, os.path.join(out_dir, f"timed{len(checked)}"),
+                                             _FULL_TIMED_CHECK_BYTES, lambda: secret.getrandbits(63),
+                                             write_tensor, host_stage)
                 mix_trial, mix_seed = state.get("mix", (None, None))
                 checked.append(TimedCheck(rep=i, trial=timed_trials[state["variant"]].index, mix_trial=mix_trial,
                                           mix_seed=mix_seed, outputs=[OutputMeta(**m) for m in metas]))

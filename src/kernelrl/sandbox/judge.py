@@ -32,9 +32,8 @@ from kernelrl.problems.input_sets import (
     timing_set,
 )
 from kernelrl.sandbox import isolation
+from kernelrl.sandbox.judge_audit import audit_problem, reference_runner
 from kernelrl.sandbox.judge_wire import (
-    AuditFlag,
-    AuditReply,
     AuditRequest,
     BandwidthReply,
     BaselinesReply,
@@ -51,6 +50,7 @@ from kernelrl.sandbox.judge_wire import (
     parse_judge_request,
 )
 from kernelrl.sandbox.protocol import Draw, IpcOffer, TrialPlan
+from kernelrl.sandbox.share_call import SHARE_ATTEMPTS
 from kernelrl.sandbox.timed_mix import mixed_reference, mixes, timing_variants
 from kernelrl.timing.device_limits import copy_bandwidth, peak_matmul_flops, reference_flops
 
@@ -72,14 +72,6 @@ def _trial_refs(refs: list, index: int) -> list:
     if callable(refs[index]):
         refs[index] = refs[index]()
     return refs[index]
-
-
-def _flatten(out, torch) -> list:
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, tuple | list) and all(isinstance(t, torch.Tensor) for t in out):
-        return list(out)
-    raise TypeError(f"the reference forward returned {type(out).__name__}, not a tensor or tuple of tensors")
 
 
 class Judge:
@@ -151,8 +143,10 @@ class Judge:
         return draw_inputs(self.torch, module.get_inputs, params, seed, "cpu", self.device)
 
     def _reference_outputs(self, model, args: list[dict], tensors: list) -> list:
-        """The reference's outputs for one trial's arguments (`_runner`: it gets copies, it may write inputs)."""
-        outputs = self._runner(model)([tensors[a["tensor"]] if "tensor" in a else a["value"] for a in args])
+        """The reference's outputs for one trial's arguments (`reference_runner`: it gets copies, it may write
+        inputs)."""
+        run = reference_runner(self.torch, model)
+        outputs = run([tensors[a["tensor"]] if "tensor" in a else a["value"] for a in args])
         self._sync()
         return outputs
 
@@ -293,13 +287,17 @@ class Judge:
         if req.timing_variants and timed in sets:  # the timed calls mix or rotate through these different inputs
             variants = timing_variants(req.timing_variants, req.timed_mix and mixes(getattr(module, "METADATA", None)))
             plan += [timed] * max(0, variants - plan.count(timed))
+        share_from = len(plan)  # never seen by the candidate before the share's measured calls
+        if timed in sets:
+            plan += [timed] * min(max(req.share_trials, 0), SHARE_ATTEMPTS)
         seeds = [int(hashlib.sha256(f"{req.master_seed}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]
         trials, refs, originals, offers = [], [], [], {}
         self.evals[req.eval_id] = {"refs": refs, "originals": originals, "inputs": partial(_trial_inputs, originals),
                                    "ipc": offers, "calls": [], "errors": {}}
         try:
-            self._prepare_trials(req, module, sets, plan, seeds, checked, trials, refs, originals, offers)
+            self._prepare_trials(req, module, sets, plan, seeds, (checked, share_from), trials, refs,
+                                 originals, offers)
         except BaseException:
             self.release(ReleaseRequest(eval_id=req.eval_id))  # the shared buffers made so far
             raise
@@ -327,11 +325,14 @@ class Judge:
         held = sum(t.numel() * t.element_size() for t in tensors)
         return held + sum(entry[1] for buffers in offers.values() for entry in buffers if entry is not None)
 
-    def _prepare_trials(self, req: PrepareRequest, module, sets: dict, plan: list[str], seeds: list[int], checked: int,
-                        trials: list, refs: list, originals: list, offers: dict) -> None:
+    def _prepare_trials(self, req: PrepareRequest, module, sets: dict, plan: list[str], seeds: list[int],
+                        bounds: tuple[int, int], trials: list, refs: list, originals: list,
+                        offers: dict) -> None:
+        """`bounds`: where the timed-only trials begin, then where the kernel share's begin (after those)."""
         from kernelrl.sandbox.tensorio import tensor_meta, write_tensor
 
         torch = self.torch
+        checked, share_from = bounds
         for index, (seed, set_name) in enumerate(zip(seeds, plan, strict=True)):
             model = self._model(req.problem_sha256, module, sets[set_name])
             values = self._inputs(module, sets[set_name], seed)
@@ -362,7 +363,7 @@ class Judge:
             if self.gpu and index < checked:  # correctness outputs: large ones come back in shared buffers
                 offers[index], ipc = self._ipc_offers(outputs)
             trials.append(TrialPlan(index=index, set=set_name, inputs=metas, args=args, timed_only=index >= checked,
-                                    draw=draw, ipc=ipc))
+                                    draw=draw, ipc=ipc, share=index >= share_from))
             refs.append(partial(self._redrawn_reference, model, args, originals, index) if lazy else outputs)
             # inputs that a draw reproduces are drawn again on the rare paths that need them (an input the
             # sandbox changed, the float64 reference, FLOPs) instead of held: bench-sized inputs of several
@@ -418,89 +419,7 @@ class Judge:
 
     def audit(self, req: AuditRequest | dict) -> dict:
         """Flag a degenerate or unusable problem (see kernelrl.verify.degeneracy and kernelrl.problems.audit)."""
-        req = AuditRequest.coerce(req)
-        try:
-            module, sets = self._module(req.problem_path, req.problem_sha256)
-            names = correctness_sets(list(sets), self.gpu, req.input_sets or None)
-        except Exception as exc:  # noqa: BLE001 - an unloadable problem is the finding
-            detail = f"{type(exc).__name__}: {exc}"[:500]
-            return AuditReply(flags=[AuditFlag(flag="reference_raises", input_set=None, detail=detail)]).fields()
-        flags, eager_ms, timing_bytes = [], {}, None
-        for name in names:
-            found, median, call_bytes = self._audit_set(req, module, sets, name)
-            flags.extend(AuditFlag(flag=flag, input_set=name, detail=detail) for flag, detail in found)
-            if median is not None:
-                eager_ms[name] = median
-            if name == timing_set(list(sets)):
-                timing_bytes = call_bytes
-        return AuditReply(flags=flags, eager_ms=eager_ms, timing_set_bytes=timing_bytes).fields()
-
-    def _runner(self, model):
-        torch = self.torch
-
-        def run(inputs):
-            args = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-            with torch.no_grad():
-                return [t.detach().clone() for t in _flatten(model(*args), torch)]
-
-        return run
-
-    def _audit_set(self, req: AuditRequest, module, sets: dict, name: str
-                   ) -> tuple[list[tuple[str, str]], float | None, int | None]:
-        """Flags for one input set, the eager median (ms) when it was timed, and the bytes of one call's
-        inputs and outputs (what the GPU memory admission estimates a problem's first evaluations from)."""
-        from kernelrl.sandbox.tensorio import dtype_name
-        from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
-        from kernelrl.verify.degeneracy import output_flags, perturbed
-        from kernelrl.verify.tolerance import tolerance_for
-
-        torch = self.torch
-        params = sets[name]
-
-        drawn: dict[int, list] = {}
-
-        def fresh(seed):  # drawing bench-sized inputs on the host is slow: once per seed
-            if seed not in drawn:
-                drawn[seed] = self._inputs(module, params, seed)
-            return drawn[seed]
-
-        median = call_bytes = None
-        try:
-            model = self._model(req.problem_sha256, module, params)
-            run = self._runner(model)
-            probe = run(fresh(1001))
-            call_bytes = sum(v.numel() * v.element_size() for v in [*fresh(1001), *probe]
-                             if isinstance(v, torch.Tensor))
-            overrides = {k: tuple(v) for k, v in req.tolerances.items()}
-            tol = tolerance_for(sorted({dtype_name(t.dtype) for t in probe}), overrides)
-            reinit_run = None
-            if any(True for _ in model.parameters()) or any(True for _ in model.buffers()):
-                torch.manual_seed(43)
-                init_inputs = call_with(module.get_init_inputs, params)
-                torch.manual_seed(43)
-                reinit_run = self._runner(perturbed(module.Model(*init_inputs).to(self.device)))  # not ones/zeros
-            found = output_flags(run, fresh, tol.atol, tol.rtol, reinit_run, partial(self._float64.of, model),
-                                 req.ref_error_k or 0.0)
-            if self.gpu and req.timing and name == timing_set(list(sets)):
-                inputs = fresh(1001)
-                size = sum(v.numel() * v.element_size() for v in inputs if isinstance(v, torch.Tensor))
-                if size > 2 << 30:
-                    found.append(("too_large", f"inputs take {size / 2**30:.1f} GiB (limit 2 GiB)"))
-                def forward():  # the bare forward, as the baselines time it (run() also clones)
-                    with torch.no_grad():
-                        model(*inputs)
-
-                raw = time_cuda(forward, torch=torch, synchronize=torch.cuda.synchronize,
-                                event_cls=torch.cuda.Event, clock=_clock,
-                                settings=TimerSettings(warmup_ms=20, target_ms=100, min_reps=10, max_reps=200))
-                median = sorted(raw["times_ms"])[len(raw["times_ms"]) // 2]
-                if median < 0.1:
-                    found.append(("launch_bound", f"eager takes {median * 1000:.0f} us (< 100 us)"))
-            return found, median, call_bytes
-        except torch.cuda.OutOfMemoryError as exc:
-            return [("too_large", f"out of GPU memory: {str(exc)[:200]}")], median, call_bytes
-        except Exception as exc:  # noqa: BLE001 - the reference failing is the finding
-            return [("reference_raises", f"{type(exc).__name__}: {exc}"[:500])], median, call_bytes
+        return audit_problem(self, AuditRequest.coerce(req))
 
     def bandwidth(self, req: object = None) -> dict:
         """Device memory bandwidth (bytes/s) of a large device-to-device copy, the best of a few: the

@@ -160,6 +160,9 @@ class PrepareRequest(JudgeRequest):
     in_dir: str = _field(_STR)
     timing_variants: int = _field(_int, default=0)
     timed_mix: bool = _field(_bool, default=True)  # fresh inputs per timed call where the problem allows them
+    # fresh inputs of the timing set for the kernel share's measured calls, whose outputs are checked like a
+    # timed call's (kernelrl.sandbox.share_call); 0 when the share is not measured
+    share_trials: int = _field(_int, default=0)
 
 
 @_message_type

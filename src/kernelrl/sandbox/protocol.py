@@ -88,6 +88,7 @@ class TrialPlan(Message):
     draw: Draw | None = _field(_optional(_message(Draw)), default=None, omit_none=True)
     ipc: list[IpcOffer | None] | None = _field(_optional(_list(_optional(_message(IpcOffer)))), default=None,
                                                omit_none=True)
+    share: bool = _field(_bool, default=False)  # fresh inputs for the kernel share's measured calls
 
 
 @_message_type
@@ -280,13 +281,16 @@ class TrialEvent(Event):
 
 @_message_type
 class CensusEvent(Event):
-    """The candidate's share of one forward's GPU time; `details` holds the rest of the measurement."""
+    """The candidate's share of one forward's GPU time; `details` holds the rest of the measurement. The calls
+    it was measured on had fresh inputs, and their outputs go to the judge like a timed call's (`checked`)."""
 
     _rest = "details"
     kind = "census"
     fraction: float | None = _field(_optional(_number))
     details: dict = _field(_dict, factory=dict)
     method: str | None = _field(_optional(_str(32)))  # "events" or "profiler"
+    checked: list[TimedCheck] = _field(_list(_message(TimedCheck), limit=8), factory=list)
+    census: OpReport | None = _field(_optional(_message(OpReport)), default=None, omit_none=True)
 
 
 @_message_type

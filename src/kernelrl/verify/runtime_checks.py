@@ -69,8 +69,9 @@ RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
     RuntimeCheck("rt-deferred-write", "an output changed after forward returned (work left running on another "
                                       "stream); finish all writes on the current stream before returning",
                  gpu_only=True),
-    RuntimeCheck("rt-timed-output-mismatch", "an output of a timed call did not match the reference for that "
-                                             "call's inputs (results cached by pointer, shape or call count)",
+    RuntimeCheck("rt-timed-output-mismatch", "an output of a timed call, or of a call the kernel share "
+                                             "was measured on, did not match the reference for that call's "
+                                             "inputs (results cached by pointer, shape or call count)",
                  gpu_only=True),
     RuntimeCheck("rt-kernel-gpu-fraction", "too little of forward's GPU time is spent in the candidate's own "
                                            "kernels; PyTorch ops do the work", gpu_only=True),
