@@ -32,6 +32,11 @@ def gen_cmd(
     solutions: Annotated[bool, typer.Option(
         "--solutions", help="Also write a template Triton solution of each problem and keep those the "
         "evaluator judges correct without findings (solutions/, solutions.json).")] = False,
+    inductor_solutions: Annotated[bool, typer.Option(
+        "--inductor-solutions", help="Also write an Inductor-derived solution of each problem (torch.compile's "
+        "Triton kernels as a self-contained ModelNew; problems Inductor sends to library kernels are skipped "
+        "with their reason) and keep those the evaluator judges correct without findings "
+        "(solutions/<id>_inductor.py; needs a CUDA device).")] = False,
     dataset: Annotated[bool, typer.Option(
         "--dataset", help="Also export the set as parquet files per split with a dataset card (OUT/dataset/; "
         "needs the train extra's `datasets`).")] = False,
@@ -53,6 +58,7 @@ def gen_cmd(
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").is_file())):
         fail(f"--out {out} is a file or a non-empty directory that kernelrl gen did not write; nothing was "
              "changed", EXIT_BAD_INPUT)
+    seed_device = _inductor_device(evaluation.settings.device) if inductor_solutions else None
     heldout = default_heldout()
     for location in decontaminate or []:
         try:
@@ -60,11 +66,12 @@ def gen_cmd(
         except ProblemError as exc:
             fail(f"--decontaminate {location}: {exc}", EXIT_BAD_INPUT)
     # the evaluator only where a gate or the solutions need it
-    opened = evaluation.open() if solutions or not no_audit else contextlib.nullcontext()
+    verify = solutions or inductor_solutions
+    opened = evaluation.open() if verify or not no_audit else contextlib.nullcontext()
     with evaluating(), opened as scorer:
         manifest = generate(n, seed, out, auditor=None if no_audit else scorer, families=families,
-                            heldout=heldout, solutions=solutions)
-        if solutions:
+                            heldout=heldout, solutions=solutions, inductor_solutions=seed_device)
+        if verify:
             checked = verify_solutions(out, scorer, scorer.environment().mode == "gpu")
     if dataset:
         from kernelrl.problems.generate.export import export_dataset
@@ -82,9 +89,26 @@ def gen_cmd(
         console.print(f"held-out problems checked by op sequence only (no check set): "
                       f"{len(manifest['decontaminated_by_signature_only'])}; not readable: "
                       f"{len(manifest['heldout_unread'])} (listed in the manifest)")
-    if solutions:
+    if verify:
         console.print(f"solutions: {checked['kept']} of {checked['verified']} verified kept, per family "
                       f"{checked['kept_per_family']}; {len(checked['not_verified_gpu_only'])} bfloat16 ones "
                       f"unverified without a GPU (details in {out / 'solutions.json'})")
+        for kind, counts in checked["kinds"].items():
+            if counts["verified"] or counts.get("skipped_per_family"):
+                families = {f: f"{c['kept']}/{c['verified']}" for f, c in counts["per_family"].items()}
+                skipped = f"; skipped {counts['skipped_per_family']}" if kind == "inductor" else ""
+                console.print(f"  {kind}: {counts['kept']} of {counts['verified']} kept; per family "
+                              f"(kept/verified) {families}{skipped}")
     if dataset:
         console.print(f"dataset: {written} (parquet per split, README.md card)")
+
+
+def _inductor_device(device: str) -> str:
+    """The CUDA device Inductor compiles the seeds on; a clear error without one."""
+    import torch
+
+    if not torch.cuda.is_available() or not (device in ("auto", "cuda") or device.startswith("cuda:")):
+        fail(f"--inductor-solutions needs a CUDA device (Inductor compiles and autotunes its Triton kernels "
+             f"there); got --device {device} on a machine with {torch.cuda.device_count()} GPUs. Run it on a GPU "
+             "machine, or use --solutions for the template solutions.", EXIT_BAD_INPUT)
+    return "cuda" if device == "auto" else device

@@ -67,13 +67,16 @@ def default_heldout() -> list[Problem]:
 
 def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = None,
              families: Sequence[str] = FAMILIES, heldout: Iterable[Problem] | None = None,
-             solutions: bool = False) -> dict:
+             solutions: bool = False, inductor_solutions: str | None = None) -> dict:
     """Write up to `n` gated problems (families in turn) under `out` (emptied first: it must be empty, missing
     or an earlier generated set, one with a manifest.json) and return the manifest.
     `heldout`: problems nothing generated may overlap (default: the built-in suite's test split and the
     prompts' worked example).
     `solutions`: also write a template Triton solution of each (`OUT/solutions/<id>.py`, unverified: see
-    `verify_solutions`)."""
+    `verify_solutions`).
+    `inductor_solutions`: a device ("cuda", "cuda:0"; "cpu" runs Inductor's Triton codegen without compiling)
+    to also write an Inductor-derived solution of each (`OUT/solutions/<id>_inductor.py`, unverified); those
+    Inductor cannot seed (extern kernels, fallbacks) are listed in the manifest's `inductor_skipped`."""
     unknown = [f for f in families if f not in FAMILIES]
     if n < 1 or unknown:
         raise ValueError(f"n must be at least 1 and families among {', '.join(FAMILIES)} (got {unknown})")
@@ -91,6 +94,7 @@ def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = No
     kept: list[dict] = []
     rejected: list[dict] = []
     seen = new_seen()
+    skipped: list[dict] = []
     index = 0
     while len(kept) < n and index < n * MAX_ATTEMPTS_PER_PROBLEM:
         family = families[index % len(families)]
@@ -102,6 +106,9 @@ def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = No
             path = out / "solutions" / f"{row['id']}.py"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(solution)
+        if inductor_solutions and "id" in row:
+            skip = _inductor_seed(out, row, inductor_solutions)
+            skipped += [skip] if skip else []
         (kept if "id" in row else rejected).append(row)
         index += 1
     shutil.rmtree(staging)
@@ -121,11 +128,28 @@ def generate(n: int, seed: int, out: str | Path, *, auditor: Auditor | None = No
         "problems": [{k: v for k, v in r.items() if k != "source"} for r in kept],
         "rejected": rejected,
     }
+    if inductor_solutions:
+        manifest["inductor_skipped"] = skipped
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     with (out / "problems.jsonl").open("w") as f:
         for row in kept:
             f.write(json.dumps(row, sort_keys=True) + "\n")
     return manifest
+
+
+def _inductor_seed(out: Path, row: dict, device: str) -> dict | None:
+    """Write the kept problem's Inductor-derived solution; the skip's row (id, family, reason) where none."""
+    from kernelrl.problems.generate.inductor import InductorSkip, inductor_solution
+
+    problem = load_problem(out / f"{row['id']}.py", problem_id=row["id"], level=row["difficulty"])
+    try:
+        solution = inductor_solution(problem, device)
+    except InductorSkip as skip:
+        return {"id": row["id"], "family": row["family"], "reason": skip.reason, "detail": skip.detail[:300]}
+    path = out / "solutions" / f"{row['id']}_inductor.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(solution)
+    return None
 
 
 def _gate(spec: Spec, seed: int, index: int, out: Path, staging: Path, auditor: Auditor | None,

@@ -350,34 +350,59 @@ class ModelNew(nn.Module):
 '''
 
 
+SOLUTION_KINDS = {"template": "", "inductor": "_inductor"}  # kind -> the file name's suffix after the id
+
+
 def verify_solutions(out: Path, scorer, device_is_gpu: bool) -> dict:
-    """Evaluate every template solution under `out` with `scorer` (every check on); keep only those judged
-    `correct` without findings, delete the rest, and write `OUT/solutions.json`: kept per family, each failure
-    with its verdict, and the bfloat16 ones left unverified without a GPU (the interpreter lacks bfloat16)."""
+    """Evaluate every solution under `out` (templates `solutions/<id>.py`, Inductor seeds
+    `solutions/<id>_inductor.py`) with `scorer` (every check on); keep only those judged `correct` without
+    findings, delete the rest, and write `OUT/solutions.json`: kept per family, each failure with its kind and
+    verdict, the bfloat16 ones left unverified without a GPU (the interpreter lacks bfloat16), and `kinds`:
+    per kind, per family, kept of verified (and the Inductor seeds skipped at generation, by reason)."""
     from kernelrl.problems.suite import load_suite
 
     suite = load_suite(out)
     chosen, unverified = [], []
     for problem in suite:
-        path = suite.solution_path(problem)
-        if path is None:
-            continue
-        if problem.metadata.get("gpu_only") and not device_is_gpu:
-            unverified.append(problem.id)
-        else:
-            chosen.append((problem, path))
-    kept: dict[str, int] = {}
+        for kind, suffix in SOLUTION_KINDS.items():
+            path = out / "solutions" / f"{problem.id}{suffix}.py"
+            if not path.is_file():
+                continue
+            if problem.metadata.get("gpu_only") and not device_is_gpu:
+                unverified.append(problem.id if kind == "template" else f"{problem.id} ({kind})")
+            else:
+                chosen.append((problem, path, kind))
+    kinds = {kind: {"verified": {}, "kept": {}} for kind in SOLUTION_KINDS}
     failed = []
-    results = scorer.evaluate_many([(problem, path.read_text()) for problem, path in chosen], ordered=True)
-    for (problem, path), result in zip(chosen, results, strict=True):
+    results = scorer.evaluate_many([(problem, path.read_text()) for problem, path, _ in chosen], ordered=True)
+    for (problem, path, kind), result in zip(chosen, results, strict=True):
+        counts = kinds[kind]
+        counts["verified"][problem.family] = counts["verified"].get(problem.family, 0) + 1
         if result.status.value == "correct" and not result.findings:
-            kept[problem.family] = kept.get(problem.family, 0) + 1
+            counts["kept"][problem.family] = counts["kept"].get(problem.family, 0) + 1
             continue
-        failed.append({"id": problem.id, "family": problem.family, "status": result.status.value,
+        failed.append({"id": problem.id, "family": problem.family, "kind": kind, "status": result.status.value,
                        "message": result.message[:300], "findings": [f.rule for f in result.findings]})
         path.unlink()
-    report = {"verified": len(chosen), "kept": sum(kept.values()),
-              "kept_per_family": dict(sorted(kept.items())), "failed": failed,
-              "not_verified_gpu_only": unverified}
+    report = _solutions_report(out, chosen, kinds, failed, unverified)
     (out / "solutions.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     return report
+
+
+def _solutions_report(out: Path, chosen: list, kinds: dict, failed: list, unverified: list) -> dict:
+    kept: dict[str, int] = {}
+    for counts in kinds.values():
+        for family, number in counts["kept"].items():
+            kept[family] = kept.get(family, 0) + number
+    manifest = json.loads((out / "manifest.json").read_text())
+    skipped: dict[str, dict[str, int]] = {}
+    for row in manifest.get("inductor_skipped", []):
+        reasons = skipped.setdefault(row["family"], {})
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    by_kind = {kind: {"verified": sum(c["verified"].values()), "kept": sum(c["kept"].values()),
+                      "per_family": {f: {"kept": c["kept"].get(f, 0), "verified": v}
+                                     for f, v in sorted(c["verified"].items())}}
+               for kind, c in kinds.items()}
+    by_kind["inductor"]["skipped_per_family"] = dict(sorted(skipped.items()))
+    return {"verified": len(chosen), "kept": sum(kept.values()), "kept_per_family": dict(sorted(kept.items())),
+            "failed": failed, "not_verified_gpu_only": unverified, "kinds": by_kind}
