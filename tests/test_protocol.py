@@ -16,6 +16,7 @@ from kernelrl.sandbox import judge_wire as j
 from kernelrl.sandbox import protocol as p
 from kernelrl.sandbox.judge_wire import parse_judge_reply, parse_judge_request
 from kernelrl.sandbox.protocol import ProtocolError, parse_event
+from kernelrl.sandbox.share_call import SHARE_ATTEMPTS
 
 META = {"dtype": "float32", "shape": [8, 4], "device": "cpu"}
 TRIAL_OUTPUT = {**META, "aliases_input": False, "reuses_buffer": False,
@@ -340,7 +341,8 @@ def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PR
     gpu = judge.ensure_started()["mode"] == "gpu"
     prepared = judge.call(j.PrepareRequest(eval_id=tmp_path.name, problem_path=str(problem),
                                            problem_sha256="d" * 64, master_seed=11, min_trials=2,
-                                           in_dir=str(tmp_path / "in"), timing_variants=3 if gpu else 0))
+                                           in_dir=str(tmp_path / "in"), timing_variants=3 if gpu else 0,
+                                           share_trials=SHARE_ATTEMPTS if fields.get("kernel_share") else 0))
     settings = p.SandboxSettings(mode="gpu" if gpu else "cpu-interpreter", isolate_network=False,
                                  max_file_bytes=1 << 30)
     request = p.SandboxRequest.create(settings, **{
@@ -451,6 +453,8 @@ def test_the_real_child_times_on_a_gpu_through_typed_events(tmp_path):
     assert trials and all(t.outputs[0].ipc is True for t in trials)  # large correctness outputs: shared buffers
     census = parse_event(events[-5])
     assert census.method in ("events", "profiler") and census.details
+    # measured on a fresh share trial (planned after the trials and the timed calls' variants), output sampled
+    assert census.checked and census.checked[0].trial >= len(trials) and census.checked[0].outputs[0].sampled
     timing = parse_event(events[-2])
     assert timing.timer["times_ms"] and timing.paired_reference["times_ms"] and timing.calls > 0
     assert timing.checked and all(c.outputs[0].sampled for c in timing.checked)  # over 8 MiB: sampled
