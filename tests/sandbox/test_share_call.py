@@ -1,6 +1,6 @@
-"""The kernel share's measured calls (kernelrl.sandbox.share_call): fresh inputs the judge plans after every
-other trial, outputs compared like a timed call's, and the gate ladder that moves to the next fresh trial
-instead of measuring the same inputs twice. The GPU half (the gate, the events) runs in tests/test_gpu.py and
+"""The kernel share's measured calls (kernelrl.sandbox.share_call): fresh inputs (the judge's share trials, or
+a fresh mix of two timing variants), outputs compared like a timed call's, and the gate ladder that takes new
+inputs instead of measuring the same ones twice. The GPU half (the gate, the events) runs in tests/test_gpu.py and
 the runtime corpus (g08)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import torch
 
 from kernelrl.evaluate.trials import Trials
 from kernelrl.sandbox.judge_client import JudgeClient
-from kernelrl.sandbox.protocol import TrialPlan
 from kernelrl.sandbox.share_call import SHARE_ATTEMPTS, SHARE_GATES_MS, measure_on_fresh_calls
 from kernelrl.sandbox.tensorio import tensor_meta, write_tensor
+from kernelrl.sandbox.timed_mix import Mixer
 from kernelrl.verify.tolerance import Tolerance
 
 PROBLEM = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
@@ -28,14 +28,14 @@ def judge():
     client.close()
 
 
-def _prepare(judge: JudgeClient, tmp_path, share_trials: int) -> list[dict]:
+def _prepare(judge: JudgeClient, tmp_path, share_trials: int, timed_mix: bool = False) -> list[dict]:
     path = tmp_path / "double.py"
     path.write_text(PROBLEM)
     (tmp_path / "in").mkdir(exist_ok=True)
     name = f"e{share_trials}"
     return judge.request("prepare", eval_id=name, problem_path=str(path), problem_sha256="ab" * 32,
                          master_seed=7, min_trials=2, input_sets=[], in_dir=str(tmp_path / "in"),
-                         timing_variants=2, timed_mix=True, share_trials=share_trials)["trials"]
+                         timing_variants=2, timed_mix=timed_mix, share_trials=share_trials)["trials"]
 
 
 def _inputs(trial: dict) -> torch.Tensor:
@@ -53,6 +53,8 @@ def test_the_judge_plans_fresh_share_trials_after_every_other(judge, tmp_path):
     assert all(t["timed_only"] and t["set"] == trials[0]["set"] for t in share)
     seeds = [t["draw"]["seed"] for t in trials]
     assert len(set(seeds)) == len(seeds)  # inputs the candidate has not seen on any other call
+    # where the timed calls mix, the stub mixes fresh inputs for the share too: no trial to hold
+    assert not any(t.get("share") for t in _prepare(judge, tmp_path, SHARE_ATTEMPTS, timed_mix=True))
 
 
 def _trials(judge: JudgeClient, tmp_path, plan: list[dict]) -> Trials:
@@ -60,11 +62,11 @@ def _trials(judge: JudgeClient, tmp_path, plan: list[dict]) -> Trials:
                   Tolerance(1e-5, 1e-5, "float32"), 1 << 30, {})
 
 
-def _census(trial: int, out: torch.Tensor, out_dir, n: int = 0) -> dict:
+def _census(trial: int, out: torch.Tensor, out_dir, n: int = 0, **mix) -> dict:
     out_dir.mkdir(exist_ok=True)
     write_tensor(out_dir / f"share{n}_out0.bin", out)
     return {"event": "census", "fraction": 0.97, "method": "events",
-            "checked": [{"rep": n, "trial": trial, "outputs": [tensor_meta(out)]}]}
+            "checked": [{"rep": n, "trial": trial, "outputs": [tensor_meta(out)], **mix}]}
 
 
 def test_the_measured_call_is_compared_with_the_reference_for_its_fresh_inputs(judge, tmp_path):
@@ -81,6 +83,20 @@ def test_the_measured_call_is_compared_with_the_reference_for_its_fresh_inputs(j
     assert not trials.on_event(_census(first["index"], stale, tmp_path / "out"))
     assert [f.rule for f in trials.findings] == ["rt-timed-output-mismatch"]
     assert "kernel share's measured call" in trials.findings[0].detail
+
+
+def test_a_measured_call_on_a_fresh_mix_is_compared_with_the_mixs_reference(judge, tmp_path):
+    plan = _prepare(judge, tmp_path, SHARE_ATTEMPTS)
+    a, b = [t for t in plan if not t.get("share")][:2]
+    seed = 12345
+    mixed = Mixer(torch).mixed([_inputs(a)], [_inputs(b)], seed)[0]  # as the stub mixes them
+    trials = _trials(judge, tmp_path, plan)
+    assert trials.on_event(_census(a["index"], mixed * 2, tmp_path / "out", mix_trial=b["index"], mix_seed=seed))
+    assert trials.findings == [] and trials.problem is None
+    trials = _trials(judge, tmp_path, plan)  # variant a's own answer: not the mix's
+    assert not trials.on_event(_census(a["index"], _inputs(a) * 2, tmp_path / "out", mix_trial=b["index"],
+                                       mix_seed=seed))
+    assert [f.rule for f in trials.findings] == ["rt-timed-output-mismatch"]
 
 
 def test_a_share_measured_elsewhere_or_unchecked_is_refused(judge, tmp_path):
@@ -107,35 +123,32 @@ class _Gate:
         return {"fraction": 0.9} if len(self.gates) > self.holds_from else None
 
 
-def _plans(n: int) -> list[TrialPlan]:
-    return [TrialPlan(index=10 + k, set="bench", inputs=[], args=[], timed_only=True, share=True)
-            for k in range(n)]
-
-
-def test_each_attempt_takes_the_next_fresh_trial_and_every_call_is_checked():
+def test_each_attempt_takes_new_inputs_and_every_call_is_checked():
     gate, called, recorded = _Gate(holds_from=1), [], []
 
-    def call_for(trial):
-        return lambda: called.append(trial.index) or f"out{trial.index}"
+    def call_for(n):
+        return (lambda: called.append(n) or f"out{n}"), {"trial": 10 + n}
 
     def record(result, n):
         recorded.append((n, result))
         return []
 
-    measured, checks = measure_on_fresh_calls(torch, gate, None, _plans(SHARE_ATTEMPTS), call_for,
-                                              record)
+    measured, checks = measure_on_fresh_calls(torch, gate, None, call_for, record)
     assert measured["fraction"] == 0.9 and measured["method"] == "events" and measured["attempts"] == 2
     assert gate.gates == list(SHARE_GATES_MS[:2])  # a longer gate on the second attempt
-    assert called == [10, 11]  # never the same inputs twice
-    assert recorded == [(0, "out10"), (1, "out11")] and [c.trial for c in checks] == [10, 11]
+    assert called == [0, 1]  # each attempt readied its own inputs
+    assert recorded == [(0, "out0"), (1, "out1")] and [c.trial for c in checks] == [10, 11]
 
 
-def test_a_candidate_that_raises_in_the_measured_call_fails_there():
-    def call_for(trial):
+def test_without_fresh_inputs_nothing_is_measured_and_a_raising_call_fails_there():
+    measured, checks = measure_on_fresh_calls(torch, _Gate(holds_from=0), None, lambda n: None,
+                                              lambda result, n: [])
+    assert measured["fraction"] is None and checks == [] and "no fresh inputs" in measured["error"]
+
+    def call_for(n):
         def forward():
             raise RuntimeError("only when measured")
-        return forward
+        return forward, {"trial": 10 + n}
 
     with pytest.raises(RuntimeError, match="only when measured"):
-        measure_on_fresh_calls(torch, _Gate(holds_from=0), None, _plans(SHARE_ATTEMPTS), call_for,
-                               lambda result, n: [])
+        measure_on_fresh_calls(torch, _Gate(holds_from=0), None, call_for, lambda result, n: [])

@@ -235,8 +235,9 @@ class Trials:
         if event.get("fraction") is not None and (not isinstance(checked, list) or not checked):
             self.problem = "the kernel share names no checked call"
             return False
+        # inputs never seen: a share trial of the judge's, or a mix of two timing variants (checked by _mix)
         share_trials = [i for i, t in enumerate(self.plan) if t.get("share")]
-        if any(not isinstance(c, dict) or c.get("trial") not in share_trials or c.get("mix_trial") is not None
+        if any(not isinstance(c, dict) or (c.get("trial") not in share_trials) == (c.get("mix_trial") is None)
                for c in checked or []):
             self.problem = "the kernel share was measured on inputs other than its own"
             return False

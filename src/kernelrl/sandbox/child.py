@@ -436,15 +436,30 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
             args = _args_for(timed_trials[0], buffers)
             # measured before the token: other sandboxes time meanwhile (a timed run pauses this one)
             if request.kernel_share and gpu:
-                def call_for(trial):
-                    inputs = [t.clone() for t in pristine.pop(trial.index)]
-                    share_args = _args_for(trial, inputs)
+                def call_for(n: int):
+                    # attempt n's call on inputs never seen: a fresh mix of two timing variants into the
+                    # timed calls' buffers, or the judge's share trial n where the problem's inputs do not mix
+                    if share_trials:
+                        if n >= len(share_trials):
+                            return None
+                        trial = share_trials[n]
+                        call_args = _args_for(trial, pristine.pop(trial.index))  # used once: not copied
+                        where = {"trial": trial.index}
+                    elif request.timed_mix and len(variants) > 1:
+                        a, b = secret.sample(range(len(variants)), 2)
+                        seed = secret.getrandbits(SEED_BITS)
+                        mixer.into(buffers, variants[a], variants[b], seed)
+                        call_args = args
+                        where = {"trial": timed_trials[a].index, "mix_trial": timed_trials[b].index,
+                                 "mix_seed": seed}
+                    else:
+                        return None
                     poison()
 
                     def forward():
                         with torch.no_grad():
-                            return ops.call(model, *share_args)
-                    return forward
+                            return ops.call(model, *call_args)
+                    return forward, where
 
                 def record(result, n: int) -> list[OutputMeta]:
                     outs = handoff.outputs(result)
@@ -453,8 +468,7 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
                     return [OutputMeta(**m) for m in metas]
 
                 ops.report()  # the measured calls' findings start here
-                measured, checks = measure_on_fresh_calls(torch, share, census, share_trials, call_for,
-                                                          record)
+                measured, checks = measure_on_fresh_calls(torch, share, census, call_for, record)
                 method = measured.pop("method")
                 if method == "profiler":  # CUPTI's threads are the stub's own (the trials were checked before)
                     native.absorb()

@@ -288,7 +288,9 @@ class Judge:
             variants = timing_variants(req.timing_variants, req.timed_mix and mixes(getattr(module, "METADATA", None)))
             plan += [timed] * max(0, variants - plan.count(timed))
         share_from = len(plan)  # never seen by the candidate before the share's measured calls
-        if timed in sets:
+        # the stub mixes fresh inputs for them where the timed calls mix (share_call); else fresh trials
+        mixed = req.timed_mix and mixes(getattr(module, "METADATA", None)) and plan.count(timed) >= 2
+        if timed in sets and not mixed:
             plan += [timed] * min(max(req.share_trials, 0), SHARE_ATTEMPTS)
         seeds = [int(hashlib.sha256(f"{req.master_seed}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]

@@ -4,11 +4,13 @@ measured on calls whose outputs are checked, with inputs it has never seen.
 Why: a share measured on a call whose output nobody reads lets a candidate compute honestly there only (or do
 nothing but a copy there) and hand the real work to PyTorch or a replayed CUDA graph on every checked and
 timed call; a share measured on inputs the candidate saw before lets it answer from a cache it filled on a
-checked call. So each measured call takes one of the judge's fresh timing-set trials (planned after every
-other trial, `TrialPlan.share`), runs under the op census like a trial, and its outputs go to the judge as a
-timed call's do (`TimedCheck`, prefix `share{n}`). A call whose gate the forward defeats is not measured; the
-next attempt takes the next fresh trial with a longer gate, the last one the profiler. The GPU-only parts run
-in the stub (`measure_on_fresh_calls`); the judge and the verdict process need only the constants.
+checked call. So each measured call has inputs never seen before, runs under the op census like a trial, and
+its outputs go to the judge as a timed call's do (`TimedCheck`, prefix `share{n}`). Where the problem's inputs
+mix (kernelrl.sandbox.timed_mix), each call's inputs are a fresh secret mix of two timing variants written
+into the timed calls' buffers, so the device holds nothing more; else each takes one of the judge's fresh
+trials (`TrialPlan.share`, planned after every other trial). A call whose gate the forward defeats is not
+measured; the next attempt takes new inputs with a longer gate, the last one the profiler. The GPU-only parts
+run in the stub (`measure_on_fresh_calls`); the judge and the verdict process need only the constants.
 """
 
 from __future__ import annotations
@@ -68,31 +70,34 @@ class _Forward:
         return self.result
 
 
-def measure_on_fresh_calls(torch, share, census, trials: list, call_for: Callable, record: Callable
+def measure_on_fresh_calls(torch, share, census, call_for: Callable, record: Callable
                            ) -> tuple[dict, list[TimedCheck]]:
-    """The share from the first attempt whose gate held, each on its own fresh trial: `call_for(trial)`
-    readies that trial's inputs and returns the call to measure (it returns forward's raw result),
+    """The share from the first attempt whose gate held, each on inputs of its own: `call_for(n)` readies
+    attempt n's inputs and returns the call to measure (it returns forward's raw result) and where its inputs
+    came from (`TimedCheck`'s trial, mix_trial, mix_seed), or None when no fresh inputs are left;
     `record(result, n)` hands the result off, writes its outputs and returns their metas. Returns the
     measurement (with "method": "events" or "profiler") and the checks; an attempt that raised raises."""
     from kernelrl.sandbox.kernel_share import profiled_gpu_fraction
 
     checks: list[TimedCheck] = []
-    reason = "no fresh inputs were planned for the measured call"
-    for n, trial in enumerate(trials[:SHARE_ATTEMPTS]):
-        forward = _Forward(call_for(trial))
+    reason = "no fresh inputs for the measured call"
+    for n in range(SHARE_ATTEMPTS):
+        ready = call_for(n)
+        if ready is None:
+            break
+        forward, where = _Forward(ready[0]), ready[1]
         measured, method = None, "events"
-        # the last trial planned gets the profiler, which measures whatever the forward does
-        if n < len(SHARE_GATES_MS) and share is not None and n < len(trials) - 1:
+        if n < len(SHARE_GATES_MS) and share is not None:
             try:
                 measured = share.measure(forward, census, SHARE_GATES_MS[n])
             except Exception as exc:  # noqa: BLE001 - the harness's own failure: the next attempt measures
                 reason = f"{type(exc).__name__}: {str(exc)[:200]}"
             else:
                 reason = f"the gate ({SHARE_GATES_MS[n]:.0f} ms) ended before the forward was enqueued"
-        else:
+        else:  # the last attempt: the profiler measures whatever the forward does
             measured, method = profiled_gpu_fraction(torch, census, forward), "profiler"
         if forward.ran:  # else the measuring failed before the call: nothing to check
-            checks.append(TimedCheck(rep=n, trial=trial.index, outputs=record(forward.settle(), n)))
+            checks.append(TimedCheck(rep=n, outputs=record(forward.settle(), n), **where))
         if measured is not None:
             extra = {"fallback": reason} if method == "profiler" and n else {}
             return {**measured, "method": method, "attempts": n + 1, **extra}, checks
