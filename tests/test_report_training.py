@@ -132,6 +132,22 @@ def test_heldout_chart_and_table(tmp_path):
     assert 'href="heldout/grpo-greedy-step3/report.html"' in page
 
 
+def test_heldout_records_of_another_suite_get_a_column_a_line_and_their_bench_runs(tmp_path):
+    """--heldout-suites: the built-in test split beside a generated suite's, recorded with its suite's name."""
+    builtin = [{**r, "suite": "builtin", "correct_rate": r["correct_rate"] / 2} for r in HELDOUT]
+    run_dir = write_run(tmp_path / "train", [*GRPO, *HELDOUT, *builtin])
+    for name in ("grpo-greedy-step3", "grpo-greedy-step3-builtin"):
+        (run_dir / "heldout" / name).mkdir(parents=True)
+    page = render_training_html(run_dir)
+    rows = heldout_rows(page)
+    # step, model, label, suite, problems, compile, correct, pass@1, pass@8, fast_1, bench run
+    at_end = [r for r in rows if r[0] == "3"]
+    assert [(r[3], r[6], r[-1]) for r in at_end] == [("", "70.0%", "grpo-greedy-step3"),
+                                                    ("builtin", "35.0%", "grpo-greedy-step3-builtin")]
+    chart = svg(page, "held-out correctness (test split)")
+    assert len(polyline(chart, "greedy correct_rate")) == len(polyline(chart, "builtin greedy correct_rate")) == 2
+
+
 def test_malformed_lines_are_counted_and_config_is_escaped(tmp_path):
     run_dir = full_run(tmp_path)
     run = load_training_run(run_dir)

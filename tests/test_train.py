@@ -67,6 +67,7 @@ SFT_SETTINGS = {
     "learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "eval_loss": False, "merge": True,
     "eval_device": "cpu", "heldout_every": 0, "heldout_at_start": True, "heldout_problems": 1,
     "heldout_samples": 2, "heldout_max_tokens": 16, "seed": 0,
+    "heldout_suites": ["builtin"],  # a second held-out set (here the same test split, recorded apart)
 }
 GRPO_TINY = {
     "prompt_style": TINY_PROMPTS, "max_steps": 1, "prompts_per_step": 1, "num_generations": 2,
@@ -101,7 +102,8 @@ def lora_b(adapter: Path) -> list[torch.Tensor]:
 
 
 def heldout_keys(records: list[dict]) -> list[tuple]:
-    return [(r["model_label"], r["step"], r["label"]) for r in records if r.get("phase") == "heldout"]
+    return [(r["model_label"], r["step"], r["label"], r.get("suite")) for r in records
+            if r.get("phase") == "heldout"]
 
 
 def training_steps(records: list[dict], phase: str) -> list[int]:
@@ -132,8 +134,9 @@ def sft_run(tmp_path_factory) -> dict:
     snap: dict = {"root": root, "run_dir": run_dir, "cli_output": first.output,
                   "config1": json.loads((run_dir / "train_config.json").read_text()),
                   "metrics1": read_metrics(run_dir)}
-    config = SFTConfig(**{**SFT_SETTINGS, "problems": tuple(SFT_SETTINGS["problems"])}, run_dir=str(run_dir),
-                       max_steps=3)
+    settings = {**SFT_SETTINGS, "problems": tuple(SFT_SETTINGS["problems"]),
+                "heldout_suites": tuple(SFT_SETTINGS["heldout_suites"])}
+    config = SFTConfig(**settings, run_dir=str(run_dir), max_steps=3)
     snap["outcome2"] = run_sft(config)
     snap["config2"] = json.loads((run_dir / "train_config.json").read_text())
     snap["metrics2"] = read_metrics(run_dir)
@@ -196,9 +199,12 @@ def test_sft_resume_continues_the_step_count(sft_run):
 @pytest.mark.slow  # trains SmolLM2 on the CPU
 def test_sft_heldout_records_at_start_and_end_and_not_repeated_on_resume(sft_run):
     run_dir = sft_run["run_dir"]
-    first = [("initial", 0, "greedy"), ("initial", 0, "sampled"), ("sft", 2, "greedy"), ("sft", 2, "sampled")]
+    def both(model: str, step: int) -> list[tuple]:  # the training suite's test split, then --heldout-suites'
+        return [(model, step, label, suite) for suite in (None, "builtin") for label in ("greedy", "sampled")]
+
+    first = both("initial", 0) + both("sft", 2)
     assert heldout_keys(sft_run["metrics1"]) == first
-    assert heldout_keys(sft_run["metrics2"]) == [*first, ("sft", 3, "greedy"), ("sft", 3, "sampled")]
+    assert heldout_keys(sft_run["metrics2"]) == [*first, *both("sft", 3)]
     assert heldout_keys(sft_run["metrics3"]) == heldout_keys(sft_run["metrics2"])  # the same command: no repeats
     for record in sft_run["metrics3"]:
         if record.get("phase") != "heldout":
@@ -206,7 +212,8 @@ def test_sft_heldout_records_at_start_and_end_and_not_repeated_on_resume(sft_run
         samples = 1 if record["label"] == "greedy" else 2
         assert record["split"] == "test" and record["problems"] == 1 and record["attempts"] == samples
         assert set(record["status_counts"]) <= STATUSES and sum(record["status_counts"].values()) == samples
-        bench = run_dir / "heldout" / f"{record['model_label']}-{record['label']}-step{record['step']}"
+        where = "-builtin" if record.get("suite") else ""
+        bench = run_dir / "heldout" / f"{record['model_label']}-{record['label']}-step{record['step']}{where}"
         completions = jsonl(bench / "completions.jsonl")
         assert len(completions) == samples and {c["problem_id"] for c in completions} == {TEST_ID}
         assert all(c["tokens_out"] <= 16 for c in completions)

@@ -68,6 +68,7 @@ def gen_cmd(
     # the evaluator only where a gate or the solutions need it
     verify = solutions or inductor_solutions
     opened = evaluation.open() if verify or not no_audit else contextlib.nullcontext()
+    checked = written = None
     with evaluating(), opened as scorer:
         manifest = generate(n, seed, out, auditor=None if no_audit else scorer, families=families,
                             heldout=heldout, solutions=solutions, inductor_solutions=seed_device)
@@ -80,6 +81,11 @@ def gen_cmd(
             written = export_dataset(out)
         except RuntimeError as exc:
             fail(f"{exc}; the problems were written to {out}", EXIT_BAD_INPUT)
+    _report(out, manifest, checked, written)
+
+
+def _report(out: Path, manifest: dict, checked: dict | None, written: Path | None) -> None:
+    """What was kept and rejected, the solutions' verdicts per family and kind, where the dataset went."""
     console = stdout()
     console.print(f"kept {manifest['kept']} of {manifest['candidates']} generated problems in {out} "
                   f"(splits {manifest['splits']})")
@@ -89,7 +95,7 @@ def gen_cmd(
         console.print(f"held-out problems checked by op sequence only (no check set): "
                       f"{len(manifest['decontaminated_by_signature_only'])}; not readable: "
                       f"{len(manifest['heldout_unread'])} (listed in the manifest)")
-    if verify:
+    if checked is not None:
         console.print(f"solutions: {checked['kept']} of {checked['verified']} verified kept, per family "
                       f"{checked['kept_per_family']}; {len(checked['not_verified_gpu_only'])} bfloat16 ones "
                       f"unverified without a GPU (details in {out / 'solutions.json'})")
@@ -99,7 +105,7 @@ def gen_cmd(
                 skipped = f"; skipped {counts['skipped_per_family']}" if kind == "inductor" else ""
                 console.print(f"  {kind}: {counts['kept']} of {counts['verified']} kept; per family "
                               f"(kept/verified) {families}{skipped}")
-    if dataset:
+    if written is not None:
         console.print(f"dataset: {written} (parquet per split, README.md card)")
 
 

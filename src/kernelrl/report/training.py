@@ -145,8 +145,9 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
             run.records.append(record)
             if record["phase"] == "heldout":
                 key = _heldout_key(record)
-                for name in (f"{record.get('model_label')}-{record.get('label')}-step{record['step']}",
-                             f"{record.get('label')}-step{record['step']}"):
+                where = "" if record.get("suite") is None else f"-{heldout_dir_name(str(record['suite']))}"
+                for name in (f"{record.get('model_label')}-{record.get('label')}-step{record['step']}{where}",
+                             f"{record.get('label')}-step{record['step']}{where}"):
                     if (directory / "heldout" / name).is_dir():
                         run.heldout_dirs[key] = directory / "heldout" / name
                         break
@@ -170,8 +171,16 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
     return run
 
 
-def _heldout_key(record: dict[str, Any]) -> tuple[str | None, int, str, str]:
-    return (record.get("stage"), record["step"], str(record.get("model_label")), str(record.get("label")))
+def heldout_dir_name(suite: str) -> str:
+    """A held-out suite other than the training suite's, as the end of its bench runs' directory names
+    (`RUN_DIR/heldout/MODEL-LABEL-stepN-NAME`; a suite may be named by its path)."""
+    last = suite.strip("/").split("/")[-1]
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in last) or "suite"
+
+
+def _heldout_key(record: dict[str, Any]) -> tuple[str | None, int, str, str, str | None]:
+    return (record.get("stage"), record["step"], str(record.get("model_label")), str(record.get("label")),
+            record.get("suite"))
 
 
 # -- line charts ---------------------------------------------------------------------------------------------------
@@ -311,8 +320,8 @@ def _pass_keys(records: Sequence[dict[str, Any]]) -> list[str]:
 
 def _heldout_chart(heldout: Sequence[dict[str, Any]]) -> str:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in heldout:
-        groups[str(r.get("label"))].append(r)
+    for r in heldout:  # a held-out suite other than the training suite's is a line of its own
+        groups[" ".join(str(x) for x in (r.get("suite"), r.get("label")) if x is not None)].append(r)
     series: list[Series] = []
     for label, records in groups.items():
         for key in ["correct_rate", *_pass_keys(records)]:
@@ -326,10 +335,12 @@ def _heldout_chart(heldout: Sequence[dict[str, Any]]) -> str:
 def _heldout_table(run: TrainingRun, heldout: Sequence[dict[str, Any]], base: Path) -> str:
     ks = _pass_keys(heldout)
     stages = any(r.get("stage") for r in heldout)
-    head = ["step", *(["stage"] if stages else []), "model", "label", "problems", "compile", "correct", *ks,
-            "fast_1", "bench run"]
+    suites = any(r.get("suite") for r in heldout)  # "" for the training suite's own test split
+    head = ["step", *(["stage"] if stages else []), "model", "label", *(["suite"] if suites else []),
+            "problems", "compile", "correct", *ks, "fast_1", "bench run"]
     rows = []
-    for r in sorted(heldout, key=lambda r: (str(r.get("stage") or ""), r["step"], str(r.get("label")))):
+    for r in sorted(heldout, key=lambda r: (str(r.get("stage") or ""), r["step"], str(r.get("suite") or ""),
+                                            str(r.get("label")))):
         problems = _num(r.get("problems"))
         bench = run.heldout_dirs.get(_heldout_key(r))
         link = "–"
@@ -338,11 +349,13 @@ def _heldout_table(run: TrainingRun, heldout: Sequence[dict[str, Any]], base: Pa
             link = f'<a href="{html.escape(_href(target, base))}">{html.escape(bench.name)}</a>'
         rows.append([str(r["step"]), *([html.escape(str(r.get("stage") or ""))] if stages else []),
                      html.escape(str(r.get("model_label", ""))), html.escape(str(r.get("label", ""))),
-                     _fmt(problems, "int"), _fmt(_num(r.get("compile_rate")), "pct"),
-                     _fmt(_num(r.get("correct_rate")), "pct"), *[_fmt(_num(r.get(k)), "pct") for k in ks],
+                     *([html.escape(str(r.get("suite") or ""))] if suites else []), _fmt(problems, "int"),
+                     _fmt(_num(r.get("compile_rate")), "pct"), _fmt(_num(r.get("correct_rate")), "pct"),
+                     *[_fmt(_num(r.get(k)), "pct") for k in ks],
                      _fmt(_num(r.get("fast_1")), "pct"), link])
     offset = 1 if stages else 0
-    return _table(head, rows, left=(1, 1 + offset, 2 + offset, len(head) - 1), cls="heldout")
+    left = (1, 1 + offset, 2 + offset, *([3 + offset] if suites else []), len(head) - 1)
+    return _table(head, rows, left=left, cls="heldout")
 
 
 def _step_ranges(steps: Sequence[int], most: int = ROLLOUT_ROWS) -> list[tuple[int, int]]:

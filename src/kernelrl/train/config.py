@@ -79,6 +79,10 @@ class CommonConfig:
     heldout_problems: int | None = field(default=None, metadata={
         "help": "Evaluate only the first N test-split problems (quick runs)."})
     heldout_max_tokens: int = field(default=1024, metadata={"help": "Token limit of a held-out completion."})
+    heldout_suites: tuple[str, ...] = field(default=(), metadata={
+        "help": "More held-out sets (repeatable): the test split of each suite named (builtin, a directory), "
+                "evaluated beside the training suite's own (for a generated suite, builtin's test split is "
+                "out-of-family); records carry the suite's name."})
     heldout_batch: int = field(default=128, metadata={
         "help": "Sequences a held-out generate call decodes at once (lower it when their KV cache does not "
                 "fit)."})

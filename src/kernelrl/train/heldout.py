@@ -17,6 +17,7 @@ from kernelrl.evaluate import Scorer
 from kernelrl.policies import ReplayPolicy, write_replay
 from kernelrl.problems import Problem
 from kernelrl.prompts import Prompts
+from kernelrl.report.training import heldout_dir_name
 from kernelrl.train.rundir import append_metrics, read_metrics
 
 SAMPLING_TEMPERATURE = 0.8  # pass@k samples; greedy decoding gives the single-attempt numbers
@@ -65,13 +66,14 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
 
 def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], scorer: Scorer, prompts: Prompts,
                     run_dir: Path, step: int, model_label: str, samples: int, max_tokens: int,
-                    concurrency: int = 4, batch: int = 128) -> list[dict]:
+                    concurrency: int = 4, batch: int = 128, suite: str | None = None) -> list[dict]:
     """Evaluate `model` on `problems`; returns the metrics records (also appended to metrics.jsonl). A greedy or
-    sampled evaluation already recorded for this model label and step (a resumed run) is not repeated."""
-    done = {(r.get("model_label"), r.get("step"), r.get("label")) for r in read_metrics(run_dir)
-            if r.get("phase") == "heldout"}
+    sampled evaluation already recorded for this model label, step and suite (a resumed run) is not repeated.
+    `suite`: the name of a held-out suite other than the training suite's (None: the training suite's)."""
+    done = {(r.get("model_label"), r.get("step"), r.get("label"), r.get("suite"))
+            for r in read_metrics(run_dir) if r.get("phase") == "heldout"}
     runs = [("greedy", 1, 0.0)] + ([("sampled", samples, SAMPLING_TEMPERATURE)] if samples > 0 else [])
-    runs = [run for run in runs if (model_label, step, run[0]) not in done]
+    runs = [run for run in runs if (model_label, step, run[0], suite) not in done]
     if not runs:
         return []
     was_training = model.training
@@ -79,7 +81,8 @@ def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], sco
     records = []
     try:
         for label, n, temperature in runs:
-            bench_dir = run_dir / "heldout" / f"{model_label}-{label}-step{step}"
+            where = "" if suite is None else f"-{heldout_dir_name(suite)}"
+            bench_dir = run_dir / "heldout" / f"{model_label}-{label}-step{step}{where}"
             bench_dir.mkdir(parents=True, exist_ok=True)
             started = time.monotonic()
             groups = generate_batched(model, tokenizer, [prompts.initial(p) for p in problems], n, temperature,
@@ -95,6 +98,7 @@ def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], sco
                               info={"heldout": True, "step": step, "model_label": model_label})
             m = bench.metrics["all"]
             record = {"phase": "heldout", "step": step, "label": label, "model_label": model_label, "split": "test",
+                      **({} if suite is None else {"suite": suite}),
                       "problems": m.problems, "attempts": m.attempts, "format_rate": m.format_rate,
                       "compile_rate": m.compile_rate, "correct_rate": m.correct_rate, "solved_rate": m.solved_rate,
                       **m.pass_at_k, "fast_1": m.fast_p_eager.get("fast_1"),

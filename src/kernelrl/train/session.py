@@ -84,15 +84,18 @@ class Session:
         config = self.config
         if config.heldout_every < 0:
             return None
-        problems = list(self.suite.split("test"))[: config.heldout_problems]
+        # the training suite's test split (its records carry no suite, as before), then each extra suite's
+        sets = [(None, self.suite)] + [(name, load_suite(name)) for name in config.heldout_suites]
+        problems = {name: list(suite.split("test"))[: config.heldout_problems] for name, suite in sets}
 
         def run(model: Any, step: int) -> None:
             from kernelrl.train.heldout import heldout_records
 
-            heldout_records(model, self.tokenizer, problems, self.scorer(scorer, timing=True), self.prompts,
-                            self.run_dir, step,
-                            "initial" if step == 0 else label, config.heldout_samples, config.heldout_max_tokens,
-                            concurrency=config.eval_concurrency, batch=config.heldout_batch)
+            for name, chosen in problems.items():
+                heldout_records(model, self.tokenizer, chosen, self.scorer(scorer, timing=True), self.prompts,
+                                self.run_dir, step, "initial" if step == 0 else label, config.heldout_samples,
+                                config.heldout_max_tokens, concurrency=config.eval_concurrency,
+                                batch=config.heldout_batch, suite=name)
 
         return run
 
