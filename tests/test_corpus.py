@@ -18,7 +18,8 @@ RUNTIME_CHECKS_WITHOUT_A_FILE = {
     "rt-output-aliases-input": "needs a problem whose output equals its input, which the problem audit refuses; "
                                "test_runtime_exploits.test_output_aliasing_an_input_is_caught_on_cpu builds one",
     "rt-timer-inconsistent": "no exploit reaches it (the timer's functions are captured before the import and "
-                             "patching them is rejected statically); test_units tests events_exceed_wall",
+                             "patching them is rejected statically); tests/unit/timing/test_cuda_timer.py "
+                             "tests events_exceed_wall",
 }
 
 

@@ -1,7 +1,7 @@
-"""The kernel share's measured calls (kernelrl.sandbox.share_call): fresh inputs (the judge's share trials, or
-a fresh mix of two timing variants), outputs compared like a timed call's, and the gate ladder that takes new
-inputs instead of measuring the same ones twice. The GPU half (the gate, the events) runs in tests/test_gpu.py and
-the runtime corpus (g08)."""
+"""The kernel share's measured calls (kernelrl.sandbox.share_call): fresh inputs (the judge's share trials,
+or a fresh mix of two timing variants), outputs compared like a timed call's, and the gate ladder that takes
+new inputs instead of measuring the same ones twice. The GPU half (the gate, the events) runs in
+tests/test_gpu.py and the runtime corpus (g08)."""
 
 from __future__ import annotations
 
@@ -91,7 +91,8 @@ def test_a_measured_call_on_a_fresh_mix_is_compared_with_the_mixs_reference(judg
     seed = 12345
     mixed = Mixer(torch).mixed([_inputs(a)], [_inputs(b)], seed)[0]  # as the stub mixes them
     trials = _trials(judge, tmp_path, plan)
-    assert trials.on_event(_census(a["index"], mixed * 2, tmp_path / "out", mix_trial=b["index"], mix_seed=seed))
+    census = _census(a["index"], mixed * 2, tmp_path / "out", mix_trial=b["index"], mix_seed=seed)
+    assert trials.on_event(census)
     assert trials.findings == [] and trials.problem is None
     trials = _trials(judge, tmp_path, plan)  # variant a's own answer: not the mix's
     assert not trials.on_event(_census(a["index"], _inputs(a) * 2, tmp_path / "out", mix_trial=b["index"],

@@ -1,5 +1,6 @@
 """Inductor-derived seeds (kernelrl.problems.generate.inductor): Inductor's Triton codegen on the CPU, the
-converted ModelNew judged by the evaluator under the Triton interpreter; extern kernels skipped with a reason."""
+converted ModelNew judged by the evaluator under the Triton interpreter; extern kernels skipped with a
+reason."""
 
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ def test_generate_writes_verifies_and_reports_both_kinds(tmp_path):
     assert all(s["reason"] == "extern kernel: addmm" for s in skipped), skipped
     seeds = sorted((out / "solutions").rglob("*_inductor.py"))
     assert len(seeds) == manifest["kept"] - len(gemm)
-    problems = {s: out / s.relative_to(out / "solutions").parent / s.name.replace("_inductor", "") for s in seeds}
+    problems = {s: out / s.relative_to(out / "solutions").parent / s.name.replace("_inductor", "")
+                for s in seeds}
     cpu = [s for s in seeds if not load_problem(problems[s]).metadata.get("gpu_only")]
     broken = cpu[0]  # a planted wrong seed: its output off by one
     planted_text = broken.read_text().replace("t[0].device)[0]\n", "t[0].device)[0] + 1\n")
@@ -94,7 +96,8 @@ def test_generate_writes_verifies_and_reports_both_kinds(tmp_path):
     with open_scorer(["cpu"]) as scorer:
         report = verify_solutions(out, scorer, device_is_gpu=False)
     inductor = report["kinds"]["inductor"]
-    assert [(f["kind"], f["status"]) for f in report["failed"]] == [("inductor", "wrong_output")], report["failed"]
+    failed = [(f["kind"], f["status"]) for f in report["failed"]]
+    assert failed == [("inductor", "wrong_output")], report["failed"]
     assert not broken.exists() and inductor["verified"] == len(cpu) and inductor["kept"] == len(cpu) - 1
     assert inductor["skipped_per_family"] == {"gen_gemm_epilogue": {"extern kernel: addmm": len(gemm)}}
     assert report["kinds"]["template"]["kept"] == report["kinds"]["template"]["verified"] > 0
@@ -107,8 +110,9 @@ def test_generated_sample_bench_smoke_on_cpu(tmp_path):
     import sys
 
     root = Path(__file__).resolve().parents[3]
-    done = subprocess.run([sys.executable, str(root / "bench" / "generated_sample.py"), "--n", "3", "--seed", "7",
-                           "--out", str(tmp_path), "--device", "cpu"], capture_output=True, text=True, timeout=900)
+    command = [sys.executable, str(root / "bench" / "generated_sample.py"), "--n", "3", "--seed", "7",
+               "--out", str(tmp_path), "--device", "cpu"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [json.loads(line) for line in (tmp_path / "sample.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(r["eager_ms"] is None and set(r["solutions"]) == {"template", "inductor"}
