@@ -137,6 +137,17 @@ class TimingReport:
     speedup_rse: float | None = None
 
 
+# how far a verdict of each mode can be trusted (docs/evaluation.md, "Classes of attack and where each stands")
+VERDICT_TRUST = {
+    # every runtime check of the classes table runs
+    "gpu": "full",
+    # the kernels run in the Triton interpreter inside the process the checks watch: classes only the static
+    # rules close there, and the GPU-only checks (kernel share, deferred writes, timed calls), leave it weaker: a
+    # verdict to train and develop with, not a benchmark number to publish
+    "cpu-interpreter": "interpreter",
+}
+
+
 @dataclass
 class Environment:
     mode: str  # 'gpu' or 'cpu-interpreter'
@@ -146,6 +157,11 @@ class Environment:
     python_version: str
     kernelrl_version: str
     isolation: list[str] = field(default_factory=list)  # sandbox measures actually applied
+    trust: str = ""  # VERDICT_TRUST of the mode ('full', 'interpreter'); set from the mode when not given
+
+    def __post_init__(self) -> None:
+        if not self.trust:
+            self.trust = VERDICT_TRUST.get(self.mode, "unknown")
 
 
 @dataclass
