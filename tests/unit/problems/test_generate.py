@@ -152,6 +152,9 @@ def test_template_solutions_are_correct_for_every_family_and_failures_are_droppe
     templated = [p for p in suite if p.family in TEMPLATE_FAMILIES]
     gpu_only = {p.id for p in templated if p.metadata.get("gpu_only")}
     assert sorted(report["not_verified_gpu_only"]) == sorted(gpu_only)
+    # out of solutions/ (no SFT row takes them), kept aside for a GPU to verify
+    assert gpu_only and all(suite.solution_path(suite.get(pid)) is None for pid in gpu_only)
+    assert all((out / "solutions_unverified" / f"{pid}.py").is_file() for pid in gpu_only)
     failed = [(f["id"], f["status"]) for f in report["failed"]]
     assert failed == [(first.id, "wrong_output")], report["failed"]
     assert not broken.exists()

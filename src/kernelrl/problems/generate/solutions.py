@@ -353,11 +353,15 @@ class ModelNew(nn.Module):
 SOLUTION_KINDS = {"template": "", "inductor": "_inductor"}  # kind -> the file name's suffix after the id
 
 
+UNVERIFIED_DIR = "solutions_unverified"  # bfloat16 problems' solutions, moved there by a run without a GPU
+
+
 def verify_solutions(out: Path, scorer, device_is_gpu: bool) -> dict:
     """Evaluate every solution under `out` (templates `solutions/<id>.py`, Inductor seeds
     `solutions/<id>_inductor.py`) with `scorer` (every check on); keep only those judged `correct` without
     findings, delete the rest, and write `OUT/solutions.json`: kept per family, each failure with its kind and
-    verdict, the bfloat16 ones left unverified without a GPU (the interpreter lacks bfloat16), and `kinds`:
+    verdict, the bfloat16 ones left unverified without a GPU (the interpreter lacks bfloat16; moved to
+    `OUT/solutions_unverified/`), and `kinds`:
     per kind, per family, kept of verified (and the Inductor seeds skipped at generation, by reason)."""
     from kernelrl.problems.suite import load_suite
 
@@ -369,6 +373,11 @@ def verify_solutions(out: Path, scorer, device_is_gpu: bool) -> dict:
             if not path.is_file():
                 continue
             if problem.metadata.get("gpu_only") and not device_is_gpu:
+                # out of solutions/ until a GPU verifies it: nothing downstream (SFT data, the dataset) may
+                # take an unverified solution for a correct one
+                waiting = out / UNVERIFIED_DIR / path.relative_to(out / "solutions")
+                waiting.parent.mkdir(parents=True, exist_ok=True)
+                path.replace(waiting)
                 unverified.append(problem.id if kind == "template" else f"{problem.id} ({kind})")
             else:
                 chosen.append((problem, path, kind))
