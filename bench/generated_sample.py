@@ -37,10 +37,11 @@ def _timed(result) -> dict:
     return row
 
 
-def sample(n: int, seed: int, out: Path, device: str) -> list[dict]:
+def sample(n: int, seed: int, out: Path, device: str, inductor: bool = True) -> list[dict]:
     gpu = device.startswith("cuda")
+    seeds_on = (device if gpu else "cpu") if inductor else None
     with open_scorer(device) as scorer:
-        generate(n, seed, out, auditor=scorer, solutions=True, inductor_solutions=device if gpu else "cpu")
+        generate(n, seed, out, auditor=scorer, solutions=True, inductor_solutions=seeds_on)
         verify_solutions(out, scorer, device_is_gpu=gpu)
         suite = load_suite(out)
         manifest = json.loads((out / "manifest.json").read_text())
@@ -94,16 +95,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, required=True, help="directory (the set under OUT/gen)")
     parser.add_argument("--device", default="cuda:0", help="cuda:N, or cpu for a smoke test (no timing)")
+    parser.add_argument("--no-inductor", action="store_true", help="template solutions only")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = sample(args.n, args.seed, args.out / "gen", args.device)
+    rows = sample(args.n, args.seed, args.out / "gen", args.device, inductor=not args.no_inductor)
     with (args.out / "sample.jsonl").open("w") as f:
         for row in rows:
             f.write(json.dumps(row, sort_keys=True) + "\n")
     if not args.device.startswith("cuda"):
         print("timing: null on the CPU (nothing is timed); kept counts and verdicts only")
     print(summary(rows))
-    print(f"eager range wanted: {EAGER_RANGE_MS[0]}-{EAGER_RANGE_MS[1]} ms (H100); rows in {args.out / 'sample.jsonl'}")
+    print(f"eager range wanted: {EAGER_RANGE_MS[0]}-{EAGER_RANGE_MS[1]} ms (H100); "
+          f"rows in {args.out / 'sample.jsonl'}")
     return 0
 
 

@@ -110,11 +110,13 @@ def test_generated_sample_bench_smoke_on_cpu(tmp_path):
     import sys
 
     root = Path(__file__).resolve().parents[3]
-    command = [sys.executable, str(root / "bench" / "generated_sample.py"), "--n", "3", "--seed", "7",
-               "--out", str(tmp_path), "--device", "cpu"]
+    # the script's plumbing (the seeds themselves are tested above): template solutions only, two problems
+    command = [sys.executable, str(root / "bench" / "generated_sample.py"), "--n", "2", "--seed", "7",
+               "--out", str(tmp_path), "--device", "cpu", "--no-inductor"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [json.loads(line) for line in (tmp_path / "sample.jsonl").read_text().splitlines()]
-    assert len(rows) == 3 and all(r["eager_ms"] is None and set(r["solutions"]) == {"template", "inductor"}
+    assert len(rows) == 2 and all(r["eager_ms"] is None and set(r["solutions"]) == {"template", "inductor"}
                                   for r in rows)
-    assert "timing: null" in done.stdout and "inductor kept" in done.stdout
+    assert all(r["solutions"]["inductor"] is None for r in rows)
+    assert "timing: null" in done.stdout and "template kept" in done.stdout
