@@ -1,15 +1,15 @@
-"""A generated sample, timed: `kernelrl.problems.generate` writes `--n` problems with both kinds of solution
-(template and Inductor-derived), the evaluator keeps those correct without findings, and every kept solution is
-evaluated again with timing on. Writes DIR/sample.jsonl (one line per problem: family, difficulty, dtype, the
-bench set's eager and torch.compile ms; per solution kind: verdict, ms, speedup vs eager and vs compile) and
-prints per family: problems, bench eager ms min/median/max (and how many fall outside 0.5-50 ms), per kind
-kept/total and the median speedup over eager.
+"""A generated sample, timed: `kernelrl.problems.generate` writes `--n` problems with both kinds of
+solution (template and Inductor-derived), the evaluator keeps those correct without findings, and every kept
+solution is evaluated again with timing on. Writes DIR/sample.jsonl (one line per problem: family,
+difficulty, dtype, the bench set's eager and torch.compile ms; per solution kind: verdict, ms, speedup vs
+eager and vs compile) and prints per family: problems, bench eager ms min/median/max (and how many fall
+outside 0.5-50 ms), per kind kept/total and the median speedup over eager.
 
   python bench/generated_sample.py --n 200 --seed 7 --out DIR --device cuda:0   # a GPU machine
   python bench/generated_sample.py --n 10 --out DIR --device cpu                  # smoke test: no timing
 
-On the CPU nothing is timed (timing is null) and the Inductor seeds come from Inductor's Triton codegen for the
-CPU, run by the Triton interpreter.
+On the CPU nothing is timed (timing is null) and the Inductor seeds come from Inductor's Triton codegen for
+the CPU, run by the Triton interpreter.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def summary(rows: list[dict]) -> str:
         outside = sum(not EAGER_RANGE_MS[0] <= ms <= EAGER_RANGE_MS[1] for ms in eager) if eager else "-"
         cells = []
         for kind in SOLUTION_KINDS:
-            kept = [r["solutions"][kind] for r in mine if (r["solutions"][kind] or {}).get("verdict") == "correct"
-                    and not r["solutions"][kind]["findings"]]
+            given = [r["solutions"][kind] for r in mine if r["solutions"][kind] is not None]
+            kept = [s for s in given if s.get("verdict") == "correct" and not s["findings"]]
             speedups = [s["speedup_vs_eager"] for s in kept if s["speedup_vs_eager"] is not None]
             cells.append(f"{f'{len(kept)}/{len(mine)}':>14} {_median(speedups):>8}")
         lines.append(f"{family:<20} {len(mine):>8} {spread:>24} {outside!s:>7} " + " ".join(cells))

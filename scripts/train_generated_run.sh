@@ -5,12 +5,13 @@
 # timing. Resumable: the same command continues from the last checkpoint, and a held-out evaluation already
 # recorded is not repeated, so a phase stopped by a time limit goes on when it is run again.
 #
-#   scripts/train_generated_run.sh RUN_DIR MODEL SUITE_DIR [sft] [grpo]   (MODEL: smollm2, a .gguf, a dir, a hub id)
+#   scripts/train_generated_run.sh RUN_DIR MODEL SUITE_DIR [sft] [grpo]
 #
-# SUITE_DIR: `kernelrl gen --solutions` output (its solutions/ are the SFT data). sft evaluates the base model
-# first (step 0), then trains, then evaluates the SFT model. HELDOUT_PROBLEMS (default 240: the first N of each
-# test split), HELDOUT_SAMPLES (8), GRPO_STEPS (60), GRPO_PROMPTS (8), SFT_EPOCHS (3) and PHASE_TIMEOUT (seconds;
-# a phase stopped by it resumes on the next call) tune it; SFT_ARGS and GRPO_ARGS add options.
+# MODEL: smollm2, a .gguf, a directory or a hub id. SUITE_DIR: `kernelrl gen --solutions` output (its
+# solutions/ are the SFT data). sft evaluates the base model first (step 0), then trains, then evaluates the
+# SFT model. HELDOUT_PROBLEMS (default 240: the first N of each test split), HELDOUT_SAMPLES (8), GRPO_STEPS
+# (60), GRPO_PROMPTS (8), SFT_EPOCHS (3) and PHASE_TIMEOUT (seconds; a phase stopped by it resumes on the next
+# call) tune it; SFT_ARGS and GRPO_ARGS add options.
 set -euo pipefail
 RUN=$1; MODEL=$2; SUITE=$3; shift 3
 PHASES=("$@"); [ ${#PHASES[@]} -gt 0 ] || PHASES=(sft grpo)
@@ -23,11 +24,13 @@ for phase in "${PHASES[@]}"; do
       # the settings of the built-in run's SFT (lr 1e-3, LoRA r=8) with more data: fewer epochs
       timeout "${PHASE_TIMEOUT:-100000}" $KERNELRL train sft --run-dir "$RUN/sft" --model "$MODEL" \
         --suite "$SUITE" --data solutions --epochs "${SFT_EPOCHS:-3}" --batch-size 8 --learning-rate 1e-3 \
-        --max-length 4096 --save-steps 50 --heldout-every 0 "${HELDOUT[@]}" --eval-concurrency 16 ${SFT_ARGS:-} ;;
+        --max-length 4096 --save-steps 50 --heldout-every 0 "${HELDOUT[@]}" --eval-concurrency 16 \
+        ${SFT_ARGS:-} ;;
     grpo)
       # the settings of the built-in run's GRPO (8 prompts x 8, 512 tokens, lr 2e-4), tiers by difficulty
       timeout "${PHASE_TIMEOUT:-100000}" $KERNELRL train grpo --run-dir "$RUN/grpo" --model "$MODEL" \
-        --suite "$SUITE" --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 "${HELDOUT[@]}" \
+        --suite "$SUITE" --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 \
+        "${HELDOUT[@]}" \
         --max-steps "${GRPO_STEPS:-60}" --prompts-per-step "${GRPO_PROMPTS:-8}" --num-generations 8 \
         --max-completion-length 512 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
         --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 16 \

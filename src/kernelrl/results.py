@@ -137,13 +137,14 @@ class TimingReport:
     speedup_rse: float | None = None
 
 
-# how far a verdict of each mode can be trusted (docs/evaluation.md, "Classes of attack and where each stands")
+# how far a verdict of each mode can be trusted (docs/evaluation.md, "Classes of attack and where each
+# stands")
 VERDICT_TRUST = {
     # every runtime check of the classes table runs
     "gpu": "full",
     # the kernels run in the Triton interpreter inside the process the checks watch: classes only the static
-    # rules close there, and the GPU-only checks (kernel share, deferred writes, timed calls), leave it weaker: a
-    # verdict to train and develop with, not a benchmark number to publish
+    # rules close there, and the GPU-only checks (kernel share, deferred writes, timed calls), leave it
+    # weaker: a verdict to train and develop with, not a benchmark number to publish
     "cpu-interpreter": "interpreter",
 }
 

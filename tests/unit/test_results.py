@@ -20,6 +20,7 @@ def test_result_json_round_trip_with_every_section():
     assert result.compiled and result.correct
     # how far the verdict can be trusted follows the mode, also for a result stored before the field existed
     assert result.environment.trust == "full"
-    stored = {**result.to_dict(), "environment": {**result.to_dict()["environment"], "mode": "cpu-interpreter"}}
+    stored = result.to_dict()
+    stored["environment"] = {**stored["environment"], "mode": "cpu-interpreter"}
     del stored["environment"]["trust"]
     assert EvalResult.from_dict(stored).environment.trust == "interpreter"

@@ -33,8 +33,9 @@ def gen_cmd(
         "--solutions", help="Also write a template Triton solution of each problem and keep those the "
         "evaluator judges correct without findings (solutions/, solutions.json).")] = False,
     inductor_solutions: Annotated[bool, typer.Option(
-        "--inductor-solutions", help="Also write an Inductor-derived solution of each problem (torch.compile's "
-        "Triton kernels as a self-contained ModelNew; problems Inductor sends to library kernels are skipped "
+        "--inductor-solutions", help="Also write an Inductor-derived solution of each problem "
+        "(torch.compile's Triton kernels as a self-contained ModelNew; problems Inductor sends to library "
+        "kernels are skipped "
         "with their reason) and keep those the evaluator judges correct without findings "
         "(solutions/<id>_inductor.py; needs a CUDA device).")] = False,
     dataset: Annotated[bool, typer.Option(
@@ -115,6 +116,6 @@ def _inductor_device(device: str) -> str:
 
     if not torch.cuda.is_available() or not (device in ("auto", "cuda") or device.startswith("cuda:")):
         fail(f"--inductor-solutions needs a CUDA device (Inductor compiles and autotunes its Triton kernels "
-             f"there); got --device {device} on a machine with {torch.cuda.device_count()} GPUs. Run it on a GPU "
-             "machine, or use --solutions for the template solutions.", EXIT_BAD_INPUT)
+             f"there); got --device {device} on a machine with {torch.cuda.device_count()} GPUs. Run it on a "
+             "GPU machine, or use --solutions for the template solutions.", EXIT_BAD_INPUT)
     return "cuda" if device == "auto" else device

@@ -284,13 +284,12 @@ class Judge:
         plan = [names[i % len(names)] for i in range(count)]
         timed = timing_set(list(sets))
         checked = len(plan)  # trials run for correctness; the rest only feed the timed calls
+        mixable = req.timed_mix and mixes(getattr(module, "METADATA", None))
         if req.timing_variants and timed in sets:  # the timed calls mix or rotate through these different inputs
-            variants = timing_variants(req.timing_variants, req.timed_mix and mixes(getattr(module, "METADATA", None)))
-            plan += [timed] * max(0, variants - plan.count(timed))
+            plan += [timed] * max(0, timing_variants(req.timing_variants, mixable) - plan.count(timed))
         share_from = len(plan)  # never seen by the candidate before the share's measured calls
         # the stub mixes fresh inputs for them where the timed calls mix (share_call); else fresh trials
-        mixed = req.timed_mix and mixes(getattr(module, "METADATA", None)) and plan.count(timed) >= 2
-        if timed in sets and not mixed:
+        if timed in sets and not (mixable and plan.count(timed) >= 2):
             plan += [timed] * min(max(req.share_trials, 0), SHARE_ATTEMPTS)
         seeds = [int(hashlib.sha256(f"{req.master_seed}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]

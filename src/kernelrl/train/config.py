@@ -80,8 +80,8 @@ class CommonConfig:
         "help": "Evaluate only the first N test-split problems (quick runs)."})
     heldout_max_tokens: int = field(default=1024, metadata={"help": "Token limit of a held-out completion."})
     heldout_timing: bool = field(default=True, metadata={
-        "help": "Time the held-out evaluations' correct kernels (fast_1); off: correctness only, which frees the "
-                "timing slot (a large held-out set evaluates sooner)."})
+        "help": "Time the held-out evaluations' correct kernels (fast_1); off: correctness only, which frees "
+                "the timing slot (a large held-out set evaluates sooner)."})
     heldout_suites: tuple[str, ...] = field(default=(), metadata={
         "help": "More held-out sets (repeatable): the test split of each suite named (builtin, a directory), "
                 "evaluated beside the training suite's own (for a generated suite, builtin's test split is "

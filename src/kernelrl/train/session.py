@@ -63,7 +63,8 @@ class Session:
     def scorer(self, given: Scorer | None, timing: bool | None = None) -> Scorer:
         """`given`, else the evaluator on the configured device (one for the whole run) with the rewards' verdict
         settings (`timing` None: `eval_timing`, `eval_bench_inputs`). Held-out evaluations (`timing` given:
-        `heldout_timing`, for fast_p) check the bench inputs: the same evaluator with other verdict settings."""
+        `heldout_timing`, for fast_p) check the bench inputs: the same evaluator with other verdict
+        settings."""
         if given is not None:
             return given
         if self._owned is None and "://" in self.config.eval_device:  # a reward service (its token from the env)
@@ -91,10 +92,11 @@ class Session:
         def run(model: Any, step: int) -> None:
             from kernelrl.train.heldout import heldout_records
 
+            judged = self.scorer(scorer, timing=config.heldout_timing)
+            model_label = "initial" if step == 0 else label
             for name, chosen in problems.items():
-                heldout_records(model, self.tokenizer, chosen, self.scorer(scorer, timing=config.heldout_timing),
-                                self.prompts, self.run_dir, step, "initial" if step == 0 else label,
-                                config.heldout_samples, config.heldout_max_tokens,
+                heldout_records(model, self.tokenizer, chosen, judged, self.prompts, self.run_dir, step,
+                                model_label, config.heldout_samples, config.heldout_max_tokens,
                                 concurrency=config.eval_concurrency, batch=config.heldout_batch, suite=name)
 
         return run

@@ -1,17 +1,17 @@
-"""Inductor-derived seeds: a generated problem's `Model` compiled by `torch.compile` (Inductor, dynamic shapes),
-its output code captured and rewritten as a self-contained `ModelNew`: plain `@triton.jit` kernels (Inductor's
-autotuning decorators dropped, the `triton_helpers` it calls copied in, `libdevice` calls mapped to `tl`), a
-`forward` that allocates with `torch.empty_strided` and launches every kernel on an explicit grid. The produced
-code imports nothing from `torch._inductor`.
+"""Inductor-derived seeds: a generated problem's `Model` compiled by `torch.compile` (Inductor, dynamic
+shapes), its output code captured and rewritten as a self-contained `ModelNew`: plain `@triton.jit` kernels
+(Inductor's autotuning decorators dropped, the `triton_helpers` it calls copied in, `libdevice` calls mapped to
+`tl`), a `forward` that allocates with `torch.empty_strided` and launches every kernel on an explicit grid. The
+produced code imports nothing from `torch._inductor`.
 
-A problem where Inductor calls a library kernel (`extern_kernels.mm`, a convolution) or falls back to an ATen op
-is skipped with its reason: that seed would be PyTorch compute, not a kernel. Whatever the converter does not
-understand is skipped with a reason too; nothing is faked.
+A problem where Inductor calls a library kernel (`extern_kernels.mm`, a convolution) or falls back to an ATen
+op is skipped with its reason: that seed would be PyTorch compute, not a kernel. Whatever the converter does
+not understand is skipped with a reason too; nothing is faked.
 
 Block sizes: on a GPU the config Inductor's autotuner picked at the bench set's shapes; without one (the CPU
 path) a rule from the kernel's kind and size hints. On the CPU, Inductor's Triton backend is asked for code
-(`cpu_backend = "triton"`) and stopped before it compiles (there is no Triton driver); the converted `ModelNew`
-then runs under the Triton interpreter like any candidate.
+(`cpu_backend = "triton"`) and stopped before it compiles (there is no Triton driver); the converted
+`ModelNew` then runs under the Triton interpreter like any candidate.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ class Capture:
     code: str
     placeholders: list[str]  # per call argument: "t[k]" (the k-th tensor) or "t[k].shape[d]" (a size)
     tensors: list[str]  # the k-th tensor: "self.get_parameter('name')" or an input's name
-    tuned: dict[str, dict] = field(default_factory=dict)  # kernel name -> {"kwargs", "num_warps", "num_stages"}
+    # kernel name -> {"kwargs", "num_warps", "num_stages"}
+    tuned: dict[str, dict] = field(default_factory=dict)
 
 
 def capture(problem: Problem, device: str = "cpu") -> Capture:
@@ -338,7 +339,8 @@ def _helper_sources(used: set[str]) -> list[str]:
         names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
         for other in sorted((names & jitted) - done):
             pending.append(other)
-        unknown = {n for n in names if n in vars(triton_helpers) and n not in jitted and n not in ("tl", "math", "triton")}
+        modules = ("tl", "math", "triton")
+        unknown = {n for n in names if n in vars(triton_helpers) and n not in jitted and n not in modules}
         if unknown or "libdevice" in names:
             raise InductorSkip("helper needs module state", f"{name}: {sorted(unknown) or 'libdevice'}")
         text = re.sub(r"\bmath\.", "tl.math.", ast.unparse(function))
@@ -448,8 +450,8 @@ def _blocks(kernel: Kernel, tuned: dict) -> tuple[dict[str, int], int, int]:
     if kernel.kind == "pointwise":
         rule = {"XBLOCK": min(1024, _pow2(x)), "YBLOCK": 1, "ZBLOCK": 1}
         if "YBLOCK" in takes:
-            rule.update(XBLOCK=min(32, _pow2(x)), YBLOCK=min(32, _pow2(y)), ZBLOCK=min(4, _pow2(kernel.hints.get(
-                "z", 1))))
+            z = kernel.hints.get("z", 1)
+            rule.update(XBLOCK=min(32, _pow2(x)), YBLOCK=min(32, _pow2(y)), ZBLOCK=min(4, _pow2(z)))
         warps = 4
     elif kernel.reduction_hint == "OUTER":
         rule, warps = {"XBLOCK": min(64, _pow2(x)), "R0_BLOCK": min(16, _pow2(r))}, 8

@@ -390,8 +390,9 @@ def verify_solutions(out: Path, scorer, device_is_gpu: bool) -> dict:
         if result.status.value == "correct" and not result.findings:
             counts["kept"][problem.family] = counts["kept"].get(problem.family, 0) + 1
             continue
-        failed.append({"id": problem.id, "family": problem.family, "kind": kind, "status": result.status.value,
-                       "message": result.message[:300], "findings": [f.rule for f in result.findings]})
+        failed.append({"id": problem.id, "family": problem.family, "kind": kind,
+                       "status": result.status.value, "message": result.message[:300],
+                       "findings": [f.rule for f in result.findings]})
         path.unlink()
     report = _solutions_report(out, chosen, kinds, failed, unverified)
     (out / "solutions.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
@@ -413,5 +414,5 @@ def _solutions_report(out: Path, chosen: list, kinds: dict, failed: list, unveri
                                      for f, v in sorted(c["verified"].items())}}
                for kind, c in kinds.items()}
     by_kind["inductor"]["skipped_per_family"] = dict(sorted(skipped.items()))
-    return {"verified": len(chosen), "kept": sum(kept.values()), "kept_per_family": dict(sorted(kept.items())),
-            "failed": failed, "not_verified_gpu_only": unverified, "kinds": by_kind}
+    return {"verified": len(chosen), "kept": sum(kept.values()),
+            "kept_per_family": dict(sorted(kept.items())), "failed": failed, "not_verified_gpu_only": unverified, "kinds": by_kind}
