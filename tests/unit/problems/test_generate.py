@@ -64,11 +64,29 @@ def test_same_seed_same_files_and_every_family(tmp_path):
         meta = problem.metadata
         assert meta["family"] in FAMILIES and meta["difficulty"] == len(meta["ops"]) == problem.level
         assert meta["split"] in ("train", "test") and meta["provenance"] == {
-            "generator": "kernelrl-gen/1", "seed": 5, "index": meta["provenance"]["index"]}
+            "generator": "kernelrl-gen/2", "seed": 5, "index": meta["provenance"]["index"]}
         assert meta.get("gpu_only", False) == (meta["dtype"] == "bfloat16")
     rows = [json.loads(line) for line in (tmp_path / "a" / "problems.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == [p["id"] for p in first["problems"]] and all(r["source"] for r in rows)
     assert len({r["near_duplicate"] for r in rows}) == len({r["fingerprint"] for r in rows}) == 18
+
+
+def test_half_precision_bench_sets_hold_float32_bytes():
+    """fp16/bf16 bench sets take twice the elements along the first dimension (the same bytes as float32's, so
+    as long to read); check and sweep sets are the same as float32's."""
+    import random
+
+    from kernelrl.problems.generate.families import SAMPLERS
+
+    for family in FAMILIES:
+        for seed in range(4):
+            single = SAMPLERS[family](random.Random(seed), family, "float32").sets
+            for dtype in ("float16", "bfloat16"):
+                half = SAMPLERS[family](random.Random(seed), family, dtype).sets
+                first, *rest = single["bench"]
+                assert half["bench"] == (2 * first, *rest), (family, dtype)
+                assert {k: v for k, v in half.items() if k != "bench"} == \
+                    {k: v for k, v in single.items() if k != "bench"}
 
 
 def test_reference_gates_reject_planted_problems(tmp_path):
@@ -207,7 +225,7 @@ def test_export_as_a_dataset_with_a_card(tmp_path):
     assert row["source"].startswith("import torch") and "class ModelNew" in row["solution"]
     card = (dest / "README.md").read_text()
     assert card.startswith("---\nlicense: apache-2.0")
-    assert "kernelrl-gen/1" in card and "`fingerprint`" in card
+    assert "kernelrl-gen/2" in card and "`fingerprint`" in card
 
 
 def test_the_prompts_worked_example_is_in_no_suite_and_correct():

@@ -69,7 +69,9 @@ FAMILIES = ("gen_map", "gen_map_multi", "gen_reduce", "gen_scan", "gen_rownorm",
 DTYPES = (("float32", 6), ("float16", 2), ("bfloat16", 1))  # and their weights
 TORCH_DTYPE = {"float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16"}
 
-# bench sets: sized for 0.5-50 ms of eager time on an H100 (tens of millions of elements; a 4096^3 fp32 GEMM);
+# bench sets: tens of millions of elements, a 4096^3 fp32 GEMM (0.05-3.2 ms of eager time on an H200 over a
+# sample, docs/problems.md: larger tensors would multiply each evaluation's GPU memory); half-precision ones
+# twice as many elements along the first dimension (_spec), the same bytes as float32's;
 # check and sweep sets: small enough for the CPU's Triton interpreter
 MAP_BENCH = ((8192, 8192), (4096, 16384), (16384, 4096), (8192, 12288))
 MAP_CHECK = ((8, 128), (16, 224), (32, 64), (16, 256))
@@ -276,5 +278,8 @@ def sample(rng: random.Random, family: str) -> Spec:
 
 def _spec(family, ops, inputs, dims, sets, dtype, what, tags, module=None) -> Spec:
     doc = f"Generated: {what}: {' -> '.join(step.name for step in ops)} ({dtype})."
+    if dtype != "float32":  # half the bytes per element: twice the elements, as long to read as float32's
+        first, *rest = sets["bench"]
+        sets = {**sets, "bench": (2 * first, *rest)}
     return Spec(family=family, steps=tuple(ops), inputs=tuple(inputs), dims=dims, sets=sets, dtype=dtype,
                 docstring=doc, module=module, tags=(*tags, dtype))
