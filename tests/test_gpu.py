@@ -191,7 +191,7 @@ def test_large_gpu_tensors_go_through_the_pinned_stage(tmp_path):
 SHARED_BUFFER_WRITER = '''
 import json, sys
 import torch
-from kernelrl.sandbox.child import _copy_to_judge
+from kernelrl.sandbox.stub.trials import copy_to_judge
 from kernelrl.sandbox.cuda_ipc import CudaIpc
 from kernelrl.sandbox.tensorio import tensor_meta
 
@@ -200,7 +200,7 @@ torch.manual_seed(trial["draw"]["seed"])
 with torch.device(trial["draw"]["on"]):
     x = torch.randn(4096, 1024)
 out = x.to("cuda") * factor
-print(json.dumps({"copied": _copy_to_judge(torch, CudaIpc(), trial["ipc"][0], tensor_meta(out), out)}))
+print(json.dumps({"copied": copy_to_judge(torch, CudaIpc(), trial["ipc"][0], tensor_meta(out), out)}))
 '''
 
 
