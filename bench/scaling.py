@@ -77,6 +77,8 @@ def scorer(via: str, gpus: int, args, profile: str, cache_dir: Path) -> Iterator
     settings = EvaluatorSettings.training() if training else EvaluatorSettings()
     verdict = VerdictSettings.training() if training else VerdictSettings()
     overrides = dict(result_cache=False, cache_dir=cache_dir, inductor_baseline=not args.no_inductor)
+    if args.standbys is not None:  # multi and ray: sandboxes started ahead of their candidates, per GPU
+        overrides["standby_sandboxes"] = args.standbys
     cpu = args.device == "cpu"
     if via == "multi":
         from kernelrl.evaluate.scorer import open_scorer
@@ -171,7 +173,7 @@ def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) ->
             results[index] = result
             finished.append(time.monotonic() - started)
         total = time.monotonic() - started
-    row = {"via": via, "gpus": gpus, "profile": profile, "warm_up_s": round(warm_s, 1),
+    row = {"via": via, "gpus": gpus, "profile": profile, "standbys": args.standbys, "warm_up_s": round(warm_s, 1),
            **batch_stats(results, total, started_epoch),
            "no_verdict": sum(r.no_verdict for r in results),
            # first answer, and the last tenth of the batch: a fixed cost per batch, not per evaluation
@@ -208,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path,
                         help="baseline cache shared by the rows (default: a new one)")
     parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline")
+    parser.add_argument("--standbys", type=int, default=None,
+                        help="standby sandboxes per GPU (multi and ray; default: the profile's)")
     parser.add_argument("--json", type=Path, help="write the rows here (after each row)")
     args = parser.parse_args(argv)
     if args.no_inductor and "serve" in args.via:
