@@ -35,7 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import batch_stats, fresh, solutions  # noqa: E402
+from batch_stats import batch_stats  # noqa: E402
+from candidate_mix import fresh, solutions  # noqa: E402
 
 from kernelrl import EvaluatorSettings, VerdictSettings, load_suite  # noqa: E402
 from kernelrl.evaluate.scorer import ScorerBase  # noqa: E402

@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import fresh, solutions  # noqa: E402
+from candidate_mix import fresh, solutions  # noqa: E402
 
 from kernelrl import VerdictSettings, load_suite, open_scorer  # noqa: E402
 

@@ -37,271 +37,24 @@ format-error candidates mixed, all fresh) through `evaluate_many(ordered=True)`,
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections import Counter
 from pathlib import Path
 
+from batch_stats import HostCpu, UtilizationSampler, batch_stats, gpu_seconds, loop_seconds  # noqa: E402
+from candidate_mix import as_completion, fresh, grpo_items, mix, solutions  # noqa: E402
+
 from kernelrl import Evaluator, EvaluatorSettings, VerdictSettings, load_suite
 from kernelrl.cache import ResultCache
 from kernelrl.results import EvalResult
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "src" / "kernelrl" / "examples"
-SOLUTIONS = ROOT / "src" / "kernelrl" / "problems" / "suites" / "builtin" / "solutions"
-
-SLOW_RELU = '''
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def relu_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    tl.store(y_ptr + offsets, tl.maximum(x, 0.0), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        for _ in range(4):  # the same work four times, with small blocks: correct and slow
-            relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-        return y
-'''
-
-
-def mix() -> list[tuple[str, str, str]]:
-    """(kind, problem id, source)."""
-    def ex(name: str) -> str:
-        return (EXAMPLES / name).read_text()
-
-    def sol(pid: str) -> str:
-        return (SOLUTIONS / f"{pid}.py").read_text()
-
-    return [
-        ("correct", "level0/1_relu", ex("relu_triton.py")),
-        ("correct", "level0/2_scale_shift", ex("scale_shift_triton.py")),
-        ("correct", "level1/1_row_softmax", ex("softmax_triton.py")),
-        ("correct", "level0/4_silu", sol("level0/4_silu")),
-        ("correct", "level0/3_gelu_tanh", sol("level0/3_gelu_tanh")),
-        ("wrong", "level1/1_row_softmax", ex("softmax_off_by_one.py")),
-        ("wrong", "level0/1_relu", ex("relu_triton.py").replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.5)")),
-        ("crashing", "level0/1_relu", ex("relu_abort.py")),
-        ("slow", "level0/1_relu", SLOW_RELU),
-    ]
-
-
-def solutions(only: str) -> list[tuple[str, str, str]]:
-    """(kind, problem id, source) for each built-in reference solution whose problem id starts with `only`."""
-    suite = load_suite()
-    return [("correct", p.id, path.read_text()) for p in suite
-            if p.id.startswith(only) and (path := suite.solution_path(p)) is not None]
-
-
-def fresh(code: str, tag: str) -> str:
-    """`code` made new: a comment with `tag` opening each @triton.jit (or autotuned) function's body changes its
-    source, hence Triton's cache key, and a module constant changes the AST, hence the result cache's key."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return code + f"\n# fresh candidate {tag}\n"
-    lines = code.splitlines()
-    bodies = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) or "autotune" in ast.unparse(d)
-                                                      for d in node.decorator_list):
-            first = node.body[0]
-            bodies.append((first.lineno - 1, first.col_offset))
-    for line, indent in sorted(bodies, reverse=True):
-        lines.insert(line, " " * indent + f"# fresh candidate {tag}")
-    return "\n".join(lines) + f"\n\n_FRESH_CANDIDATE = {tag!r}\n"
-
-
-def as_completion(code: str) -> str:
-    return f"Here is the optimized model.\n\n```python\n{code}\n```\n"
-
-
-def grpo_items(chosen: list[tuple[str, str, str]], size: int) -> list[tuple[str, str, str, str]]:
-    """`size` completions of one reward batch, (kind, problem id, completion text, code): a quarter each
-    correct (the chosen candidates, cycling), wrong (the mix's wrong kernels), compile error (a chosen
-    candidate with a syntax error) and format error (prose, no code block)."""
-    wrong = [(pid, code) for kind, pid, code in mix() if kind == "wrong"]
-    out = []
-    for k in range(size):
-        _, pid, code = chosen[(k // 4) % len(chosen)]
-        kind = ("correct", "wrong", "compile_error", "format_error")[k % 4]
-        if kind == "wrong":
-            pid, code = wrong[(k // 4) % len(wrong)]
-        elif kind == "compile_error":
-            code = code + "\n\ndef broken(:\n    pass\n"
-        elif kind == "format_error":
-            out.append((kind, pid, "A Triton kernel that tiles the rows would do it; no code this time.", ""))
-            continue
-        out.append((kind, pid, "", code))
-    return out
-
-
-def union_s(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for a, b in sorted(intervals):
-        if b <= end:
-            continue
-        total += b - max(a, end)
-        end = b
-    return total
-
-
-def span(r: EvalResult, begin: str, end: str | None = None) -> tuple[float, float] | None:
-    """[begin of phase `begin`, begin of phase `end`, or the end of `begin` itself]."""
-    if begin not in r.timeline:
-        return None
-    start = r.timeline[begin]
-    stop = r.timeline.get(end) if end else start + r.phases_s.get(begin, 0.0)
-    return (start, stop) if stop is not None else None
-
-
-# phases in which an evaluation may have work on the device: the judge's draws and references, the sandbox's
-# trials (and compilation), census and timing, the judge's baselines
-DEVICE_PHASES = ("prepare", "first_trial", "correctness", "census", "timing", "baselines")
-
-
-class UtilizationSampler:
-    """GPU utilization and device memory in use (all processes), sampled through NVML (pynvml, else `nvidia-smi
-    -lms`) while a mode runs; idle = share of samples at 0%. The memory peak says how close the GPU memory admission
-    let the evaluations come to the device's capacity. Nothing on a machine without either."""
-
-    def __init__(self, index: int, period_ms: int = 50) -> None:
-        self.index, self.period_ms = index, period_ms
-        self.samples: list[int] = []
-        self.used_bytes: list[int] = []
-        self.total_bytes: int | None = None
-        self.source: str | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
-            pynvml.nvmlDeviceGetUtilizationRates(handle)
-            self.total_bytes = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
-        except Exception:  # noqa: BLE001 - no NVML here: try nvidia-smi
-            handle = None
-        if handle is not None:
-            self.source = "nvml"
-
-            def poll() -> None:
-                while not self._stop.wait(self.period_ms / 1e3):
-                    self.samples.append(int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
-                    self.used_bytes.append(int(pynvml.nvmlDeviceGetMemoryInfo(handle).used))
-
-            self._thread = threading.Thread(target=poll, daemon=True)
-            self._thread.start()
-            return
-        tool = shutil.which("nvidia-smi")
-        if tool is None:
-            return
-        self.source = "nvidia-smi"
-        self._proc = subprocess.Popen([tool, "-i", str(self.index), "--query-gpu=utilization.gpu,memory.used,memory.total",
-                                       "--format=csv,noheader,nounits", f"-lms={self.period_ms}"],
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-
-        def read() -> None:
-            for line in self._proc.stdout:
-                fields = [f.strip() for f in line.split(",")]
-                if len(fields) == 3 and all(f.isdigit() for f in fields):
-                    self.samples.append(int(fields[0]))
-                    self.used_bytes.append(int(fields[1]) << 20)  # MiB
-                    self.total_bytes = int(fields[2]) << 20
-
-        self._thread = threading.Thread(target=read, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> dict | None:
-        self._stop.set()
-        if self._proc is not None:
-            self._proc.terminate()
-        if self._thread is not None:
-            self._thread.join(2)
-        if not self.samples:
-            return None
-        return {"source": self.source, "samples": len(self.samples), "period_ms": self.period_ms,
-                "idle_share": round(sum(s == 0 for s in self.samples) / len(self.samples), 3),
-                "mean_utilization_pct": round(statistics.fmean(self.samples), 1),
-                "peak_memory_used_gib": round(max(self.used_bytes) / 2**30, 2) if self.used_bytes else None,
-                "memory_total_gib": round(self.total_bytes / 2**30, 2) if self.total_bytes else None}
-
-
-class HostCpu:
-    """The host's CPU time over a mode's run (/proc/stat: every core, every process): how busy the cores were,
-    CPU-seconds per evaluation, and how many cores the evaluator's own process used (its threads: the runners,
-    the judge client, the slots). None where /proc/stat is not there."""
-
-    @staticmethod
-    def _read() -> tuple[int, int] | None:
-        try:
-            fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        except (OSError, ValueError):
-            return None
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-        return sum(fields[:8]) - idle, sum(fields[:8])  # busy, total (guest time is inside user already)
-
-    def __init__(self) -> None:
-        self._start = self._read()
-        self._own = self._own_cpu_s()
-        self._wall = time.monotonic()
-
-    @staticmethod
-    def _own_cpu_s() -> float:
-        times = os.times()
-        return times.user + times.system
-
-    def stop(self, evaluations: int) -> dict | None:
-        end = self._read()
-        if self._start is None or end is None or end[1] <= self._start[1]:
-            return None
-        busy, total = end[0] - self._start[0], end[1] - self._start[1]
-        ticks = os.sysconf("SC_CLK_TCK")
-        wall = time.monotonic() - self._wall
-        # the evaluator's own process (its threads share one interpreter): near 1.0 it is a serial bottleneck
-        own = (self._own_cpu_s() - self._own) / wall if wall > 0 else None
-        return {"busy_share": round(busy / total, 3), "cores": os.cpu_count(),
-                "cpu_s_per_evaluation": round(busy / ticks / max(evaluations, 1), 2),
-                "evaluator_process_cores": round(own, 2) if own is not None else None}
-
-
-def gpu_seconds(result: EvalResult) -> float:
-    stats = result.timing.candidate if result.timing else None
-    if stats is None:
-        return 0.0
-    return (stats.reps + stats.warmup) * stats.median_ms / 1e3
-
-
-def loop_seconds(result: EvalResult) -> float:
-    """The timed loop's length, host clock: calls x the median rep's wall time, which also holds the work the
-    timer does around each call on the GPU (input refill, L2 flush, launch cover) and the sync's round trip."""
-    stats = result.timing.candidate if result.timing else None
-    if stats is None or stats.wall_median_ms is None:
-        return 0.0
-    return (stats.reps + stats.warmup) * stats.wall_median_ms / 1e3
 
 
 def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
@@ -349,39 +102,6 @@ def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
         "p90_overhead_s": round(sorted(overheads)[int(0.9 * (len(overheads) - 1))], 3),
         "median_wall_s": round(statistics.median(r.wall_time_s for r in results), 3),
         "statuses": statuses, "paths": paths,
-    }
-
-
-def batch_stats(results: list[EvalResult], total: float, started_epoch: float) -> dict:
-    """Evaluations/min, the phase split, the timing slot's busy share and the GPU's idle time (timelines)."""
-    ran = [r for r in results if r.timeline and "prepare" in r.timeline]
-    phases: dict[str, list[float]] = {}
-    for r in ran:
-        for phase, seconds in r.phases_s.items():
-            phases.setdefault(phase, []).append(seconds)
-    sandbox_s = sum(sum(v) for v in phases.values()) or 1.0
-    timing = [x for r in ran if (x := span(r, "timing")) is not None]
-    device = [x for r in ran for phase in DEVICE_PHASES if (x := span(r, phase)) is not None]
-    statuses: dict[str, int] = {}
-    for r in results:
-        statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
-    speed = [r.timing.candidate.reps for r in ran if r.timing and r.timing.candidate]
-    rse = [r.timing.speedup_rse for r in ran if r.timing and r.timing.speedup_rse is not None]
-    return {
-        "evaluations": len(results), "total_s": round(total, 2), "evals_per_min": round(60 * len(results) / total, 1),
-        "statuses": statuses, "cache_hits": sum(r.cached for r in results),
-        "median_wall_s": round(statistics.median(r.wall_time_s for r in results), 3),
-        "p90_wall_s": round(sorted(r.wall_time_s for r in results)[int(0.9 * (len(results) - 1))], 3),
-        "median_phases_s": {k: round(statistics.median(v), 3) for k, v in phases.items()},
-        "mean_phases_s": {k: round(statistics.fmean(v), 3) for k, v in phases.items()},
-        # share of all evaluations' summed phase time: where the sandbox-seconds go
-        "phase_share": {k: round(sum(v) / sandbox_s, 3) for k, v in phases.items()},
-        "timing_slot_busy_share": round(union_s(timing) / total, 3),
-        # no evaluation in a phase that may use the device (an upper bound on the GPU's busy time)
-        "gpu_idle_s_timeline": round(total - union_s([(max(a, started_epoch), b) for a, b in device]), 2),
-        "oom_retries": sum(1 for r in results if "oom_retry" in r.phases_s),
-        "median_timed_reps": statistics.median(speed) if speed else None,
-        "median_speedup_rse": round(statistics.median(rse), 4) if rse else None,
     }
 
 
