@@ -107,7 +107,7 @@ MUTANTS = (
            "(host reads and string-named methods let through)", "candidates/resolve.py", "_check_call", None, "None",
            ("exploits/x48_numpy_host_math_in_helper.py", "exploits/x49_operator_methodcaller.py")),
     Mutant("reach-stops-at-forward", "reachability does not follow calls of module-level helper functions",
-           "candidates/reach.py", "reachable", "queue.append(mod.functions[node.id])", "pass",
+           "candidates/reach.py", "_Reach._named", "self.queue.append(mod.functions[node.id])", "pass",
            ("exploits/x05_softmax_in_helper.py",)),
     Mutant("rejections-downgraded", "every static finding is recorded as a warning, none rejects",
            "candidates/rules.py", "analyze_rules", "Finding(rule.id, chosen,", "Finding(rule.id, 'warn',",

@@ -127,7 +127,6 @@ LONG_FUNCTIONS = {
     "src/kernelrl/sandbox/runner.py:watch_child": "one select loop over the child's pipes and watches",
     "src/kernelrl/serve/app.py:create_app": "the routes, closures over one app's state",
     "src/kernelrl/timing/cuda_timer.py:_time": "the timed loop: warm-up, reps, adaptive stop in one frame",
-    "src/kernelrl/candidates/reach.py:reachable": "one worklist over the module's AST, not split yet",
     "src/kernelrl/cli/serve.py:serve_cmd": "its typer options are its signature (50 lines of it)",
     "src/kernelrl/evaluate/evaluator.py:_run": "one evaluation's request, run and verdict, not split yet",
     "bench/throughput.py:run_fresh": "a benchmark mode, not split yet",

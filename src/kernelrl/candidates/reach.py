@@ -290,108 +290,145 @@ def reachable(mod: ModuleIndex) -> tuple[list[ast.AST], set[str]]:
     model = mod.classes.get("ModelNew")
     if model is None:
         return [], set()
-    all_methods: dict[str, list[ast.FunctionDef]] = {}
-    for cls in mod.classes.values():
-        for name, fn in mod.methods(cls).items():
-            all_methods.setdefault(name, []).append(fn)
+    starts = _entry_points(mod, model)
+    if not starts:
+        return [], set()
+    walk = _Reach(mod)
+    # a kernel's decorators run candidate code at launch (autotune hooks and pruners, heuristics' lambdas),
+    # and so does a hook registered on it (`kernel.add_pre_run_hook(fn)`, wherever that call is)
+    hooks = [n for n in ast.walk(mod.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == "add_pre_run_hook"]
+    decorators = [d for k in mod.kernels.values() for d in getattr(k, "decorator_list", [])]
+    walk.queue = [*starts, *hooks, *decorators]
+    while walk.queue:
+        fn = walk.queue.pop()
+        if id(fn) not in walk.seen:
+            walk.visit(fn)
+    # `k = a_kernel if c else b_kernel; k[grid](...)`: the kernels it can hold count
+    if walk.subscript_launch:
+        walk.launched |= _kernels_referenced(mod, [*walk.bodies, model])
+    return walk.bodies, walk.launched
+
+
+def _entry_points(mod: ModuleIndex, model: ast.ClassDef) -> list[ast.FunctionDef]:
+    """ModelNew's forward and __call__, and a method assigned to either (`self.forward = self._fast_path`)."""
     methods = mod.methods(model)
     starts = [methods[n] for n in ("forward", "__call__") if n in methods]
-    for node in ast.walk(model):  # self.forward = self._fast_path
+    for node in ast.walk(model):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in ("forward", "__call__")
                                                 for t in node.targets):
             target = dotted_name(node.value) or ""
             if target.split(".")[-1] in methods:
                 starts.append(methods[target.split(".")[-1]])
-    if not starts:
-        return [], set()
-    instances: dict[str, ast.ClassDef] = {}  # attribute name -> module-defined class it holds
-    # what a name bound at module level (`fast`) or an attribute (`.fast`: a class attribute, self.fast = ...)
-    # holds: calling it runs what built it (`torch.compile(helper)`, `functools.partial(helper)`), so that is reached
-    held: dict[str, list[ast.expr]] = {}
-    for scope, prefix in [(mod.tree.body, ""), *((cls.body, ".") for cls in mod.classes.values())]:
-        for node in scope:
+    return starts
+
+
+def _kernels_referenced(mod: ModuleIndex, bodies: list[ast.AST]) -> set[str]:
+    """The kernels a launch through a subscript can hold: every kernel named in the reached bodies, and in
+    what the module-level names they use hold (`TABLE = {"relu": relu_kernel}`; TABLE[k][grid](...))."""
+    referenced = {n.id for body in bodies for n in ast.walk(body) if isinstance(n, ast.Name)}
+    referenced |= {n.id for node in mod.tree.body if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id in referenced for t in node.targets)
+        for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+    return referenced & set(mod.kernels)
+
+
+class _Reach:
+    """The worklist's state: the module's methods by name, what names and attributes hold, the bodies reached
+    and the kernels launched."""
+
+    def __init__(self, mod: ModuleIndex) -> None:
+        self.mod = mod
+        self.all_methods: dict[str, list[ast.FunctionDef]] = {}
+        for cls in mod.classes.values():
+            for name, fn in mod.methods(cls).items():
+                self.all_methods.setdefault(name, []).append(fn)
+        self.instances: dict[str, ast.ClassDef] = {}  # attribute name -> module-defined class it holds
+        self.held = self._held()
+        self.held_values = {id(v) for values in self.held.values() for v in values}
+        # super().method / Base.method(self) reach that method of the module's base classes only, never every
+        # method of that name (a helper's super().__init__() would otherwise reach ModelNew.__init__, whose
+        # init-time torch.randn is no forward compute)
+        self.bases = [b for c in mod.classes.values() for b in mod.lineage(c)[1:]]
+        self.queue: list[ast.AST] = []
+        self.seen: set[int] = set()
+        self.bodies: list[ast.AST] = []
+        self.launched: set[str] = set()
+        self.subscript_launch = False
+
+    def _held(self) -> dict[str, list[ast.expr]]:
+        """What a name bound at module level (`fast`) or an attribute (`.fast`: a class attribute,
+        self.fast = ...) holds: calling it runs what built it (`torch.compile(helper)`,
+        `functools.partial(helper)`), so that is reached. Fills `instances` on the way."""
+        mod, held = self.mod, {}
+        for scope, prefix in [(mod.tree.body, ""), *((cls.body, ".") for cls in mod.classes.values())]:
+            for node in scope:
+                for target in node.targets if isinstance(node, ast.Assign) else []:
+                    if isinstance(target, ast.Name):
+                        held.setdefault(prefix + target.id, []).append(node.value)
+        for node in ast.walk(mod.tree):
             for target in node.targets if isinstance(node, ast.Assign) else []:
-                if isinstance(target, ast.Name):
-                    held.setdefault(prefix + target.id, []).append(node.value)
-    for node in ast.walk(mod.tree):
-        for target in node.targets if isinstance(node, ast.Assign) else []:
-            if isinstance(target, ast.Attribute):
-                held.setdefault(f".{target.attr}", []).append(node.value)
-        if isinstance(node, ast.Assign) and (built := mod.built_class(node.value)) is not None:
-            for target in node.targets:
                 if isinstance(target, ast.Attribute):
-                    instances[target.attr] = built
-    held_values = {id(v) for values in held.values() for v in values}
-    # super().method / Base.method(self) reach that method of the module's base classes only, never every
-    # method of that name (a helper's super().__init__() would otherwise reach ModelNew.__init__, whose init-time
-    # torch.randn is no forward compute)
-    bases = [b for c in mod.classes.values() for b in mod.lineage(c)[1:]]
-    seen: set[int] = set()
-    subscript_launch = False
-    bodies: list[ast.AST] = []
-    launched: set[str] = set()
-    # a kernel's decorators run candidate code at launch (autotune hooks and pruners, heuristics' lambdas), and so
-    # does a hook registered on it (`kernel.add_pre_run_hook(fn)`, wherever that call is)
-    hooks = [n for n in ast.walk(mod.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
-             n.func.attr == "add_pre_run_hook"]
-    queue: list[ast.AST] = [*starts, *hooks,
-                            *(d for k in mod.kernels.values() for d in getattr(k, "decorator_list", []))]
-    while queue:
-        fn = queue.pop()
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        bodies.append(fn)
+                    held.setdefault(f".{target.attr}", []).append(node.value)
+            if isinstance(node, ast.Assign) and (built := mod.built_class(node.value)) is not None:
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute):
+                        self.instances[target.attr] = built
+        return held
+
+    def visit(self, fn: ast.AST) -> None:
+        self.seen.add(id(fn))
+        self.bodies.append(fn)
         bound = launchers(fn)
         # what a called attribute or name holds was built outside forward (`self.norm = Helper(d)` in __init__):
-        # calling it runs the helper's forward/__call__ (below), not its __init__ again; a lambda's body in it runs
-        # when called, so a class built there does run its __init__
+        # calling it runs the helper's forward/__call__ (below), not its __init__ again; a lambda's body in it
+        # runs when called, so a class built there does run its __init__
         built_elsewhere: set[int] = set()
-        if id(fn) in held_values:
+        if id(fn) in self.held_values:
             deferred = {id(n) for lam in ast.walk(fn) if isinstance(lam, ast.Lambda) for n in ast.walk(lam.body)}
             built_elsewhere = {id(n) for n in ast.walk(fn)} - deferred
         for node in ast.walk(fn):
-            # a function or method named, called or not (`helper(x)`, `f = helper`, `map(helper, ...)`), may run;
-            # obj.method reaches any method of that name
-            if isinstance(node, ast.Name) and node.id in mod.functions:
-                queue.append(mod.functions[node.id])
-            elif isinstance(node, ast.Attribute):
-                owner = node.value
-                if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super" \
-                        and "super" not in mod.bound:
-                    queue.extend(m for c in bases for name, m in mod.methods(c).items() if name == node.attr)
-                elif isinstance(owner, ast.Name) and owner.id in mod.classes and owner.id in mod.bound_once:
-                    queue.extend(m for c in mod.lineage(mod.classes[owner.id])
-                                 for name, m in mod.methods(c).items() if name == node.attr)
-                else:
-                    queue.extend(all_methods.get(node.attr, []))
-            if not isinstance(node, ast.Call):
-                continue
-            func = called(node, bound)
-            if isinstance(func, ast.Subscript):  # kernel[grid](...), also through a variable or attribute
-                name = dotted_name(func.value)
-                if name and name.split(".")[-1] in mod.kernels:
-                    launched.add(name.split(".")[-1])
-                else:
-                    subscript_launch = True
-                continue
-            if isinstance(func, ast.Name | ast.Attribute):
-                queue.extend(held.get(func.id if isinstance(func, ast.Name) else f".{func.attr}", []))
-            if isinstance(func, ast.Name) and func.id in mod.classes:
-                queue.extend(m for name, m in mod.methods(mod.classes[func.id]).items()
-                             if not (id(node) in built_elsewhere and name == "__init__"))
-            elif isinstance(func, ast.Attribute):
-                base = dotted_name(func.value)
-                if base in mod.extensions:
-                    launched.add(f"{base}.{func.attr}")
-                helper = instances.get(func.attr)  # self.helper(...) with self.helper = Helper(...)
-                if helper is not None:
-                    queue.extend(fn for name, fn in mod.methods(helper).items() if name in ("forward", "__call__"))
-    if subscript_launch:  # `k = a_kernel if c else b_kernel; k[grid](...)`: the kernels it can hold count
-        referenced = {n.id for body in [*bodies, model] for n in ast.walk(body) if isinstance(n, ast.Name)}
-        # and what the module-level names it uses hold (`TABLE = {"relu": relu_kernel}`; TABLE[k][grid](...))
-        referenced |= {n.id for node in mod.tree.body if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id in referenced for t in node.targets)
-            for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-        launched |= referenced & set(mod.kernels)
-    return bodies, launched
+            self._named(node)
+            if isinstance(node, ast.Call):
+                self._call(node, called(node, bound), id(node) in built_elsewhere)
+
+    def _named(self, node: ast.AST) -> None:
+        """A function or method named, called or not (`helper(x)`, `f = helper`, `map(helper, ...)`), may run;
+        obj.method reaches any method of that name."""
+        mod = self.mod
+        if isinstance(node, ast.Name) and node.id in mod.functions:
+            self.queue.append(mod.functions[node.id])
+        elif isinstance(node, ast.Attribute):
+            owner = node.value
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super" \
+                    and "super" not in mod.bound:
+                self.queue.extend(m for c in self.bases for name, m in mod.methods(c).items()
+                                  if name == node.attr)
+            elif isinstance(owner, ast.Name) and owner.id in mod.classes and owner.id in mod.bound_once:
+                self.queue.extend(m for c in mod.lineage(mod.classes[owner.id])
+                                  for name, m in mod.methods(c).items() if name == node.attr)
+            else:
+                self.queue.extend(self.all_methods.get(node.attr, []))
+
+    def _call(self, node: ast.Call, func: ast.expr, built_elsewhere: bool) -> None:
+        mod = self.mod
+        if isinstance(func, ast.Subscript):  # kernel[grid](...), also through a variable or attribute
+            name = dotted_name(func.value)
+            if name and name.split(".")[-1] in mod.kernels:
+                self.launched.add(name.split(".")[-1])
+            else:
+                self.subscript_launch = True
+            return
+        if isinstance(func, ast.Name | ast.Attribute):
+            self.queue.extend(self.held.get(func.id if isinstance(func, ast.Name) else f".{func.attr}", []))
+        if isinstance(func, ast.Name) and func.id in mod.classes:
+            self.queue.extend(m for name, m in mod.methods(mod.classes[func.id]).items()
+                              if not (built_elsewhere and name == "__init__"))
+        elif isinstance(func, ast.Attribute):
+            base = dotted_name(func.value)
+            if base in mod.extensions:
+                self.launched.add(f"{base}.{func.attr}")
+            helper = self.instances.get(func.attr)  # self.helper(...) with self.helper = Helper(...)
+            if helper is not None:
+                self.queue.extend(fn for name, fn in mod.methods(helper).items()
+                                  if name in ("forward", "__call__"))
