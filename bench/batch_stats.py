@@ -40,9 +40,10 @@ DEVICE_PHASES = ("prepare", "first_trial", "correctness", "census", "timing", "b
 
 
 class UtilizationSampler:
-    """GPU utilization and device memory in use (all processes), sampled through NVML (pynvml, else `nvidia-smi
-    -lms`) while a mode runs; idle = share of samples at 0%. The memory peak says how close the GPU memory admission
-    let the evaluations come to the device's capacity. Nothing on a machine without either."""
+    """GPU utilization and device memory in use (all processes), sampled through NVML (pynvml, else
+    `nvidia-smi -lms`) while a mode runs; idle = share of samples at 0%. The memory peak says how close the
+    GPU memory admission let the evaluations come to the device's capacity. Nothing on a machine without
+    either."""
 
     def __init__(self, index: int, period_ms: int = 50) -> None:
         self.index, self.period_ms = index, period_ms
@@ -79,7 +80,8 @@ class UtilizationSampler:
         if tool is None:
             return
         self.source = "nvidia-smi"
-        self._proc = subprocess.Popen([tool, "-i", str(self.index), "--query-gpu=utilization.gpu,memory.used,memory.total",
+        query = "--query-gpu=utilization.gpu,memory.used,memory.total"
+        self._proc = subprocess.Popen([tool, "-i", str(self.index), query,
                                        "--format=csv,noheader,nounits", f"-lms={self.period_ms}"],
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
@@ -156,7 +158,8 @@ def gpu_seconds(result: EvalResult) -> float:
 
 def loop_seconds(result: EvalResult) -> float:
     """The timed loop's length, host clock: calls x the median rep's wall time, which also holds the work the
-    timer does around each call on the GPU (input refill, L2 flush, launch cover) and the sync's round trip."""
+    timer does around each call on the GPU (input refill, L2 flush, launch cover) and the sync's round
+    trip."""
     stats = result.timing.candidate if result.timing else None
     if stats is None or stats.wall_median_ms is None:
         return 0.0
@@ -179,7 +182,8 @@ def batch_stats(results: list[EvalResult], total: float, started_epoch: float) -
     speed = [r.timing.candidate.reps for r in ran if r.timing and r.timing.candidate]
     rse = [r.timing.speedup_rse for r in ran if r.timing and r.timing.speedup_rse is not None]
     return {
-        "evaluations": len(results), "total_s": round(total, 2), "evals_per_min": round(60 * len(results) / total, 1),
+        "evaluations": len(results), "total_s": round(total, 2),
+        "evals_per_min": round(60 * len(results) / total, 1),
         "statuses": statuses, "cache_hits": sum(r.cached for r in results),
         "median_wall_s": round(statistics.median(r.wall_time_s for r in results), 3),
         "p90_wall_s": round(sorted(r.wall_time_s for r in results)[int(0.9 * (len(results) - 1))], 3),

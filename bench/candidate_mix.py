@@ -67,8 +67,9 @@ def solutions(only: str) -> list[tuple[str, str, str]]:
 
 
 def fresh(code: str, tag: str) -> str:
-    """`code` made new: a comment with `tag` opening each @triton.jit (or autotuned) function's body changes its
-    source, hence Triton's cache key, and a module constant changes the AST, hence the result cache's key."""
+    """`code` made new: a comment with `tag` opening each @triton.jit (or autotuned) function's body changes
+    its source, hence Triton's cache key, and a module constant changes the AST, hence the result cache's
+    key."""
     try:
         tree = ast.parse(code)
     except SyntaxError:

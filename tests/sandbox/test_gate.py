@@ -1,6 +1,6 @@
-"""kernelrl.sandbox.gate on the CPU, with real processes: the run slots that mark overlap and keep newcomers out
-of an exclusive run, and the device timing token (one timed run at a time; other sandboxes stopped meanwhile,
-their deadlines waiting)."""
+"""kernelrl.sandbox.gate on the CPU, with real processes: the run slots that mark overlap and keep newcomers
+out of an exclusive run, and the device timing token (one timed run at a time; other sandboxes stopped
+meanwhile, their deadlines waiting)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kernelrl.sandbox.gate import DeviceGate, RunSlots
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.runner import run_child
 
-pytestmark = [pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)"),
+pytestmark = [pytest.mark.skipif(not pid_namespace_prefix(), reason="needs PID namespaces (unshare)"),
               pytest.mark.slow]
 
 
@@ -137,19 +137,22 @@ def test_other_sandboxes_are_stopped_during_a_timed_run_and_their_deadline_waits
     inside = [t for t in stamps if window["start"] + 0.05 < t < window["end"] - 0.05]
     assert not inside, f"the busy sandbox ran during the timed window: {len(inside)} beats"
     assert gate.stops >= 1
-    print(f"\nlongest pause of the busy sandbox: {max(b - a for a, b in zip(stamps, stamps[1:], strict=False)):.2f} s")
+    longest = max(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+    print(f"\nlongest pause of the busy sandbox: {longest:.2f} s")
 
 
 # the token child, reporting its timing and then taking a while to finish (as the stub flushing its output)
 TIMING_REPORT_CHILD = TOKEN_CHILD.replace(
     """os.write(proto, b'{"event": "done"}\\n')""",
-    """os.write(proto, b'{"event": "timing"}\\n'); time.sleep(0.3); os.write(proto, b'{"event": "done"}\\n')""")
+    "os.write(proto, b'{\"event\": \"timing\"}\\n'); time.sleep(0.3); "
+    """os.write(proto, b'{"event": "done"}\\n')""")
 
 
 def test_other_sandboxes_go_on_once_the_timed_run_reports_while_the_judge_stays_held():
     """The evaluator handles a `timing` report (the judge compares the checked timed calls: ~0.085 s of the
-    0.2 s an evaluation held the device on an H100) with the other sandboxes running again; the judge's lock and
-    the device stay held until the timed child is done, so no judge work and no other timed run start before."""
+    0.2 s an evaluation held the device on an H100) with the other sandboxes running again; the judge's lock
+    and the device stay held until the timed child is done, so no judge work and no other timed run starts
+    before."""
     assert '"timing"' in TIMING_REPORT_CHILD
     judge = threading.RLock()
     gate = DeviceGate(hold_also=[judge])

@@ -48,10 +48,13 @@ def test_cli_bad_values_exit_2_and_leave_no_run_directory(tmp_path):
         (("sft", "--run-dir", run_dir, "--lora-r", "0"), "lora_r"),
         (("grpo", "--run-dir", run_dir, "--reward", "no_such_reward"), "unknown reward 'no_such_reward'"),
         (("two-stage", "--run-dir", run_dir, "--num-generations", "1"), "num_generations must be >= 2"),
-        (("grpo", "--run-dir", run_dir, "--prompts-per-step", "3", "--num-generations", "2", "--micro-batch", "4"),
+        (("grpo", "--run-dir", run_dir, "--prompts-per-step", "3", "--num-generations", "2",
+          "--micro-batch", "4"),
          "micro_batch must divide the step's 6 completions"),
-        (("sft", "--run-dir", run_dir, "--gpu-memory-fraction", "1.5"), "gpu_memory_fraction must be in (0, 1]"),
-        (("sft", "--run-dir", run_dir, "--config", bad_file), "unknown SFTConfig setting(s): no_such_setting"),
+        (("sft", "--run-dir", run_dir, "--gpu-memory-fraction", "1.5"),
+         "gpu_memory_fraction must be in (0, 1]"),
+        (("sft", "--run-dir", run_dir, "--config", bad_file),
+         "unknown SFTConfig setting(s): no_such_setting"),
         (("sft", "--run-dir", run_dir, "--config", tmp_path / "missing.toml"), "cannot read config"),
         (("sft", "--run-dir", run_dir, "--problems", TEST_ID, "--eval-device", "cpu"), "other split"),
     ]
@@ -63,8 +66,8 @@ def test_cli_bad_values_exit_2_and_leave_no_run_directory(tmp_path):
 
 
 def test_cli_checks_run_dir_and_paths_before_showing_or_loading_anything(tmp_path, monkeypatch):
-    """A missing --run-dir, model path or adapter: one plain error line, exit 2, the settings not printed, nothing
-    loaded or created."""
+    """A missing --run-dir, model path or adapter: one plain error line, exit 2, the settings not printed,
+    nothing loaded or created."""
     from kernelrl.train.session import Session
 
     def no_loading(*args, **kwargs):
@@ -77,9 +80,11 @@ def test_cli_checks_run_dir_and_paths_before_showing_or_loading_anything(tmp_pat
         (("grpo", "--max-steps", "1"), "--run-dir is required"),
         (("two-stage",), "--run-dir is required"),
         (("sft", "--run-dir", run_dir, "--model", missing), f"--model {missing}: no such file or directory"),
-        (("grpo", "--run-dir", run_dir, "--model", "./no/such/model"), "--model ./no/such/model: no such file"),
+        (("grpo", "--run-dir", run_dir, "--model", "./no/such/model"),
+         "--model ./no/such/model: no such file"),
         (("two-stage", "--run-dir", run_dir, "--model", missing), f"--model {missing}: no such file"),
-        (("grpo", "--run-dir", run_dir, "--adapter", tmp_path / "no-adapter"), "no-adapter: no such directory"),
+        (("grpo", "--run-dir", run_dir, "--adapter", tmp_path / "no-adapter"),
+         "no-adapter: no such directory"),
         (("sft", "--run-dir", run_dir, "--model", Path(__file__)), "is a file but not a .gguf model"),
     ]
     for args, message in cases:
@@ -87,7 +92,8 @@ def test_cli_checks_run_dir_and_paths_before_showing_or_loading_anything(tmp_pat
         assert result.exit_code == 2, (args, result.output)
         text = " ".join(result.output.split())
         assert text.startswith("error: ") and message in text, (args, result.output)
-        assert "Traceback" not in result.output and '"lora_r"' not in result.output, args  # settings not shown
+        # the settings not shown
+        assert "Traceback" not in result.output and '"lora_r"' not in result.output, args
         assert not run_dir.exists(), args
 
 
@@ -101,5 +107,6 @@ def test_cli_interrupted_training_exits_130_and_says_what_was_kept(tmp_path, mon
     result = invoke("sft", "--run-dir", tmp_path / "run")
     assert result.exit_code == 130, result.output
     text = " ".join(result.output.split())
-    assert "interrupted: the last finished step's checkpoint and adapter (once a step finished) are in" in text
+    kept = "interrupted: the last finished step's checkpoint and adapter (once a step finished) are in"
+    assert kept in text
     assert "Traceback" not in result.output
