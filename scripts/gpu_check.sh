@@ -3,6 +3,7 @@
 # installs kernelrl without dependencies, then runs one part or all of them:
 #   evaluator  the evaluator's gpu tests (timing, baselines, admission, the timed-input mix, the judge's memory)
 #   sandbox    the sandbox's gpu tests (protocol, static and runtime checks, the candidate's uid, the warm pool)
+#   mutants    the GPU-only checks' mutants, each killed by the GPU corpus (g01-g08)
 #   demo       `kernelrl demo --device cuda`
 # Each part fits a 10-minute call on an H100. Writes logs and a JSON-lines summary to $OUT (or ./gpu-check-out).
 set -uo pipefail
@@ -20,9 +21,10 @@ for part in ${PARTS//,/ }; do
   case "$part" in
     evaluator) files="tests/test_gpu.py tests/test_free_blocks.py tests/test_timed_mix.py tests/test_judge_memory.py" ;;
     sandbox) files="tests/test_protocol.py tests/test_rules.py tests/test_runtime_exploits.py tests/test_sandbox_uid.py tests/test_pool.py" ;;
+    mutants) files="tests/test_mutants.py" ;;  # the GPU-only checks' mutants, each killed by the GPU corpus
     demo) "$PY" -m kernelrl.cli demo --device cuda 2>&1 | tee "$OUT/demo.log"; [ "${PIPESTATUS[0]}" = 0 ] || status=1
           continue ;;
-    *) echo "unknown part $part (evaluator, sandbox, demo)"; exit 2 ;;
+    *) echo "unknown part $part (evaluator, sandbox, mutants, demo)"; exit 2 ;;
   esac
   # shellcheck disable=SC2086
   "$PY" -m pytest -m gpu -v -s -p no:cacheprovider $files 2>&1 | tee "$OUT/gpu_pytest_$part.log"

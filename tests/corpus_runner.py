@@ -3,9 +3,12 @@ mutated copy). Prints one JSON line naming the kernelrl it imported, then one pe
 {"name", "status", "message", "rules"} (rules: the static rules that reject it).
 
     python tests/corpus_runner.py exploits/x01_decoy_kernel.py exploits_values/v02_gelu_sigmoid_approximation.py
+    python tests/corpus_runner.py --device cuda exploits_runtime/g05_graph_replay_matmul.py   # a GPU machine
 
 Static-layer classes are only analyzed (no sandbox); the others are evaluated in CPU mode, with the static rules
-first where their class keeps them on (kernelrl.candidates.rules, the evaluator's own first step)."""
+first where their class keeps them on (kernelrl.candidates.rules, the evaluator's own first step). With
+`--device cuda` each case is evaluated on the GPU as the GPU corpus test does (static rules off, the op
+census's checks off but the case's own)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ import sys
 import corpus
 
 
-def main(names: list[str]) -> None:
+def main(args: list[str]) -> None:
+    device, names = (args[1], args[2:]) if args[:1] == ["--device"] else ("cpu", args)
     import kernelrl
     from kernelrl.candidates.rules import analyze_rules
 
@@ -31,7 +35,9 @@ def main(names: list[str]) -> None:
                                 "message": f"static check {rules[0]}" if rules else "", "rules": rules}
         else:
             to_run.append(c)
-    if to_run:
+    if to_run and device != "cpu":
+        verdicts.update(_on_gpu(to_run, device))
+    elif to_run:
         from kernelrl import Evaluator, VerdictSettings, load_suite
 
         suite = load_suite()
@@ -53,6 +59,19 @@ def main(names: list[str]) -> None:
                                                         "message": done.result.message, "rules": []}
     for c in cases:
         print(json.dumps({"name": c.name, **verdicts[c.name]}), flush=True)
+
+
+def _on_gpu(cases: list, device: str) -> dict[str, dict]:
+    from kernelrl import Evaluator, VerdictSettings, load_suite
+
+    suite, verdicts = load_suite(), {}
+    with Evaluator(device=device, result_cache=False) as ev:
+        for c in cases:
+            census_off = {check: "off" for check in corpus.CENSUS_CHECKS if check != c.expect}
+            verdict = VerdictSettings(static_checks=False, runtime_policy=census_off, run_timeout_s=60.0)
+            result = ev.evaluate(suite.get(c.problem), c.source(), verdict=verdict)
+            verdicts[c.name] = {"status": result.status.value, "message": result.message, "rules": []}
+    return verdicts
 
 
 if __name__ == "__main__":

@@ -211,3 +211,34 @@ MUTANTS = (
            'timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True)', "timed_mix=False",
            ("exploits_runtime/r07_memo_by_sampled_key.py",), (CONTROL,)),
 )
+
+
+# -- the GPU-only runtime checks: applied on every machine, killed on a GPU by the GPU corpus -----------
+GPU_CONTROLS = (CONTROL, "exploits/h18_relu_zeros_atomic.py")
+GPU_MUTANTS = (
+    Mutant("deferred-write-unchecked", "an output that changes after a device-wide sync (work left on "
+           "another stream) is accepted", "evaluate/trials.py", "Trials._background_work",
+           'if meta.get("changed_after_sync") and not self.flag(', "if False and not self.flag(",
+           ("exploits_runtime/g01_side_stream_deferred.py",), GPU_CONTROLS),
+    Mutant("timed-calls-uncompared", "the timed calls' checked outputs are not compared",
+           "evaluate/trials.py", "Trials._on_timing",
+           'if not self._checked_calls(checked, "timed", "timed call"):', "if False:",
+           ("exploits_runtime/g02_pointer_cache.py",), GPU_CONTROLS),
+    Mutant("floor-unchecked", "a time under the speed-of-light floor is accepted", "evaluate/verdict.py",
+           "timing_checks",
+           "if timing.floor_ms is not None and timing.candidate.median_ms < timing.floor_ms:", "if False:",
+           ("exploits_runtime/g03_timer_patch.py",), GPU_CONTROLS),
+    Mutant("share-floor-off", "a kernel share under the floor is accepted", "evaluate/verdict.py",
+           "timing_checks",
+           "if fraction is not None and fraction < min_kernel_gpu_fraction:", "if False:",
+           ("exploits_runtime/g04_lazy_kernel.py", "exploits_runtime/g05_graph_replay_matmul.py",
+            "exploits_runtime/g06_host_time_in_launch.py"), GPU_CONTROLS),
+    Mutant("share-calls-uncompared", "the outputs of the kernel share's measured calls are not compared",
+           "evaluate/trials.py", "Trials._on_census",
+           "if not self._checked_calls(checked or [], SHARE_PREFIX, \"the kernel share's measured call\"):",
+           "if False:", ("exploits_runtime/g08_honest_only_when_measured.py",), GPU_CONTROLS),
+    Mutant("timing-threads-unchecked", "a Python thread alive during the timed calls is accepted",
+           "evaluate/trials.py", "Trials._on_timing", 'if threads and not self.flag("rt-thread-left-running"',
+           'if False and not self.flag("rt-thread-left-running"',
+           ("exploits_runtime/g07_thread_during_timing.py",), GPU_CONTROLS),
+)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import corpus
 import pytest
-from mutants import MUTANTS, Mutant, MutationError, apply, mutate
+from mutants import GPU_MUTANTS, MUTANTS, Mutant, MutationError, apply, mutate
 
 import kernelrl
 
@@ -27,12 +27,14 @@ pytestmark = pytest.mark.slow  # a subprocess (a fresh evaluator) per mutant
 PACKAGE = Path(kernelrl.__file__).parent
 RUNNER = Path(__file__).parent / "corpus_runner.py"
 IDS = [m.id for m in MUTANTS]
+GPU_IDS = [m.id for m in GPU_MUTANTS]
 
 
-def run_corpus(root: Path, names: list[str]) -> dict[str, dict]:
+def run_corpus(root: Path, names: list[str], device: str = "cpu") -> dict[str, dict]:
     """Verdicts on corpus files from the kernelrl package under `root` (a fresh interpreter)."""
     env = {**os.environ, "PYTHONPATH": str(root), "KERNELRL_RESULT_CACHE": "0"}
-    done = subprocess.run([sys.executable, str(RUNNER), *names], capture_output=True, text=True, env=env,
+    done = subprocess.run([sys.executable, str(RUNNER), "--device", device, *names], capture_output=True,
+                          text=True, env=env,
                           timeout=600, cwd=Path(__file__).parent)
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, f"the corpus runner printed nothing (exit {done.returncode}):\n{done.stderr[-3000:]}"
@@ -127,3 +129,32 @@ def test_the_unmutated_copy_keeps_every_static_killers_verdict(tmp_path):
     names = sorted({n for m in MUTANTS if m.layer == "static" for n in (*m.killers, *m.controls)})
     verdicts = run_corpus(mutated_copy(tmp_path, None), names)
     assert [n for n in names if not corpus.holds(corpus.case(n), verdicts[n])] == []
+
+
+# -- the GPU-only checks' mutants -------------------------------------------------------------------
+
+@pytest.mark.parametrize("mutant", GPU_MUTANTS, ids=GPU_IDS)
+def test_a_gpu_mutant_applies_and_names_gpu_corpus_files(mutant):
+    """Checked on every machine, so that a refactor cannot leave a GPU mutant that mutates nothing."""
+    source = (PACKAGE / mutant.path).read_text()
+    mutated = mutate(source, mutant)
+    assert mutated != source
+    compile(mutated, mutant.path, "exec")
+    assert mutant.killers and all(corpus.case(n).device == "gpu" for n in mutant.killers), mutant.killers
+    assert all(corpus.case(n).path.is_file() for n in mutant.controls)
+    assert not set(GPU_IDS) & set(IDS)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mutant", GPU_MUTANTS, ids=GPU_IDS)
+def test_the_gpu_corpus_kills_the_gpu_mutant(mutant, tmp_path):
+    started = time.monotonic()
+    verdicts = run_corpus(mutated_copy(tmp_path, mutant), [*mutant.killers, *mutant.controls], device="cuda")
+    broken = [n for n in mutant.controls if not corpus.holds(corpus.case(n), verdicts[n])]
+    changed = [verdicts[n] for n in broken]
+    assert not broken, f"{mutant.id}: controls changed verdict, the run is unsound: {changed}"
+    killed = [n for n in mutant.killers if not corpus.holds(corpus.case(n), verdicts[n])]
+    statuses = ", ".join(verdicts[n]["status"] for n in mutant.killers)
+    print(f"\n{mutant.id} ({mutant.fault}): killed by {killed or 'NONE'} [{statuses}] "
+          f"in {time.monotonic() - started:.1f} s")
+    assert killed, f"GPU mutant {mutant.id} survived: {[verdicts[n] for n in mutant.killers]}"
