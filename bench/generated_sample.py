@@ -8,6 +8,10 @@ outside 0.5-50 ms), per kind kept/total and the median speedup over eager.
   python bench/generated_sample.py --n 200 --seed 7 --out DIR --device cuda:0   # a GPU machine
   python bench/generated_sample.py --n 10 --out DIR --device cpu                  # smoke test: no timing
 
+Resumable: the set is generated and its solutions verified once (DIR/gen, then DIR/generated.json records
+what was asked), each timed solution is appended to DIR/timed.jsonl as it finishes, and the same command run
+again (after a time limit stopped it) times only the solutions not yet there.
+
 On the CPU nothing is timed (timing is null) and the Inductor seeds come from Inductor's Triton codegen for
 the CPU, run by the Triton interpreter.
 """
@@ -25,42 +29,70 @@ from kernelrl.problems.generate import generate, verify_solutions
 from kernelrl.problems.generate.solutions import SOLUTION_KINDS
 
 EAGER_RANGE_MS = (0.5, 50.0)  # what a bench set should take in eager mode on an H100
+PROBLEM_FIELDS = ("id", "kind", "eager_ms", "compile_ms")  # a timed.jsonl line's fields not the solution's
 
 
 def _timed(result) -> dict:
+    """One solution's verdict and speeds, and the problem's eager and torch.compile times where it was
+    timed."""
     timing = result.timing
     row = {"verdict": result.status.value, "findings": [f.rule for f in result.findings], "ms": None,
-           "speedup_vs_eager": None, "speedup_vs_compile": None}
+           "speedup_vs_eager": None, "speedup_vs_compile": None, "eager_ms": None, "compile_ms": None}
     if timing is not None and timing.candidate is not None:
         row.update(ms=timing.candidate.median_ms, speedup_vs_eager=timing.speedup_vs_eager,
                    speedup_vs_compile=timing.speedup_vs_inductor)
+    if timing is not None and timing.eager is not None:
+        row.update(eager_ms=timing.eager.median_ms,
+                   compile_ms=timing.inductor.median_ms if timing.inductor else None)
     return row
 
 
 def sample(n: int, seed: int, out: Path, device: str, inductor: bool = True) -> list[dict]:
+    """Generate and verify the set under OUT/gen (once), time every kept solution not yet in OUT/timed.jsonl,
+    and return one row per problem."""
     gpu = device.startswith("cuda")
-    seeds_on = (device if gpu else "cpu") if inductor else None
+    gen, asked = out / "gen", {"n": n, "seed": seed, "inductor": inductor, "device": device}
     with open_scorer(device) as scorer:
-        generate(n, seed, out, auditor=scorer, solutions=True, inductor_solutions=seeds_on)
-        verify_solutions(out, scorer, device_is_gpu=gpu)
-        suite = load_suite(out)
-        manifest = json.loads((out / "manifest.json").read_text())
-        skipped = {row["id"]: row["reason"] for row in manifest.get("inductor_skipped", [])}
-        chosen = [(problem, kind, out / "solutions" / f"{problem.id}{suffix}.py")
+        done = out / "generated.json"
+        if not done.is_file() or json.loads(done.read_text()) != asked:
+            seeds_on = (device if gpu else "cpu") if inductor else None
+            generate(n, seed, gen, auditor=scorer, solutions=True, inductor_solutions=seeds_on)
+            verify_solutions(gen, scorer, device_is_gpu=gpu)
+            (out / "timed.jsonl").unlink(missing_ok=True)
+            done.write_text(json.dumps(asked))
+        suite = load_suite(gen)
+        timed = _read_timed(out / "timed.jsonl")
+        chosen = [(problem, kind, gen / "solutions" / f"{problem.id}{suffix}.py")
                   for problem in suite for kind, suffix in SOLUTION_KINDS.items()]
-        chosen = [(p, kind, path) for p, kind, path in chosen if path.is_file()]
-        results = scorer.evaluate_many([(p, path.read_text()) for p, _, path in chosen], ordered=True,
-                                       verdict=VerdictSettings(timing=gpu))
+        chosen = [(p, kind, path) for p, kind, path in chosen if path.is_file() and (p.id, kind) not in timed]
+        with (out / "timed.jsonl").open("a") as log:
+            for finished in scorer.evaluate_indexed([(p, path.read_text()) for p, _, path in chosen],
+                                                    verdict=VerdictSettings(timing=gpu)):
+                problem, kind, _ = chosen[finished.index]
+                row = {"id": problem.id, "kind": kind, **_timed(finished.result)}
+                log.write(json.dumps(row, sort_keys=True) + "\n")
+                log.flush()  # a time limit that stops the run keeps every finished solution
+                timed[problem.id, kind] = row
+    return _rows(suite, timed, json.loads((gen / "manifest.json").read_text()))
+
+
+def _read_timed(path: Path) -> dict[tuple[str, str], dict]:
+    if not path.is_file():
+        return {}
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {(row["id"], row["kind"]): row for row in rows}
+
+
+def _rows(suite, timed: dict[tuple[str, str], dict], manifest: dict) -> list[dict]:
+    skipped = {row["id"]: row["reason"] for row in manifest.get("inductor_skipped", [])}
     rows = {p.id: {"id": p.id, "family": p.family, "difficulty": p.metadata["difficulty"],
                    "dtype": p.metadata["dtype"], "eager_ms": None, "compile_ms": None,
                    "solutions": {kind: None for kind in SOLUTION_KINDS}} for p in suite}
-    for (problem, kind, _), result in zip(chosen, results, strict=True):
-        row = rows[problem.id]
-        row["solutions"][kind] = _timed(result)
-        timing = result.timing
-        if timing is not None and timing.eager is not None:
-            row["eager_ms"] = timing.eager.median_ms
-            row["compile_ms"] = timing.inductor.median_ms if timing.inductor else None
+    for (pid, kind), given in timed.items():
+        row = rows[pid]
+        row["solutions"][kind] = {k: v for k, v in given.items() if k not in PROBLEM_FIELDS}
+        if given.get("eager_ms") is not None:
+            row["eager_ms"], row["compile_ms"] = given["eager_ms"], given.get("compile_ms")
     for row in rows.values():
         if row["id"] in skipped:
             row["solutions"]["inductor"] = {"verdict": "skipped", "reason": skipped[row["id"]]}
@@ -98,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-inductor", action="store_true", help="template solutions only")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = sample(args.n, args.seed, args.out / "gen", args.device, inductor=not args.no_inductor)
+    rows = sample(args.n, args.seed, args.out, args.device, inductor=not args.no_inductor)
     with (args.out / "sample.jsonl").open("w") as f:
         for row in rows:
             f.write(json.dumps(row, sort_keys=True) + "\n")

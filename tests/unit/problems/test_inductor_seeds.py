@@ -110,13 +110,25 @@ def test_generated_sample_bench_smoke_on_cpu(tmp_path):
     import sys
 
     root = Path(__file__).resolve().parents[3]
-    # the script's plumbing (the seeds themselves are tested above): template solutions only, two problems
-    command = [sys.executable, str(root / "bench" / "generated_sample.py"), "--n", "2", "--seed", "7",
+    # the script's plumbing (the seeds themselves are tested above): template solutions only, three problems
+    command = [sys.executable, str(root / "bench" / "generated_sample.py"), "--n", "3", "--seed", "7",
                "--out", str(tmp_path), "--device", "cpu", "--no-inductor"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [json.loads(line) for line in (tmp_path / "sample.jsonl").read_text().splitlines()]
-    assert len(rows) == 2 and all(r["eager_ms"] is None and set(r["solutions"]) == {"template", "inductor"}
+    assert len(rows) == 3 and all(r["eager_ms"] is None and set(r["solutions"]) == {"template", "inductor"}
                                   for r in rows)
     assert all(r["solutions"]["inductor"] is None for r in rows)
     assert "timing: null" in done.stdout and "template kept" in done.stdout
+    # resumable: a run stopped after one solution was timed goes on with the other only, the set as it was
+    timed = tmp_path / "timed.jsonl"
+    lines = timed.read_text().splitlines()
+    assert len(lines) >= 2 and {json.loads(line)["kind"] for line in lines} == {"template"}
+    timed.write_text(lines[0] + "\n")
+    generated = (tmp_path / "gen" / "manifest.json").stat().st_mtime_ns
+    again = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-2000:]
+    now = timed.read_text().splitlines()
+    assert now[0] == lines[0] and sorted(now[1:]) == sorted(lines[1:])  # only the others, each once
+    assert (tmp_path / "gen" / "manifest.json").stat().st_mtime_ns == generated  # not generated again
+    assert [json.loads(line) for line in (tmp_path / "sample.jsonl").read_text().splitlines()] == rows
