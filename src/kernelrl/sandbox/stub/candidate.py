@@ -23,7 +23,7 @@ from kernelrl.sandbox.protocol import (
 from kernelrl.sandbox.stub.trusted import CANDIDATE_MODULE, Trusted
 
 
-class Candidate:
+class LoadedCandidate:
     """The imported candidate and what the trials need beside it: each trial's pristine inputs (forward gets
     copies), the model per input set, the thread baseline and the hand-off of outputs."""
 
@@ -51,7 +51,7 @@ class Candidate:
 
 
 def import_candidate(request: SandboxRequest, trusted: Trusted, problem_source: list[bytes | None],
-                     send: Callable[[Event], None], clock: Callable[[], float]) -> Candidate:
+                     send: Callable[[Event], None], clock: Callable[[], float]) -> LoadedCandidate:
     """Draw every trial's inputs and constructor arguments, take the thread baseline, import the candidate.
     `problem_source` holds the problem's source, taken out of it here: the caller's frame is one the candidate
     can walk up to, and must not find the source there."""
@@ -78,10 +78,10 @@ def import_candidate(request: SandboxRequest, trusted: Trusted, problem_source: 
         raise TypeError("the candidate module defines no class ModelNew")
     # diagnostics only (the candidate's code runs in this process): seconds from the import stage's start
     send(ImportedEvent(marks={k: round(v - marks["start"], 4) for k, v in marks.items()}))
-    return Candidate(trusted, drawn, model_cls, native, handoff, threads_before)
+    return LoadedCandidate(trusted, drawn, model_cls, native, handoff, threads_before)
 
 
-def build_model(request: SandboxRequest, candidate: Candidate, send: Callable[[Event], None]) -> None:
+def build_model(request: SandboxRequest, candidate: LoadedCandidate, send: Callable[[Event], None]) -> None:
     """The init stage: the candidate's constructor for the first trial's input set."""
     candidate.model_for(request.trials[0].set)
     send(InitializedEvent())

@@ -7,14 +7,14 @@ from collections.abc import Callable
 
 from kernelrl.sandbox.protocol import CensusEvent, Event, OpReport, OutputMeta, SandboxRequest
 from kernelrl.sandbox.share_call import checked_output_metas, measure_on_fresh_calls, share_path
-from kernelrl.sandbox.stub.candidate import Candidate
+from kernelrl.sandbox.stub.candidate import LoadedCandidate
 from kernelrl.sandbox.stub.timed import FULL_TIMED_CHECK_BYTES, TimedInputs
 from kernelrl.sandbox.stub.trials import args_for
 from kernelrl.sandbox.tensorio import write_tensor
 from kernelrl.sandbox.timed_mix import SEED_BITS
 
 
-def measure_share(request: SandboxRequest, candidate: Candidate, inputs: TimedInputs,
+def measure_share(request: SandboxRequest, candidate: LoadedCandidate, inputs: TimedInputs,
                   send: Callable[[Event], None]) -> None:
     """Measure the share and send it with the measured calls' checks and census findings."""
     trusted = candidate.trusted

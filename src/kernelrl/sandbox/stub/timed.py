@@ -19,7 +19,7 @@ from kernelrl.sandbox.protocol import (
     TrialPlan,
 )
 from kernelrl.sandbox.share_call import checked_output_metas
-from kernelrl.sandbox.stub.candidate import Candidate
+from kernelrl.sandbox.stub.candidate import LoadedCandidate
 from kernelrl.sandbox.stub.trials import args_for
 from kernelrl.sandbox.tensorio import write_tensor
 from kernelrl.sandbox.timed_mix import SEED_BITS
@@ -45,7 +45,7 @@ def times_here(request: SandboxRequest, gpu: bool) -> bool:
 class TimedInputs:
     """The timed calls' model and buffers, and the timing variants (pristine inputs) refilled into them."""
 
-    def __init__(self, request: SandboxRequest, candidate: Candidate) -> None:
+    def __init__(self, request: SandboxRequest, candidate: LoadedCandidate) -> None:
         self.trials = timed_trials(request)
         self.model = candidate.model_for(self.trials[0].set)
         self.variants = [candidate.pristine[t.index] for t in self.trials]
@@ -69,7 +69,8 @@ def wait_for_timing_token(send: Callable[[Event], None], control_fd: int | None)
 class _TimedCalls:
     """The timer's callbacks: `refill` before each call, `call` itself, `check` after it."""
 
-    def __init__(self, request: SandboxRequest, candidate: Candidate, inputs: TimedInputs, clock) -> None:
+    def __init__(self, request: SandboxRequest, candidate: LoadedCandidate, inputs: TimedInputs,
+                 clock: Callable[[], float]) -> None:
         self.request, self.candidate, self.inputs, self.clock = request, candidate, inputs, clock
         self.trusted = candidate.trusted
         self.variant, self.mix = 0, (None, None)
@@ -124,7 +125,7 @@ class _TimedCalls:
         self.check_s += self.clock() - began
 
 
-def time_calls(request: SandboxRequest, candidate: Candidate, inputs: TimedInputs,
+def time_calls(request: SandboxRequest, candidate: LoadedCandidate, inputs: TimedInputs,
                send: Callable[[Event], None], control_fd: int | None, clock: Callable[[], float]) -> None:
     """Wait for the timing token, time the calls (paired with the problem's own Model where asked) and send
     the raw times with the checked calls' outputs and the census's findings."""
@@ -158,7 +159,7 @@ def time_calls(request: SandboxRequest, candidate: Candidate, inputs: TimedInput
                      census=OpReport(**found) if found else None))
 
 
-def _reference_call(candidate: Candidate, inputs: TimedInputs) -> Callable[[], object]:
+def _reference_call(candidate: LoadedCandidate, inputs: TimedInputs) -> Callable[[], object]:
     torch = candidate.trusted.torch
     torch.manual_seed(42)
     torch.cuda.manual_seed(42)

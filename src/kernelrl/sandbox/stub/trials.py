@@ -19,7 +19,7 @@ from kernelrl.sandbox.protocol import (
     TrialEvent,
     TrialPlan,
 )
-from kernelrl.sandbox.stub.candidate import Candidate
+from kernelrl.sandbox.stub.candidate import LoadedCandidate
 from kernelrl.sandbox.tensorio import ITEMSIZE, same_bytes, tensor_meta, write_tensor
 
 
@@ -28,7 +28,7 @@ def args_for(trial: TrialPlan, tensors: list) -> list:
     return [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in trial.args]
 
 
-def run_trials(request: SandboxRequest, candidate: Candidate, send: Callable[[Event], None]) -> None:
+def run_trials(request: SandboxRequest, candidate: LoadedCandidate, send: Callable[[Event], None]) -> None:
     """Every trial that is not only for the timed calls, in the plan's order; a trial's pristine inputs are
     dropped once it ran unless the timed calls use them."""
     trusted = candidate.trusted
