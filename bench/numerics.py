@@ -97,13 +97,15 @@ def long_reductions(args) -> None:
         def forward(self, a, b):
             return a @ b
 
-    def blocked(a, b, block=512):  # a Triton kernel's K loop: fp32 partial products accumulated block by block
+    # a Triton kernel's K loop: fp32 partial products accumulated block by block
+    def blocked(a, b, block=512):
         acc = torch.zeros(a.shape[0], *b.shape[1:], dtype=torch.float32)
         for k0 in range(0, a.shape[1], block):
             acc += a[:, k0:k0 + block] @ b[k0:k0 + block]
         return acc
 
-    cases = [  # (name, inputs for a generator); shapes as the problems' bench sets, rows cut to fit this machine
+    # (name, inputs for a generator); shapes as the problems' bench sets, rows cut to fit this machine
+    cases = [
         ("level1/6_matvec bench (m=4096 of 16384, k=24576)",
          lambda g: [torch.randn(4096, 24576, generator=g), torch.randn(24576, generator=g)]),
         ("level1/7_matmul_large_k bench (m=64 of 512, k=131072, n=512)",

@@ -131,14 +131,17 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         batch = grpo_items(chosen, args.batch) if mode == "grpo-batch" else []
         warm = {pid: code for _, pid, code in chosen}
         warm.update({pid: code for kind, pid, _, code in batch if kind == "wrong" and pid not in warm})
-        for pid, code in warm.items():  # judge state, audit, baselines (the GPU fills the baseline cache here)
+        # judge state, audit, baselines (the GPU fills the baseline cache here)
+        for pid, code in warm.items():
             problem = suite.get(pid)
             ev.audit(problem)
             if ev.environment().mode == "gpu" and ev.verdict.timing:
                 ev.time_baselines(problem)
-            if not args.warm_batch:  # one at a time: each problem's GPU memory need learned with the device to itself
+            # one at a time: each problem's GPU memory need learned with the device to itself
+            if not args.warm_batch:
                 ev.evaluate(problem, fresh(code, f"{run}-warm"))
-        if args.warm_batch:  # all at once, as a trainer's first step: unseen problems charged their audit's estimate
+        # all at once, as a trainer's first step: unseen problems charged their audit's estimate
+        if args.warm_batch:
             warmed = list(ev.evaluate_many([(suite.get(pid), fresh(code, f"{run}-warm")) for pid, code in warm.items()]))
             print(f"{mode}: warm-up batch of {len(warmed)} unseen problems: "
                   f"{sum('oom_retry' in r.phases_s for r in warmed)} out-of-memory retries, statuses "
@@ -162,8 +165,8 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
             sampler.start()
         host_cpu = HostCpu()
         started_epoch, started = time.time(), time.monotonic()
-        # one batch, as a reward function hands it in; progress printed (and streamed to --progress) as results
-        # finish, so a run stopped early still says how far it got
+        # one batch, as a reward function hands it in; progress printed (and streamed to --progress) as
+        # results finish, so a run stopped early still says how far it got
         by_index: dict[int, EvalResult] = {}
         for index, result in ev.evaluate_indexed(items):
             by_index[index] = result

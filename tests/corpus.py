@@ -27,7 +27,8 @@ class CorpusClass:
     prefix: str  # the letter file names start with
     what: str
     layer: str  # "static": analyze_rules decides; "evaluate": a full evaluation (CPU unless `device: gpu`)
-    static_checks: bool = True  # for "evaluate": whether the static rules run (off: the runtime must catch it)
+    # for "evaluate": whether the static rules run (off: the runtime must catch it)
+    static_checks: bool = True
 
 
 CLASSES = (

@@ -81,7 +81,7 @@ def apply(package: Path, m: Mutant) -> None:
 CONTROL = "exploits/h01_relu_helper_function.py"
 
 MUTANTS = (
-    # -- the static layer (kernelrl.candidates) --------------------------------------------------------------------
+    # -- the static layer (kernelrl.candidates) --------------------------------------------------------------
     Mutant("torch-compute-unchecked", "PyTorch compute in forward is not looked for", "candidates/rules.py",
            "_check_torch_compute", None, "[]",
            ("exploits/x02_lazy_copy_kernel.py", "exploits/x04_matmul_operator.py", "exploits/m04_clamp_min_method.py")),
@@ -112,8 +112,9 @@ MUTANTS = (
     Mutant("rejections-downgraded", "every static finding is recorded as a warning, none rejects",
            "candidates/rules.py", "analyze_rules", "Finding(rule.id, chosen,", "Finding(rule.id, 'warn',",
            ("exploits/x01_decoy_kernel.py", "exploits/x22_exec_string.py")),
-    # -- the comparison (kernelrl.verify, run by the judge) -------------------------------------------------------
-    # (in the judge's compare request: the problem audit's own comparisons stay intact, or every problem is refused)
+    # -- the comparison (kernelrl.verify, run by the judge) --------------------------------------------------
+    # (in the judge's compare request: the problem audit's own comparisons stay intact, or every problem is
+    # refused)
     Mutant("comparison-skipped", "the judge's comparison of a candidate's outputs always passes", "sandbox/judge.py",
            "Judge.compare", "compare_outputs(expected, actual,", "(lambda *args: None)(expected, actual,",
            ("exploits_values/v01_softmax_drops_last_column.py", "exploits_values/v02_gelu_sigmoid_approximation.py"),
@@ -125,7 +126,7 @@ MUTANTS = (
     Mutant("input-writes-unchecked", "inputs a forward wrote into are not compared with the originals",
            "verify/compare.py", "inputs_mutated", None, "None",
            ("exploits_values/v03_relu_writes_its_input.py",), (CONTROL,)),
-    # -- runtime checks (kernelrl.sandbox, kernelrl.evaluate) -----------------------------------------------------
+    # -- runtime checks (kernelrl.sandbox, kernelrl.evaluate) ------------------------------------------------
     Mutant("census-report-empty", "the op census reports nothing (ATen ops, host reads, provenance, tampering)",
            "sandbox/opcensus.py", "OpCensus.report", "return found if any(found.values()) else None", "return None",
            ("exploits_runtime/c05_scatter_reduce.py", "exploits_runtime/c02_numpy_round_trip.py",

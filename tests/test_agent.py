@@ -36,7 +36,8 @@ def test_refinement_fixes_wrong_kernel_on_turn_two(tmp_path, suite, evaluator):
     agent = Agent(ReplayPolicy(replay), evaluator, AgentConfig(turns=3, samples=1, reward="tiered"),
                   store=store, kernel_db=db)
     outcome = agent.solve(relu)
-    assert [s.result.status for s in outcome.steps] == [Status.WRONG_OUTPUT, Status.CORRECT]  # stops: correct, untimed
+    # stops: correct, untimed
+    assert [s.result.status for s in outcome.steps] == [Status.WRONG_OUTPUT, Status.CORRECT]
     first, second = outcome.steps
     assert outcome.solved and outcome.best is second and second.turn == 2
     assert (first.reward, second.reward) == (-1.0, 1.0)
@@ -107,7 +108,8 @@ def test_evolve_mode_prompts_with_prior_kernels_of_similar_problems(tmp_path, su
     turn2 = [s for s in outcome.steps if s.turn == 2]
     assert len(turn2) == 2 and all(s.parent is not None for s in turn2)
     assert "level0/1_relu" in turn2[0].messages[-1]["content"]  # inspiration in the refinement prompt
-    assert turn2[0].result.status is Status.RUNTIME_ERROR  # relu's ModelNew lacks leaky relu's constructor argument
+    # relu's ModelNew lacks leaky relu's constructor argument
+    assert turn2[0].result.status is Status.RUNTIME_ERROR
     assert turn2[0].reward == pytest.approx(0.1)  # composite: compiled (imported), not correct
 
 
@@ -150,7 +152,8 @@ def test_cli_agent_with_replay(tmp_path):
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["solved"] and summary["best"]["turn"] == 2
-    assert summary["best"]["reward"] == pytest.approx(1 / (1 + 2.718281828459045 ** 0.5))  # sigmoid(1 + 0 - 1.5)
+    # sigmoid(1 + 0 - 1.5)
+    assert summary["best"]["reward"] == pytest.approx(1 / (1 + 2.718281828459045 ** 0.5))
     assert (tmp_path / "run" / "kernels" / "level0" / "1_relu.py").is_file()
     bad = subprocess.run([*args[:3], "level0/nope", "--policy", f"replay:{script}"], capture_output=True, text=True)
     assert bad.returncode == 2 and "level0/nope" in bad.stderr

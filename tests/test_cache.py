@@ -85,7 +85,8 @@ def test_result_key_changes_with_every_part():
 
 def test_evaluator_key_covers_verdict_settings_not_device_or_cache_dir(tmp_path, suite, result_cache_on):
     problem = suite.get("level0/1_relu")
-    # constructing an Evaluator starts nothing (no judge, no zygote): only the evaluator settings need their own
+    # constructing an Evaluator starts nothing (no judge, no zygote): only the evaluator settings need their
+    # own
     with Evaluator(device="cpu", cache_dir=tmp_path) as ev, \
             Evaluator(device="cuda:1", cache_dir=tmp_path / "elsewhere") as moved, \
             Evaluator(device="cpu", cache_dir=tmp_path, isolate_network=False) as open_network:
@@ -105,7 +106,8 @@ def test_evaluator_key_covers_verdict_settings_not_device_or_cache_dir(tmp_path,
         keys["isolate_network"] = key(open_network)  # an evaluator setting that can change a verdict
         assert base not in keys.values() and len(set(keys.values())) == len(keys), keys
         assert key(seed=None) == base  # the default
-        assert ev._result_key(problem, CODE, ENV, ev.verdict) == base  # the evaluator's default verdict settings
+        # the evaluator's default verdict settings
+        assert ev._result_key(problem, CODE, ENV, ev.verdict) == base
         # another problem source is another key
         assert ev._result_key(suite.get("level0/2_scale_shift"), CODE, ENV, VerdictSettings()) != base
 

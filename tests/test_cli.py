@@ -141,7 +141,7 @@ def test_demo_verdicts_match_on_cpu():
     assert "6/6 verdicts as expected" in proc.stdout
 
 
-# -- what a new user hits ------------------------------------------------------------------------------------------
+# -- what a new user hits ------------------------------------------------------------------------------------
 NO_GPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}  # no GPU visible, on any machine
 
 

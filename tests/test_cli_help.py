@@ -39,7 +39,8 @@ def test_help_at_80_columns_shows_every_option_name_in_full(path, command):
         assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text), (path, name, text)
     # nothing cut in the name columns (the first words of a row; help text further right may cut a long word)
     for line in text.splitlines():
-        if not line.startswith(("│ -", "  -")):  # a row that starts with a name (not help text wrapped further right)
+        # a row that starts with a name (not help text wrapped further right)
+        if not line.startswith(("│ -", "  -")):
             continue
         first = line.strip("│ ").split()[:2]
         assert not any(word.startswith("-") and word.endswith("…") for word in first), line

@@ -51,7 +51,8 @@ def test_every_runtime_check_has_a_corpus_file():
     assert not covered & set(RUNTIME_CHECKS_WITHOUT_A_FILE), "a file exists now: drop the check from the exceptions"
 
 
-# -- the classes without another runner: wrong values (static rules on) and sandbox forgeries (static rules off) -
+# -- the classes without another runner: wrong values (static rules on) and sandbox forgeries (static rules
+# off) -
 VALUES = [c for c in CASES if c.cls.directory == "exploits_values"]
 SANDBOX = [c for c in CASES if c.cls.directory == "exploits_sandbox"]
 

@@ -46,8 +46,8 @@ def test_correct_elementwise_kernel(evaluator, relu):
 
 
 def test_cpu_mode_refuses_a_triton_and_numpy_whose_interpreter_fails_every_loop(monkeypatch, relu):
-    # triton 3.6 with numpy 2.5 (the H100 host's) failed every kernel with a loop with a TypeError: honest kernels
-    # would be rejected, so the evaluator says so instead of handing out verdicts
+    # triton 3.6 with numpy 2.5 (the H100 host's) failed every kernel with a loop with a TypeError: honest
+    # kernels would be rejected, so the evaluator says so instead of handing out verdicts
     from kernelrl.evaluate import evaluator as evaluator_module
     from kernelrl.evaluate import settings as config
 

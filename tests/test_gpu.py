@@ -290,7 +290,8 @@ def test_baselines_are_timed_once_then_reused_from_the_cache(suite, tmp_path):
     baseline cache afterwards (`source == "cache"`), also by a new Evaluator on the same cache_dir."""
     problem, code = suite.get("level0/1_relu"), example("relu_triton.py")
     sources = []
-    for _ in range(2):  # a new Evaluator each time (its own): the cache on disk, not the judge's memory, serves the second
+    # a new Evaluator each time (its own): the cache on disk, not the judge's memory, serves the second
+    for _ in range(2):
         with Evaluator(device="cuda", cache_dir=tmp_path, result_cache=False) as ev:
             result = ev.evaluate(problem, code)
         assert result.status is Status.CORRECT, result.feedback
@@ -332,8 +333,8 @@ def test_correctness_without_the_bench_inputs_still_times_on_them(suite, tmp_pat
     sweeps only, an untimed evaluation needs far less GPU memory, and a timed one still times on the bench set."""
     problem, code = suite.get("level1/1_row_softmax"), example("softmax_triton.py")
     needs = {}
-    # an evaluator per bench setting (its own): a problem's learned need only grows within one evaluator; the timed
-    # run without the bench set comes after the untimed one's need was read
+    # an evaluator per bench setting (its own): a problem's learned need only grows within one evaluator; the
+    # timed run without the bench set comes after the untimed one's need was read
     for bench, runs in ((True, (False,)), (False, (False, True))):
         with Evaluator(device="cuda", cache_dir=tmp_path / f"{bench}", result_cache=False) as ev:
             for timing in runs:

@@ -52,7 +52,7 @@ def mutated_copy(tmp_path: Path, mutant: Mutant | None) -> Path:
     return tmp_path
 
 
-# -- the mutants still fit the code ---------------------------------------------------------------------------
+# -- the mutants still fit the code --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=IDS)
 def test_the_mutant_applies_to_the_current_code(mutant):
@@ -94,7 +94,7 @@ def test_a_mutant_whose_code_moved_raises():
     assert namespace["check"](None) == [] and namespace["check"].__doc__ == "doc"
 
 
-# -- the corpus kills every mutant ----------------------------------------------------------------------------
+# -- the corpus kills every mutant ---------------------------------------------------------------------------
 
 def _run_mutant(mutant: Mutant, root: Path) -> tuple[dict[str, dict], float]:
     started = time.monotonic()

@@ -28,7 +28,7 @@ class _MatVec(torch.nn.Module):
         return a @ x
 
 
-# -- comparisons ------------------------------------------------------------------------------------------------
+# -- comparisons ---------------------------------------------------------------------------------------------
 def test_element_within_k_times_the_reference_error_passes_and_beyond_it_fails():
     exact = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
     ref = torch.tensor([1e-3, 1.0, 2.0])  # the reference's own error on element 0: 1e-3, far above atol
@@ -111,7 +111,7 @@ def test_long_matvec_honest_blocked_sum_fails_allclose_but_passes_the_model():
     assert found is not None and found["tolerance_ratio"] > MARGINAL_FACTOR
 
 
-# -- the float64 reference --------------------------------------------------------------------------------------
+# -- the float64 reference -----------------------------------------------------------------------------------
 def test_float64_reference_falls_back_where_it_cannot_say_anything():
     x = torch.randn(8, 8)
 
@@ -175,7 +175,7 @@ def test_widen_computes_the_float64_reference_only_for_a_value_mismatch():
     assert len(references._models) == 1
 
 
-# -- what the result says, and the wire ---------------------------------------------------------------------------
+# -- what the result says, and the wire ----------------------------------------------------------------------
 def test_tolerance_model_names_and_wire_fields_round_trip():
     assert tolerance_model(["float32"], 3.0) == "allclose|float64-reference(k=3)"
     assert tolerance_model(["int64"], 3.0) == tolerance_model(["float32"], 0.0) == "allclose"
@@ -218,7 +218,7 @@ def test_marginal_wrong_output_is_not_cacheable():
     assert result_cacheable(wrong("shape", None)) and result_cacheable(wrong("input_mutated", None))
 
 
-# -- end to end (CPU, Triton interpreter) -------------------------------------------------------------------------
+# -- end to end (CPU, Triton interpreter) --------------------------------------------------------------------
 NAIVE_VARIANCE = """
     import torch
     import torch.nn as nn
@@ -351,7 +351,7 @@ def test_audit_judges_trivial_answers_under_the_same_model():
     assert references.of(model, [a], [a]) == [None]
 
 
-# -- rt-low-precision (kernelrl.verify.precision) ----------------------------------------------------------------
+# -- rt-low-precision (kernelrl.verify.precision) ------------------------------------------------------------
 def _matvec_case(seed: int = 0, k: int = 8192):
     gen = torch.Generator().manual_seed(seed)
     a, x = torch.randn(64, k, generator=gen), torch.randn(k, generator=gen)
@@ -364,7 +364,8 @@ def test_low_precision_flags_half_precision_products_and_not_fp32_in_another_ord
     from kernelrl.verify.precision import low_precision
 
     a, x, ref, err = _matvec_case()
-    # fp32 in another summation order (blocks of 512 accumulated in fp32, as the Triton solutions do): not flagged
+    # fp32 in another summation order (blocks of 512 accumulated in fp32, as the Triton solutions do): not
+    # flagged
     blocked = sum((a[:, i:i + 512] @ x[i:i + 512] for i in range(0, a.shape[1], 512)), torch.zeros(64))
     assert low_precision([ref], [blocked], [err]) is None
     assert low_precision([ref], [ref.clone()], [err]) is None
@@ -391,7 +392,8 @@ def test_low_precision_floor_and_the_references_own_error():
     one_ulp = torch.nextafter(ref, torch.full_like(ref, 2.0))
     assert low_precision([ref], [one_ulp], [exact - ref.double()]) is None
     assert low_precision([ref], [ref + 2 * PRECISION_FLOOR], [torch.zeros_like(exact)]) is not None
-    # a reference that itself computes at TF32-like precision (error ~2^-11): a kernel 8x further is not flagged
+    # a reference that itself computes at TF32-like precision (error ~2^-11): a kernel 8x further is not
+    # flagged
     coarse = ref.double() + torch.randn(10_000, dtype=torch.float64) * 2.0 ** -12
     noisy_err = coarse - ref.double()
     assert low_precision([ref], [(ref.double() + 8 * noisy_err).float()], [noisy_err]) is None

@@ -29,7 +29,8 @@ def test_replay_matches_problem_turn_and_sample(tmp_path):
         == ["a1", "a1"]
     two = policy.generate(MESSAGES, n=2, tags={"problem_id": "a", "turn": 2, "samples": [0, 1]})
     assert [c.text for c in two] == ["a2", "a2s1"] and two[1].tokens_out == 7
-    assert policy.generate(MESSAGES, tags={"problem_id": "a", "turn": 5, "samples": [0]})[0].text == "a2"  # latest
+    # latest
+    assert policy.generate(MESSAGES, tags={"problem_id": "a", "turn": 5, "samples": [0]})[0].text == "a2"
     assert [policy.generate(MESSAGES, tags={"problem_id": "b"})[0].text for _ in range(3)] == [
         "generic-1", "generic-2", "generic-1"]
     only_keyed = ReplayPolicy(write_replay(tmp_path / "k.jsonl", [{"problem_id": "a", "text": "x"}]))

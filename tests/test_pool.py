@@ -133,7 +133,8 @@ def pooled():
     here, not from the host's free memory or cores: three sandboxes in flight (and the three standbys), each with
     a compile slot, so a batch goes past a hanging candidate on any host (the memory bound's own tests are in
     test_scheduling.py)."""
-    os.environ[SECRET] = SECRET  # the zygote and its children must never see the verdict process's environment
+    # the zygote and its children must never see the verdict process's environment
+    os.environ[SECRET] = SECRET
     try:
         with Evaluator(device="cpu", trials=2, run_timeout_s=8, compile_timeout_s=20, memory_limit_gb=4,
                        static_checks=False, warm_pool=True, max_concurrency=3, compile_slots=3,
@@ -304,9 +305,9 @@ def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
     assert statuses[1] is Status.CRASHED
     assert statuses[3] is Status.RUNTIME_ERROR
     assert statuses[2] is statuses[4] is statuses[5] is Status.CORRECT
-    # everything else went past the hanging candidate: each finished before it, or (a slow machine running them
-    # right up to its 8 s timeout) within a second of it; one that waited for its slot would finish a whole
-    # evaluation (~2 s) after it
+    # everything else went past the hanging candidate: each finished before it, or (a slow machine running
+    # them right up to its 8 s timeout) within a second of it; one that waited for its slot would finish a
+    # whole evaluation (~2 s) after it
     hang = next(t for i, _, t in order if i == 0)
     assert all(t <= hang + 1.0 for i, _, t in order if i != 0), order
     assert hang < 8 + 20  # its own run timeout plus start-up, not the others' time
@@ -467,7 +468,8 @@ def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(fresh, relu):
 
     # its own evaluator: its zygote is replaced by one that never starts
     with Evaluator(device="cpu", trials=2, static_checks=False) as ev:
-        ev.launcher._zygote = ZygoteClient({"PATH": os.environ.get("PATH", "")}, start_timeout_s=0.01)  # never answers in time
+        # never answers in time
+        ev.launcher._zygote = ZygoteClient({"PATH": os.environ.get("PATH", "")}, start_timeout_s=0.01)
         results = [ev.evaluate(relu, example("relu_triton.py")) for _ in range(3)]
         tries = ev.launcher.zygote.starts
         results.append(ev.evaluate(relu, example("relu_triton.py")))
@@ -479,7 +481,8 @@ def test_a_zygote_that_cannot_start_falls_back_to_fresh_processes(fresh, relu):
 
 
 def test_one_candidate_cannot_write_another_candidates_compile_cache(pooled, relu):
-    other = Path(pooled.launcher.candidate_caches(example("relu_triton.py"))["TRITON_CACHE_DIR"])  # the shipped relu's Triton cache lives
+    # the shipped relu's Triton cache lives
+    other = Path(pooled.launcher.candidate_caches(example("relu_triton.py"))["TRITON_CACHE_DIR"])
     own = "\nassert True\n"  # any different source gets a different cache directory
     writer = c.relu_candidate("return relu(x)", module_extra=f'''
 try:

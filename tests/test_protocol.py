@@ -261,7 +261,7 @@ def test_protocol_imports_without_torch():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-# -- the real processes -----------------------------------------------------------------------------------------
+# -- the real processes --------------------------------------------------------------------------------------
 
 PROBLEM = textwrap.dedent('''
     import torch
@@ -349,7 +349,8 @@ def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PR
         "problem_path": str(problem), "candidate_path": str(candidate), "in_dir": str(tmp_path / "in"),
         "out_dir": str(tmp_path / "out"), "trials": prepared.trials, "timing_set": prepared.timing_set,
         "timing": False, "timer": {}, "timing_mode": "events", "paired_baseline": False, "kernel_share": False,
-        # as the evaluator does: the timed calls mix where the judge planned for it (else it planned share trials)
+        # as the evaluator does: the timed calls mix where the judge planned for it (else it planned share
+        # trials)
         "timed_mix": prepared.timed_mix, "memory_limit_bytes": 0, "readonly_fs": False, "writable_paths": [str(tmp_path)], **fields})
     first = p.StandbyRequest(**settings.to_dict()) if standby else request
     (tmp_path / "request.json").write_text(first.to_json())
@@ -429,7 +430,8 @@ def test_messages_out_of_the_stubs_order_are_refused(kinds, says):
     assert found[:-1] == [None] * (len(kinds) - 1) and says in found[-1]
 
 
-BIG_PROBLEM = PROBLEM.replace("torch.randn(16, 8)", "torch.randn(4096, 1024)")  # 16 MiB: shared buffers, samples
+# 16 MiB: shared buffers, samples
+BIG_PROBLEM = PROBLEM.replace("torch.randn(16, 8)", "torch.randn(4096, 1024)")
 
 
 @pytest.mark.gpu
@@ -451,7 +453,8 @@ def test_the_real_child_times_on_a_gpu_through_typed_events(tmp_path):
     for sent in events:
         assert parse_event(json.dumps(sent)).to_dict() == sent
     trials = [parse_event(e) for e in events if e["event"] == "trial"]
-    assert trials and all(t.outputs[0].ipc is True for t in trials)  # large correctness outputs: shared buffers
+    # large correctness outputs: shared buffers
+    assert trials and all(t.outputs[0].ipc is True for t in trials)
     census = parse_event(events[-5])
     assert census.method in ("events", "profiler") and census.details
     # measured on fresh inputs (the problem's inputs mix: two timing variants mixed), its output sampled

@@ -54,7 +54,8 @@ def test_kernels_holds_only_correct_kernels_and_the_unsolved_best_attempt_goes_t
            step("level1/1_row_softmax", 0, 2, Status.WRONG_OUTPUT, "max abs diff 0.5\nat index (0, 3)",
                 code="# off by one\n"),
            step("level1/1_row_softmax", 1, 1, Status.FORMAT_ERROR))
-    (run_dir / "kernels" / "level1").mkdir(parents=True)  # an older kernelrl put incorrect attempts in kernels/
+    # an older kernelrl put incorrect attempts in kernels/
+    (run_dir / "kernels" / "level1").mkdir(parents=True)
     (run_dir / "kernels" / "level1" / "1_row_softmax.py").write_text("# kernelrl best kernel ... wrong_output\n")
     result = finish_run(run_dir, [])
     assert result.metrics["all"].solved == 1
@@ -89,7 +90,8 @@ def test_report_written_elsewhere_links_resolve_from_the_page(tmp_path):
         page = page_path.read_text()
         hrefs = local_hrefs(page)
         assert len(hrefs) == 2 + 3  # best kernel, best attempt; trajectories, metrics, eval results
-        targets = {(page_path.parent / unquote(urlsplit(h).path)).resolve() for h in hrefs}  # as a browser reads it
+        # as a browser reads it
+        targets = {(page_path.parent / unquote(urlsplit(h).path)).resolve() for h in hrefs}
         assert all(t.is_file() for t in targets), hrefs
         assert {t.relative_to(run_dir.resolve()).as_posix() for t in targets} == {
             "kernels/level0/1_relu.py", "attempts/best-incorrect/level1/2_odd name#1.py", "trajectories.jsonl",

@@ -174,7 +174,8 @@ def test_missing_series_are_left_out(tmp_path):
         assert f'aria-label="{title}"' not in page
     for section in ("<h2>Reward</h2>", "<h2>Curriculum</h2>", "Held-out", "Rollouts", "malformed"):
         assert section not in page
-    assert page.count("<svg ") == page.count("<polyline class=\"series\"") == 4  # loss, lr, grad norm, accuracy
+    # loss, lr, grad norm, accuracy
+    assert page.count("<svg ") == page.count("<polyline class=\"series\"") == 4
 
 
 def test_rollout_verdicts_by_step(tmp_path):

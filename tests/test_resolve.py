@@ -48,7 +48,7 @@ def test_the_reference_set_is_the_whole_suite():
     assert len(REFERENCES) >= 72 + 4
 
 
-# -- launches only tracing shows ------------------------------------------------------------------------------
+# -- launches only tracing shows -----------------------------------------------------------------------------
 
 FACTORY = corpus.case("exploits/h44_cubic_launcher_factory.py").source()
 
@@ -69,14 +69,15 @@ def test_a_kernel_argument_is_traced_through_every_call_site():
     assert other != source
     found = _resolution(other)
     assert found and {(rule, policy) for rule, policy, _ in found} == {("unresolved-call", "warn")}, found
-    # a helper also used as a value has callers the module does not show (run = _elementwise; run(x.clamp_, x))
+    # a helper also used as a value has callers the module does not show (run = _elementwise; run(x.clamp_,
+    # x))
     hidden = source.replace("class ModelNew", "def other(x):\n    run = _elementwise\n    return run(x.clamp_, x)\n"
                                               "\n\nclass ModelNew")
     assert hidden != source
     assert "unresolved-call" in {rule for rule, _, _ in _resolution(hidden)}
 
 
-# -- rejections and warnings, with what they say --------------------------------------------------------------
+# -- rejections and warnings, with what they say -------------------------------------------------------------
 
 @pytest.mark.parametrize("name, rule", [
     ("exploits/x48_numpy_host_math_in_helper.py", "host-read"),

@@ -90,7 +90,7 @@ def _rejected(findings) -> set[str]:
     return {f.rule for f in findings if f.policy == "reject"}
 
 
-# -- corpus shape ---------------------------------------------------------------------------------------------
+# -- corpus shape --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
 def test_header_is_well_formed(case):
@@ -115,7 +115,7 @@ def test_every_reject_rule_is_covered_by_an_exploit():
     assert not missing, f"reject rules without an exploit file: {missing}"
 
 
-# -- static verdicts ------------------------------------------------------------------------------------------
+# -- static verdicts -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", DETECTED, ids=_ids(DETECTED))
 def test_exploit_is_rejected(case):
@@ -154,7 +154,7 @@ def test_reference_solutions_are_found():
     assert len(REFERENCE_SOURCES) > 50
 
 
-# -- policies -------------------------------------------------------------------------------------------------
+# -- policies ------------------------------------------------------------------------------------------------
 
 def test_policy_warn_and_off():
     source = BY_NAME["x02_lazy_copy_kernel.py"].source()
@@ -172,12 +172,13 @@ def test_policy_warn_and_off():
     assert not _rejected(off)  # the kernel is launched, nothing else is wrong with it
 
 
-# -- end to end -----------------------------------------------------------------------------------------------
+# -- end to end ----------------------------------------------------------------------------------------------
 
 E2E_EXPLOITS = ["x01_decoy_kernel.py", "x02_lazy_copy_kernel.py", "x10_try_fallback.py",
                 "x19_patch_perf_counter.py", "x22_exec_string.py"]
-# every honest twin, end to end with the default checks (static rules, op census, frontend): a false rejection is
-# a bug of the same weight as a hole. CPU mode runs the Triton ones (@triton.autotune through the sandbox's untimed
+# every honest twin, end to end with the default checks (static rules, op census, frontend): a false rejection
+# is a bug of the same weight as a hole. CPU mode runs the Triton ones (@triton.autotune through the sandbox's
+# untimed
 # autotuner); `device: gpu` ones (CUDA C++) run in the gpu test set
 E2E_TWINS = [c for c in HONEST if c.device == "cpu"]
 GPU_TWINS = [c for c in HONEST if c.device == "gpu"]

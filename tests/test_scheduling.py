@@ -160,7 +160,8 @@ def test_device_memory_learns_each_problems_need():
     assert memory.need("p") == learned < 3 * GiB  # small problems pack tighter than the default
     memory.observed("p", sandbox_peak_bytes=GiB // 4, judge_bytes=None)
     assert memory.need("p") == learned  # never lowered by a smaller run
-    memory.observed("p", sandbox_peak_bytes=None, judge_bytes=GiB)  # no report (the sandbox failed): nothing learned
+    # no report (the sandbox failed): nothing learned
+    memory.observed("p", sandbox_peak_bytes=None, judge_bytes=GiB)
     assert memory.need("p") == learned
     memory.ran_out("p")
     assert memory.need("p") == 2 * learned
@@ -183,8 +184,10 @@ def test_device_memory_learns_each_problems_need():
     assert plan_device_memory(None, 3.0) is None and plan_device_memory(80 * GiB, 0) is None
     planned = plan_device_memory(80 * GiB, 2.0)
     assert planned.budget_bytes == int(0.8 * 80 * GiB) and planned.need("x") == 2 * GiB
-    assert plan_device_memory(80 * GiB, 2.0, budget_gb=25.6).budget_bytes == int(25.6 * GiB)  # beside a trainer
-    assert plan_device_memory(10 * GiB, 2.0, budget_gb=25.6).budget_bytes == 8 * GiB  # never above what is free
+    # beside a trainer
+    assert plan_device_memory(80 * GiB, 2.0, budget_gb=25.6).budget_bytes == int(25.6 * GiB)
+    # never above what is free
+    assert plan_device_memory(10 * GiB, 2.0, budget_gb=25.6).budget_bytes == 8 * GiB
     with pytest.raises(ValueError):
         DeviceMemory(0, GiB)
 
@@ -197,9 +200,9 @@ def missed_deadline(result) -> bool:
     return result.no_verdict and result.message.startswith(DEADLINE_MESSAGE)
 
 
-# Slots are an evaluator's own settings (EvaluatorSettings): a test of a slot plan needs an evaluator with that
-# plan, with no memory bound unless the bound is what it tests (so the plan does not depend on this host's free
-# memory). Tests of the same plan share one and bring their verdict settings per call.
+# Slots are an evaluator's own settings (EvaluatorSettings): a test of a slot plan needs an evaluator with
+# that plan, with no memory bound unless the bound is what it tests (so the plan does not depend on this
+# host's free memory). Tests of the same plan share one and bring their verdict settings per call.
 @pytest.fixture(scope="module")
 def one_compile_slot():
     with Evaluator(device="cpu", result_cache=False, compile_slots=1, max_concurrency=8, sandbox_memory_gb=0) as ev:
@@ -237,7 +240,8 @@ def test_compile_slots_outnumber_timing_slot_and_timing_stays_exclusive(suite):
 @pool
 def test_compile_slot_given_back_at_the_timing_token(suite, one_compile_slot):
     problem = suite.get("level0/1_relu")
-    assert one_compile_slot.slots.compile_slots == 1 and one_compile_slot.slots.workers >= 3  # all three in flight
+    # all three in flight
+    assert one_compile_slot.slots.compile_slots == 1 and one_compile_slot.slots.workers >= 3
     results = list(one_compile_slot.evaluate_many([(problem, code) for code in distinct(3)],
                                                   verdict=VerdictSettings(trials=2, cpu_timing=True,
                                                                           timer=SHORT_TIMER)))
@@ -299,15 +303,16 @@ def test_batch_deadline_returns_every_item_in_time(suite):
 
     problem = suite.get("level0/1_relu")
     codes = [RELU + "\n_CANDIDATE = 0\n", INFINITE_LOOP, *distinct(6)[1:]]
-    # static checks off: the hanging candidate must reach its sandbox; its own evaluator: two in flight, so the
-    # first two items are the ones that run
+    # static checks off: the hanging candidate must reach its sandbox; its own evaluator: two in flight, so
+    # the first two items are the ones that run
     with Evaluator(device="cpu", trials=2, result_cache=False, compile_slots=2, max_concurrency=2,
                    sandbox_memory_gb=0, run_timeout_s=60, static_checks=False) as ev:
         ev.warm_up()
         started = time.monotonic()
         results = list(ev.evaluate_many([(problem, code) for code in codes], ordered=True, deadline_s=4))
         wall = time.monotonic() - started
-    assert len(results) == len(codes) and wall < 30, wall  # the deadline (4 s), not the hanging candidate's 60 s
+    # the deadline (4 s), not the hanging candidate's 60 s
+    assert len(results) == len(codes) and wall < 30, wall
     assert results[0].status is Status.CORRECT
     hung = results[1]  # stopped by the deadline: no verdict on its code
     assert missed_deadline(hung) and hung.stage is Stage.CORRECTNESS, (hung.status, hung.stage, hung.message)

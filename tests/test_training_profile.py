@@ -28,7 +28,8 @@ def test_training_profile_settings():
     own_default, own_training = EvaluatorSettings(), EvaluatorSettings.training()
     assert training.speedup_rse_target == 0.01 and training.baseline_source == "cache"
     assert training.timer.min_reps == 10 and training.timer.max_ms == 200.0 and training.timer.rse_target is None
-    assert own_training.max_concurrency is None and own_training.compile_slots is None  # cores and memory decide
+    # cores and memory decide
+    assert own_training.max_concurrency is None and own_training.compile_slots is None
     # correctness and every check as by default
     same = ("trials", "input_sets", "tolerances", "timing", "inductor_baseline", "static_checks", "rule_policy",
             "runtime_policy", "timing_variants", "timing_mode", "min_kernel_gpu_fraction", "speed_of_light_margin",
@@ -55,7 +56,8 @@ def test_training_profile_settings_are_validated(settings, bad):
 
 
 def test_candidate_rse_target_leaves_the_speedup_at_its_target():
-    assert candidate_rse_target(0.01, None) == pytest.approx(0.01 / math.sqrt(2))  # unknown baseline: half each
+    # unknown baseline: half each
+    assert candidate_rse_target(0.01, None) == pytest.approx(0.01 / math.sqrt(2))
     target = candidate_rse_target(0.01, 0.006)
     assert target == pytest.approx(0.008)
     assert speedup_rse(target, 0.006) == pytest.approx(0.01)
@@ -117,7 +119,8 @@ def test_baselines_only_from_the_cache(tmp_path, suite):
     timer = measure.candidate_timer(problem, env)
     assert timer.rse_target == pytest.approx(0.008)
     assert dataclasses.replace(timer, rse_target=None) == verdict.timer
-    assert default_measure.candidate_timer(problem, env) == VerdictSettings().timer  # default: the timer as set
+    # default: the timer as set
+    assert default_measure.candidate_timer(problem, env) == VerdictSettings().timer
     cache.close()
 
 

@@ -51,7 +51,8 @@ def test_the_evaluator_judges_a_truncated_completion_format_error_not_hack_detec
     problem, solution = relu
     launch = solution.index("        relu_kernel[")
     with cpu_evaluator.with_verdict(timing=False) as evaluator:
-        for code in (solution[:launch], solution[:solution.index("(x, y, n, BLOCK")]):  # before the launch; inside
+        # before the launch; inside
+        for code in (solution[:launch], solution[:solution.index("(x, y, n, BLOCK")]):
             result = evaluator.evaluate(problem, Candidate.from_text(completion(code), "completion"))
             assert result.status is Status.FORMAT_ERROR, (result.status, result.message)
             assert "looks truncated" in result.message and "looks truncated" in result.feedback

@@ -50,8 +50,9 @@ class Mismatch:
     expected_value: float | None = None
     actual_value: float | None = None
     input_set: str | None = None  # which named input set the trial used
-    # the worst finite element's error over what it was allowed (1 is the edge; None: exact comparison). A value
-    # mismatch within kernelrl.verify.tolerance.MARGINAL_FACTOR of it is marginal: not kept in the result cache
+    # the worst finite element's error over what it was allowed (1 is the edge; None: exact comparison). A
+    # value mismatch within kernelrl.verify.tolerance.MARGINAL_FACTOR of it is marginal: not kept in the
+    # result cache
     tolerance_ratio: float | None = None
     # the largest |float64 answer - reference| over the output when the float64 reference was computed
     reference_error: float | None = None
@@ -177,17 +178,19 @@ class EvalResult:
     correctness: CorrectnessReport | None = None
     timing: TimingReport | None = None
     environment: Environment | None = None
-    findings: list[Finding] = field(default_factory=list)  # static and runtime checks (rejections and warnings)
+    # static and runtime checks (rejections and warnings)
+    findings: list[Finding] = field(default_factory=list)
     log: str = ""  # the candidate's stdout+stderr, head and tail kept when long
     log_bytes_dropped: int = 0
     wall_time_s: float = 0.0
     cached: bool = False  # served by the result cache (kernelrl.cache.ResultCache): nothing ran this time
-    # the result says nothing about the candidate's code: the call's deadline passed, or the problem's reference
-    # failed (e.g. the GPU out of memory because a trainer holds it). A reward treats it as missing, never as 0
+    # the result says nothing about the candidate's code: the call's deadline passed, or the problem's
+    # reference failed (e.g. the GPU out of memory because a trainer holds it). A reward treats it as missing,
+    # never as 0
     no_verdict: bool = False
     # where the wall time went (seconds, parent's clock): prepare (judge draws inputs and references), start
-    # (sandbox up), import (candidate import and compilation), init, correctness, timing (the candidate's timed
-    # run), baselines (speed-of-light probes and eager/Inductor, cached after the first)
+    # (sandbox up), import (candidate import and compilation), init, correctness, timing (the candidate's
+    # timed run), baselines (speed-of-light probes and eager/Inductor, cached after the first)
     phases_s: dict[str, float] = field(default_factory=dict)
     # when each of those phases began, Unix seconds (one process's clock), plus 'queued' (the evaluation was
     # handed in) and 'end': lines evaluations up against each other (overlap, timing exclusivity, idle time);

@@ -71,7 +71,8 @@ def test_a_full_queue_holds_slime_then_answers_a_neutral_score_not_429(cpu_evalu
             held = slime_post(served.url, WRONG)
             waited = time.monotonic() - started
             assert held.status_code == 200, held.text
-            assert held.json()["no_verdict"] is True and held.json()["score"] == 0.25  # neutral, not a fake zero
+            # neutral, not a fake zero
+            assert held.json()["no_verdict"] is True and held.json()["score"] == 0.25
             assert 1.8 <= waited < 15, waited
         finally:
             gated.gate.set()

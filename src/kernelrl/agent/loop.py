@@ -121,7 +121,7 @@ class Agent:
         self._judged = (judged_reward(self._reward, judge, judge_lambda, self._reward_min)
                         if judge is not None and judge_lambda else None)
 
-    # -- one attempt ------------------------------------------------------------------------------------------
+    # -- one attempt -----------------------------------------------------------------------------------------
     def reward(self, result: EvalResult) -> float:
         return self._reward_min if result.status is Status.HACK_DETECTED else self._reward(result)
 
@@ -173,7 +173,7 @@ class Agent:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(one, requests))
 
-    # -- a problem --------------------------------------------------------------------------------------------
+    # -- a problem -------------------------------------------------------------------------------------------
     def solve(self, problem: Problem) -> ProblemOutcome:
         done = self.store.done(problem.id) if self.store is not None else {}
         state = self.store.problem_state(problem.id) if self.store is not None else None

@@ -22,7 +22,8 @@ from itertools import islice
 
 from kernelrl.candidates.reach import ALLOWED_TORCH_CALLS, COMPUTE_METHODS, ModuleIndex, dotted_name
 
-# tensor methods that allocate, view, describe or copy (the runtime op census's allow-list, kernelrl.sandbox.opcensus,
+# tensor methods that allocate, view, describe or copy (the runtime op census's allow-list,
+# kernelrl.sandbox.opcensus,
 # which also decides whether a `.to`/`.float()` changes the dtype)
 TENSOR_METHODS = frozenset({
     "contiguous", "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "unsqueeze", "squeeze",
@@ -45,7 +46,8 @@ PYTHON_METHODS = frozenset({
 KERNEL_METHODS = frozenset({"run", "warmup", "add_pre_run_hook"})
 # Python-level routes to tensor values (the census counts them at run time as rt-host-read)
 HOST_READ_METHODS = frozenset({"tolist", "numpy", "item", "apply_", "map_", "map2_", "__array__", "__dlpack__"})
-# builtins that never compute on a tensor's values (iterating one yields views; its rows are checked where used)
+# builtins that never compute on a tensor's values (iterating one yields views; its rows are checked where
+# used)
 SAFE_BUILTINS = frozenset({
     "len", "range", "enumerate", "zip", "tuple", "list", "dict", "set", "frozenset", "isinstance", "issubclass",
     "hasattr", "getattr", "type", "super", "iter", "next", "reversed", "slice", "id", "hash", "callable", "object",
@@ -56,8 +58,8 @@ VALUE_BUILTINS = frozenset({
     "abs", "all", "any", "bool", "complex", "divmod", "float", "int", "max", "min", "pow", "round", "sorted", "sum",
     "str", "repr", "format", "print",
 })
-# builtins whose result is a host value whatever they are given (a tensor given to float() is a host read, which
-# is that call's finding, not its result's)
+# builtins whose result is a host value whatever they are given (a tensor given to float() is a host read,
+# which is that call's finding, not its result's)
 HOST_RESULT_BUILTINS = frozenset({"len", "int", "float", "bool", "isinstance", "hasattr", "callable", "id", "hash",
                                   "str", "repr", "range", "type"})
 HOST_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"})
@@ -67,7 +69,8 @@ TRITON_CALLS = ("triton.cdiv", "triton.next_power_of_2", "triton.Config", "trito
                 "triton.jit", "triton.language.", "triton.runtime.driver.")
 TORCH_CUDA_CALLS = frozenset({"current_device", "device_count", "is_available", "get_device_properties",
                               "get_device_name", "get_device_capability", "device"})
-# standard-library modules whose calls are host bookkeeping (a function they are given is analyzed where named)
+# standard-library modules whose calls are host bookkeeping (a function they are given is analyzed where
+# named)
 HOST_MODULES = frozenset({"math", "functools", "itertools", "dataclasses", "typing", "collections", "enum", "abc",
                           "numbers"})
 STRING_DISPATCH = frozenset({"operator.methodcaller", "operator.attrgetter"})
@@ -309,7 +312,8 @@ class Resolver:
         if any(t.kind == "extension" for t in bases):
             return [Target("extension", expr.attr)]
         if bases and all(t.kind == "kernel" for t in bases) and expr.attr in KERNEL_METHODS:
-            return [Target("launcher", t.name) for t in bases]  # kernel.run(...): a launch by another spelling
+            # kernel.run(...): a launch by another spelling
+            return [Target("launcher", t.name) for t in bases]
         if bases and all(t.kind in ("instance", "class") for t in bases):
             cls = [self.mod.lineage(t.node) for t in bases if isinstance(t.node, ast.ClassDef)]
             kernel = self.mod.kernels.get(expr.attr)
@@ -355,7 +359,8 @@ class Resolver:
                     func.name in ("functools.partial", "torch.library.wrap_triton"):
                 found.extend(self.targets(call.args[0]))  # wrap_triton(kernel)[grid]: the kernel's launch
             elif func.kind == "qualified" and func.name.startswith("torch."):
-                found.append(Target("torch-result", func.name))  # calling an nn layer is torch-compute's finding
+                # calling an nn layer is torch-compute's finding
+                found.append(Target("torch-result", func.name))
             elif func.kind == "function" and isinstance(func.node, ast.FunctionDef | ast.AsyncFunctionDef):
                 found.extend(t for r in _returns(func.node) for t in self.targets(r))
             elif func.kind == "function" and func.name in self.mod.functions:
@@ -473,7 +478,8 @@ def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
 @dataclass
 class CallReport:
     findings: list[tuple[str, int, str]]  # (rule id, line, detail), at most one per call
-    launched: set[str]  # kernels that calls resolved as launches launch (a factory's launcher, a kernel argument)
+    # kernels that calls resolved as launches launch (a factory's launcher, a kernel argument)
+    launched: set[str]
 
 
 def resolve_calls(mod: ModuleIndex, bodies: list[ast.AST]) -> CallReport:
@@ -522,7 +528,8 @@ def _check_call(r: Resolver, call: ast.Call, targets: list[Target]) -> Iterator[
         elif kind == "method":
             if name in HOST_READ_METHODS:
                 yield "host-read", f".{name}(...)"
-            elif name not in TENSOR_METHODS | PYTHON_METHODS | COMPUTE_METHODS:  # compute: torch-compute's finding
+            # compute: torch-compute's finding
+            elif name not in TENSOR_METHODS | PYTHON_METHODS | COMPUTE_METHODS:
                 yield "unknown-call", f".{name}(...) is no known allocation, view or metadata method"
         elif kind == "qualified":
             yield from _check_qualified(r, name, text, args)

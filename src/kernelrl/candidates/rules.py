@@ -84,8 +84,8 @@ BANNED_ATTRIBUTES = {
     "__closure__": "introspection", "cell_contents": "introspection", "__wrapped__": "introspection",
     "_len_torch_dispatch_stack": "introspection", "_get_current_dispatch_mode": "introspection",
     "_get_current_dispatch_mode_stack": "introspection", "_is_profiler_enabled": "introspection",
-    # what turns the runtime op census off or routes around it (kernelrl.sandbox.opcensus), and the C base classes
-    # whose methods bypass its wrappers of tensor and storage methods
+    # what turns the runtime op census off or routes around it (kernelrl.sandbox.opcensus), and the C base
+    # classes whose methods bypass its wrappers of tensor and storage methods
     "_DisableTorchDispatch": "introspection", "_pop_torch_dispatch_stack": "introspection",
     "_unset_dispatch_mode": "introspection", "_set_dispatch_mode": "introspection",
     "_ExcludeDispatchKeyGuard": "introspection", "_ForceDispatchKeyGuard": "introspection",
@@ -105,7 +105,8 @@ BANNED_QUALIFIED = {
     "torch.cuda.stream": "streams-events", "torch.cuda.graph": "streams-events",
     "torch.cuda.Stream": "streams-events", "torch.cuda.Event": "streams-events",
     "contextlib.suppress": "fallback", "torch.multiprocessing*": "concurrency",
-    # torch's C module: dispatch switches and the C base classes whose methods bypass the runtime census's wrappers
+    # torch's C module: dispatch switches and the C base classes whose methods bypass the runtime census's
+    # wrappers
     "torch._C": "introspection",
 }
 
@@ -124,7 +125,8 @@ CUDA_SOURCE_PATTERNS = (
     (re.compile(r"##"), "pastes tokens (##)"),
     (re.compile(r"cudaEventCreate|cudaEventRecord"), "uses CUDA events"),
     (re.compile(r"getStreamFromPool|cudaStreamPerThread|cudaLaunchHostFunc"), "uses a side stream"),
-    # a vendor library's kernels would be timed as the candidate's (the kernel share sees ATen calls, not these)
+    # a vendor library's kernels would be timed as the candidate's (the kernel share sees ATen calls, not
+    # these)
     (re.compile(r"\b(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver)\w*\s*\(|getCurrentCUDABlasHandle"),
      "calls a vendor library (cuBLAS, cuDNN, ...) instead of its own kernel"),
 )
@@ -152,7 +154,8 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: ModuleIndex) -> list[tuple[in
     layers: dict[str, str] = {}
     for cls in mod.classes.values():
         layers.update(mod.nn_layers(cls))
-    helpers = mod.helper_attributes()  # self.norm(x) with self.norm = TritonRMSNorm(d): a helper, not Tensor.norm
+    # self.norm(x) with self.norm = TritonRMSNorm(d): a helper, not Tensor.norm
+    helpers = mod.helper_attributes()
     for body in bodies:
         for node in ast.walk(body):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
@@ -175,8 +178,8 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: ModuleIndex) -> list[tuple[in
                 if base == "self" and node.func.attr in helpers:
                     continue
                 root = mod.resolve(base).split(".")[0] if base else ""
-                # numpy over host metadata (np.prod(x.shape)); numpy over tensor values is a host read the runtime
-                # census (kernelrl.sandbox.opcensus) rejects
+                # numpy over host metadata (np.prod(x.shape)); numpy over tensor values is a host read the
+                # runtime census (kernelrl.sandbox.opcensus) rejects
                 if root in ("triton", "math", "tl", "numpy") or base in mod.extensions or base in mod.containers:
                     continue
                 found.append((node.lineno, f".{node.func.attr}(...) on a tensor"))  # type unknown: assume one
@@ -233,7 +236,8 @@ class RuleContext:
         tree = parse_python(source)
         mod = ModuleIndex(tree)
         bodies, launched = reachable(mod)
-        calls = resolve_calls(mod, bodies)  # also launches that only tracing values shows (a factory's launcher)
+        # also launches that only tracing values shows (a factory's launcher)
+        calls = resolve_calls(mod, bodies)
         ctx = cls(source, tree, mod, mod.classes.get("ModelNew"), bodies, launched | calls.launched, {})
         for rule_id, line, detail in _banned_uses(ctx):
             ctx.uses.setdefault(rule_id, []).append((line, detail))
@@ -301,7 +305,7 @@ def _banned_uses(ctx: RuleContext) -> Iterator[tuple[str, int | None, str]]:
             yield "introspection", node.lineno, f"reads {node.value[:40]}"
 
 
-# -- one check per rule --------------------------------------------------------------------------------------------
+# -- one check per rule --------------------------------------------------------------------------------------
 def _check_no_custom_kernel(ctx: RuleContext) -> Finds:
     if ctx.model is not None and not ctx.launched:
         yield ctx.model.lineno, ""
@@ -418,8 +422,9 @@ RULES: tuple[Rule, ...] = (
          "CUDA C++ source must not create streams, synchronize the device, call cuBLAS/cuDNN or other vendor "
          "libraries, or paste tokens (##).",
          check=_check_cuda_source),
-    # the allow-list over every call reachable from forward (kernelrl.candidates.resolve): reject only where no
-    # honest candidate does it (the runtime census rejects both too); what cannot be verified is shown, not punished
+    # the allow-list over every call reachable from forward (kernelrl.candidates.resolve): reject only where
+    # no honest candidate does it (the runtime census rejects both too); what cannot be verified is shown, not
+    # punished
     Rule("host-read", "reject",
          "tensor values read on the host (.tolist(), .numpy(), .item(), .apply_(), .map_()) are computation outside "
          "your kernel: load the values inside the kernel instead.",

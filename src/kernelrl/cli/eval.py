@@ -50,7 +50,7 @@ OnlyOpt = Annotated[str | None, typer.Option("--only", metavar="PREFIX", show_de
                                              help="Only problems whose id starts with PREFIX (e.g. level1/).")]
 
 
-# -- eval --------------------------------------------------------------------------------------------------------
+# -- eval ----------------------------------------------------------------------------------------------------
 @app.command("eval", epilog=EPILOG)
 @with_options(evaluation=eval_options("device", "trials", "seed", "run_timeout_s", "compile_timeout_s", "timing",
                                       "result_cache"))
@@ -168,7 +168,7 @@ def _eval_batch(suite_location: str, solutions: Path, out: Path, jobs: int, json
     raise typer.Exit(EXIT_OK if all(r.correct for r in results) else EXIT_NOT_CORRECT)
 
 
-# -- problems, rules ---------------------------------------------------------------------------------------------
+# -- problems, rules -----------------------------------------------------------------------------------------
 @app.command("problems")
 def problems_cmd(suite: SuiteArg = "builtin", json_output: JsonOpt = False) -> None:
     """List a suite's problems."""
@@ -208,7 +208,7 @@ def rules_cmd(json_output: JsonOpt = False) -> None:
          for c in runtime]))
 
 
-# -- audit, baselines --------------------------------------------------------------------------------------------
+# -- audit, baselines ----------------------------------------------------------------------------------------
 def _select(suite_location: str, specs: list[str] | None, only: str | None) -> tuple[str, list[Problem]]:
     """The problems named (ids of the suite or files) plus those whose id starts with `only`; with neither,
     the whole suite. Returns a name for the selection too."""
@@ -321,7 +321,7 @@ def baselines_cmd(
     raise typer.Exit(EXIT_NOT_CORRECT if failed else EXIT_OK)
 
 
-# -- demo ----------------------------------------------------------------------------------------------------------
+# -- demo ----------------------------------------------------------------------------------------------------
 @app.command("demo", epilog=EPILOG)
 @with_options(evaluation=eval_options("device", "trials"))
 def demo_cmd(*, evaluation: Evaluation) -> None:

@@ -48,7 +48,8 @@ class Options:
 
     cls: type
     names: Sequence[str]  # the fields shown, in this order
-    flags: Mapping[str, str] = field(default_factory=dict)  # field -> flag name without dashes, where it differs
+    # field -> flag name without dashes, where it differs
+    flags: Mapping[str, str] = field(default_factory=dict)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # this command's defaults, where they differ
     help: Mapping[str, str] = field(default_factory=dict)  # this command's help, where it differs
     # field -> turns the option's value into field values (a reward spec 'makora:delta=1.8' -> reward, params)
@@ -134,7 +135,7 @@ def with_options(**groups: Options) -> Callable[[Callable], Callable]:
     return decorate
 
 
-# -- the device ------------------------------------------------------------------------------------------------
+# -- the device ----------------------------------------------------------------------------------------------
 def gpu_devices() -> list[str] | None:
     """`cuda:N` for each GPU the sandboxes could use (from CUDA_VISIBLE_DEVICES or `nvidia-smi -L`, never by
     importing torch in this process); [] when there is none; None when there may be some this cannot list
@@ -259,7 +260,7 @@ class PolicyOptions:
 POLICY_OPTIONS = Options(PolicyOptions, [f.name for f in dataclasses.fields(PolicyOptions)])
 
 
-# -- arguments naming problems ------------------------------------------------------------------------------------
+# -- arguments naming problems -------------------------------------------------------------------------------
 SuiteOpt = Annotated[str, typer.Option("--suite", help="The suite problem ids refer to: a suite directory, a "
                                                        "KernelBench checkout, or 'builtin'.")]
 SuiteArg = Annotated[str, typer.Argument(metavar="SUITE", help="A suite directory, a KernelBench checkout, or "

@@ -47,7 +47,7 @@ TEXT_MIN = 20  # a text column is comfortable down to this width: narrower, opti
 TEXT_FLOOR = 10  # and readable down to this one: narrower still, identifiers fold rather than squeeze it more
 
 
-# -- cells ------------------------------------------------------------------------------------------------------
+# -- cells ---------------------------------------------------------------------------------------------------
 def status_text(status: Status | str) -> Text:
     if not isinstance(status, Status) and status not in Status._value2member_map_:
         return Text(str(status))  # a summary's status that is no verdict
@@ -90,7 +90,7 @@ def progress(console: Console) -> Progress:
                     TimeElapsedColumn(), console=console)
 
 
-# -- tables that fit ---------------------------------------------------------------------------------------------
+# -- tables that fit -----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Col:
     header: str
@@ -154,7 +154,7 @@ def fit_table(console: Console, title: str | None, cols: Sequence[Col], rows: Se
     return table
 
 
-# -- eval ------------------------------------------------------------------------------------------------------
+# -- eval ----------------------------------------------------------------------------------------------------
 def _stats_line(stats: TimingStats) -> str:
     return (f"{stats.median_ms:.4g} ms median (IQR {stats.iqr_ms:.3g} ms, min {stats.min_ms:.4g} ms, "
             f"{stats.reps} reps" + (", from the baseline cache)" if stats.source == "cache" else ")"))
@@ -237,7 +237,7 @@ def batch_table(console: Console, suite_name: str, results: Sequence[EvalResult]
     return fit_table(console, f"suite {suite_name}: {len(results)} evaluated", cols, rows)
 
 
-# -- problems, rules, audit, baselines ---------------------------------------------------------------------------
+# -- problems, rules, audit, baselines -----------------------------------------------------------------------
 def problems_table(console: Console, suite) -> Table:
     cols = [Col("id"), Col("level", right=True), Col("split", drop=1), Col("solution", drop=2),
             Col("difficulty", drop=3, right=True), Col("family", drop=4), Col("tags", drop=5, text=True),
@@ -272,7 +272,7 @@ def baselines_table(console: Console, title: str, reports: Sequence) -> Table:
     return fit_table(console, title, cols, rows)
 
 
-# -- demo -----------------------------------------------------------------------------------------------------
+# -- demo ----------------------------------------------------------------------------------------------------
 _TIMING_COLUMNS = ("cand ms", "eager ms", "ind ms", "x eager", "x ind")
 
 
@@ -300,7 +300,7 @@ def demo_tables(console: Console, pairs: Sequence) -> list[Table]:
                        if has_times(r.timing)])]
 
 
-# -- agent, bench, report ---------------------------------------------------------------------------------------
+# -- agent, bench, report ------------------------------------------------------------------------------------
 def step_line(step) -> Text:
     line = Text(f"{step.problem_id} sample {step.sample} turn {step.turn}: ")
     line.append_text(status_text(step.result.status))

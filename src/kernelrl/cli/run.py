@@ -82,7 +82,7 @@ def _stores(opts: PolicyOptions, judge_policy) -> tuple[Any, dict]:
     return db, {"judge": judge, "judge_lambda": opts.judge_lambda, "judge_verify": opts.judge_verify}
 
 
-# -- agent ---------------------------------------------------------------------------------------------------------
+# -- agent ---------------------------------------------------------------------------------------------------
 @app.command("agent", epilog=EPILOG)
 @with_options(agent=AGENT_OPTIONS, run=POLICY_OPTIONS, evaluation=EVAL_OPTIONS)
 def agent_cmd(
@@ -148,7 +148,7 @@ def agent_cmd(
     raise typer.Exit(EXIT_OK if len(solved) == len(outcomes) else EXIT_NOT_CORRECT)
 
 
-# -- bench ---------------------------------------------------------------------------------------------------------
+# -- bench ---------------------------------------------------------------------------------------------------
 SPLITS = ("test", "train", "all")
 
 
@@ -256,7 +256,7 @@ def bench_cmd(
     raise typer.Exit(EXIT_OK)
 
 
-# -- report --------------------------------------------------------------------------------------------------------
+# -- report --------------------------------------------------------------------------------------------------
 @app.command("report")
 def report_cmd(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory of kernelrl bench or agent, "

@@ -137,7 +137,8 @@ class Evaluator(ScorerBase):
         # without waiting for this evaluator's judge to start
         self._known = KnownEnvironments(self._cache_dir, device)
         self._build: str | None = None  # kernelrl_build(), computed on first use
-        # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused meanwhile
+        # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused
+        # meanwhile
         self._gate = DeviceGate(hold_also=[self._judge.lock])
         self._slots = RunSlots()  # evaluations share the device; one that ran out of memory is retried alone
         self.slots: SlotPlan = plan_slots(compile_slots=cfg.compile_slots, max_concurrency=cfg.max_concurrency,
@@ -254,7 +255,8 @@ class Evaluator(ScorerBase):
 
     def _judge_info(self) -> dict:
         try:
-            # a ready judge's hello is read without its lock, which a timed run holds (the dispatcher asks too)
+            # a ready judge's hello is read without its lock, which a timed run holds (the dispatcher asks
+            # too)
             info = self._judge.info if self._judge.ready() else self._judge.ensure_started()
         except JudgeError as exc:
             raise EvaluatorError(str(exc)) from None
@@ -300,7 +302,8 @@ class Evaluator(ScorerBase):
     def _evaluate_work(self, work: Iterator[Work], verdict: VerdictSettings | None) -> Iterator[Indexed]:
         verdict = verdict or self.verdict
         workers = self.slots.workers
-        self.warm_up_in_background()  # the workers start on the owner's thread; answers that need none go first
+        # the workers start on the owner's thread; answers that need none go first
+        self.warm_up_in_background()
         caller = object()  # this call's turn in the slots' round-robin
         deadlines: dict[float, Deadline] = {}
         running: dict[Future, tuple[int, Deadline | None]] = {}
@@ -336,7 +339,8 @@ class Evaluator(ScorerBase):
                     pending = [d for _, d in running.values() if d is not None and not d.cancel.is_set()]
                     now = time.monotonic()
                     expired = [d for d in pending if d.at <= now]
-                    for deadline in expired:  # stops its waiting and running items; their results come back now
+                    # stops its waiting and running items; their results come back now
+                    for deadline in expired:
                         deadline.cancel.set()
                     if expired:
                         self._sandbox_slots.wake()
@@ -443,8 +447,8 @@ class Evaluator(ScorerBase):
         queued = time.monotonic()
         overlapped = False
         cancel = deadline.cancel if deadline is not None else None
-        # a sandbox slot (memory) and its problem's GPU memory for its whole life, a compile slot (a core) until
-        # it asks for the timing token or has left the run slots; always taken in this order
+        # a sandbox slot (memory) and its problem's GPU memory for its whole life, a compile slot (a core)
+        # until it asks for the timing token or has left the run slots; always taken in this order
         memory = self._gpu_admission(env)
         with HeldSlot(self._sandbox_slots, caller, cancel) as sandbox_slot, \
                 HeldSlot(memory.slots if memory else None, caller, cancel,

@@ -16,9 +16,10 @@ from kernelrl.sandbox import DeviceGate, JudgeClient, JudgeError, nbytes_of
 from kernelrl.timing.cuda_timer import TimerSettings, method_name, summarize
 from kernelrl.timing.stats import candidate_rse_target, paired_speedup, speedup_rse
 
-PAIRED_REFERENCE_TOLERANCE = 1.25  # paired reference median / judge's eager median beyond which it is distrusted
-# TimerSettings fields that only say when to stop timing (how many reps), not how a rep is measured: left out of
-# the baseline cache's key, so baselines timed by the default profile serve the training profile and back
+# paired reference median / judge's eager median beyond which it is distrusted
+PAIRED_REFERENCE_TOLERANCE = 1.25
+# TimerSettings fields that only say when to stop timing (how many reps), not how a rep is measured: left out
+# of the baseline cache's key, so baselines timed by the default profile serve the training profile and back
 STOPPING_FIELDS = frozenset({"target_ms", "min_reps", "max_reps", "rse_target", "max_ms"})
 CPU_TIMING_NOTE = ("cpu-interpreter mode: host-clock times of the Triton interpreter (VerdictSettings.cpu_timing), for "
                    "tests and scheduling; no baselines or speedup, and nothing about GPU speed")

@@ -29,7 +29,8 @@ class EvalItem:
     problem: Problem
     text: str | Candidate  # code, a completion, or an already-built Candidate
     kind: TextKind | None = None  # None: the call's `kind`
-    deadline_s: float | None = None  # seconds from the call's start; the earlier of this and the call's applies
+    # seconds from the call's start; the earlier of this and the call's applies
+    deadline_s: float | None = None
 
 
 # one item: a problem and what to evaluate for it (code, a completion, or an already-built Candidate)

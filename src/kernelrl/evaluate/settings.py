@@ -21,8 +21,8 @@ from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 from kernelrl.verify.tolerance import REFERENCE_ERROR_K
 
 GiB = 1 << 30
-# EvaluatorSettings fields that cannot change a verdict's content (device: the result key has the device's name);
-# the others (timeouts, memory limits, isolation) join the verdict settings in the result key
+# EvaluatorSettings fields that cannot change a verdict's content (device: the result key has the device's
+# name); the others (timeouts, memory limits, isolation) join the verdict settings in the result key
 NOT_IN_RESULT_KEY = frozenset({"device", "cache_dir", "result_cache", "warm_pool", "max_concurrency",
                                "standby_sandboxes", "compile_slots", "sandbox_memory_gb",
                                "sandbox_gpu_memory_gb", "gpu_memory_budget_gb"})

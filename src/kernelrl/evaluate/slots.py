@@ -29,7 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 GiB = 1 << 30
-MEMORY_FRACTION = 0.8  # of the memory available when the evaluator starts (the judge and the OS need the rest)
+# of the memory available when the evaluator starts (the judge and the OS need the rest)
+MEMORY_FRACTION = 0.8
 
 
 def host_cores() -> int:
@@ -195,7 +196,8 @@ class HeldSlot:
         self.give_back()
 
 
-CUDA_CONTEXT_BYTES = 600 << 20  # a sandbox's CUDA context and loaded modules, outside its allocator's reservation
+# a sandbox's CUDA context and loaded modules, outside its allocator's reservation
+CUDA_CONTEXT_BYTES = 600 << 20
 NEED_MARGIN = 1.25  # over the largest need seen: inputs differ by seed only in values, allocators in rounding
 
 

@@ -21,9 +21,11 @@ class Trials:
     def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[dict], mode: str, tol, max_bytes,
                  policy: dict[str, str], ref_error_k: float = 0.0):
         self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
-        self.ref_error_k = ref_error_k  # the tolerance model's k (kernelrl.verify.tolerance); 0: allclose only
+        # the tolerance model's k (kernelrl.verify.tolerance); 0: allclose only
+        self.ref_error_k = ref_error_k
         self.plan, self.tol, self.max_bytes = plan, tol, max_bytes
-        self.planned = sum(not t.get("timed_only") for t in plan)  # correctness trials; the rest feed timed calls
+        # correctness trials; the rest feed timed calls
+        self.planned = sum(not t.get("timed_only") for t in plan)
         self.policy = policy
         self.device = "cuda" if mode == "gpu" else "cpu"
         self.passed = 0
@@ -34,9 +36,11 @@ class Trials:
         self.problem: str | None = None  # a protocol violation or judge failure
         self.timing_raw: dict | None = None
         self.census: dict | None = None
-        self.inputs_unavailable: str | None = None  # the sandbox could not draw the judge's inputs (problem error)
+        # the sandbox could not draw the judge's inputs (problem error)
+        self.inputs_unavailable: str | None = None
         self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report was handled
-        self.precision: dict | None = None  # the judge's rt-low-precision evidence for the trial just compared
+        # the judge's rt-low-precision evidence for the trial just compared
+        self.precision: dict | None = None
 
     def phases(self, started: float, finished: float) -> dict[str, float]:
         """Seconds between the sandbox's milestones, for the phases this run reached."""
@@ -101,7 +105,8 @@ class Trials:
             return self._on_census(event)
         if kind == "native_thread_seen":  # the runner's own watch (sandbox.native_threads.ThreadWatch)
             return self.flag("rt-native-thread", str(event["detail"]))
-        if kind == "inputs_unavailable":  # before the candidate was imported: the problem's inputs, not the candidate
+        # before the candidate was imported: the problem's inputs, not the candidate
+        if kind == "inputs_unavailable":
             self.inputs_unavailable = str(event.get("detail", ""))[:500]
             return False
         if kind == "error" and event.get("stage") == HANDOFF_STAGE:
@@ -205,14 +210,16 @@ class Trials:
             self.problem = f"unreadable output: {exc}"
             return False
         for meta, given in zip(metas, raw, strict=True):
-            if given.get("ipc") is True and prefix is None:  # a correctness output in the judge's shared buffer
+            # a correctness output in the judge's shared buffer
+            if given.get("ipc") is True and prefix is None:
                 meta["ipc"] = True
             sampled = given.get("sampled")
             if sampled is not None:  # a timed call's large output, sampled by the stub
                 if not isinstance(sampled, int) or isinstance(sampled, bool) or not 0 < sampled <= MAX_SAMPLED:
                     self.problem = "malformed output sample"
                     return False
-                meta["sampled"], meta["sample_seed"] = sampled, given.get("sample_seed")  # the judge checks it
+                # the judge checks it
+                meta["sampled"], meta["sample_seed"] = sampled, given.get("sample_seed")
         changed = changed_inputs if isinstance(changed_inputs, list) else []
         try:
             reply = self.judge.request("compare", eval_id=self.eval_id, trial=trial, out_dir=self.out_dir,
@@ -252,7 +259,8 @@ class Trials:
             if not isinstance(trial, int) or not 0 <= trial < len(self.plan) or not isinstance(check.get("outputs"), list):
                 self.problem = "malformed timed-call check"
                 return False
-            mix = self._mix(check, trial)  # fresh inputs: trial's mixed with another's (kernelrl.sandbox.timed_mix)
+            # fresh inputs: trial's mixed with another's (kernelrl.sandbox.timed_mix)
+            mix = self._mix(check, trial)
             if mix is False:
                 return False
             found = self._compare(trial, check["outputs"], f"{prefix}{n}", mix=mix)

@@ -97,7 +97,8 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
         return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                           message="the sandbox could not reproduce the problem's inputs (a problem or harness "
                                   "error, not the candidate's)",
-                          feedback=trials.inputs_unavailable,  # the stub's detail says what the problem must do
+                          # the stub's detail says what the problem must do
+                          feedback=trials.inputs_unavailable,
                           no_verdict=True, **base)
     if trials.mismatch is not None:
         m = trials.mismatch

@@ -68,7 +68,8 @@ class TrainingRun:
     order, each with `step` an int and `stage` filled in from a stage directory where the record has none."""
 
     run_dir: Path
-    configs: dict[str, Any] = field(default_factory=dict)  # file path relative to run_dir -> parsed JSON (or None)
+    # file path relative to run_dir -> parsed JSON (or None)
+    configs: dict[str, Any] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
     skipped: int = 0  # metrics.jsonl lines that are not a JSON object with a phase and a step
     rollouts: list[Rollout] = field(default_factory=list)
@@ -183,7 +184,7 @@ def _heldout_key(record: dict[str, Any]) -> tuple[str | None, int, str, str, str
             record.get("suite"))
 
 
-# -- line charts ---------------------------------------------------------------------------------------------------
+# -- line charts ---------------------------------------------------------------------------------------------
 @dataclass
 class Series:
     """One line of a chart: (step, value) points, and optionally a band (step, low, high) drawn behind it. A
@@ -391,7 +392,7 @@ def _rollouts_section(rollouts: Sequence[Rollout]) -> str:
     return table + f"<div class=plots>{_verdict_chart('rollout verdicts by step range', labels, counts)}</div>"
 
 
-# -- the page --------------------------------------------------------------------------------------------------------
+# -- the page ------------------------------------------------------------------------------------------------
 def _duration(records: Sequence[dict[str, Any]]) -> str:
     times = [t for t in (_num(r.get("time")) for r in records) if t is not None]
     if len(times) < 2:

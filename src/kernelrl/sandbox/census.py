@@ -29,7 +29,8 @@ class LaunchCensus:
         self.cuda_kernels: set[str] = set()  # __global__ function names in candidate CUDA sources
         self.tracer = None  # while set (kernel_share.EventShare), each counted launch is bracketed by events
         self.observer = None  # while set (opcensus.OpCensus), told of every launch and its arguments
-        self.frontend = None  # CPU mode (frontend.GpuFrontend): interpreted kernels must compile for a GPU first
+        # CPU mode (frontend.GpuFrontend): interpreted kernels must compile for a GPU first
+        self.frontend = None
 
     def install(self) -> None:
         try:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 POISON_BYTE = 0xFF  # NaN in every floating type, -1 in the signed integer ones
-MAX_BLOCKS = 256  # the largest this many: a few launches, even where a candidate left many small blocks behind
+# the largest this many: a few launches, even where a candidate left many small blocks behind
+MAX_BLOCKS = 256
 SMALL_REQUEST = 1 << 20  # the allocator serves requests up to this from its small pool (2 MiB segments)
 
 

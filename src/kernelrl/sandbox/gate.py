@@ -29,8 +29,10 @@ class DeviceGate:
         self._timing = threading.Lock()
         self._state = threading.Lock()
         self._hold_also = list(hold_also or [])
-        self._groups: dict[int, list] = {}  # pgid -> [stopped since (monotonic) or None, paused seconds so far]
-        self._holder: int | None = None  # pgid of the timed sandbox; 0: the verdict process itself (baselines)
+        # pgid -> [stopped since (monotonic) or None, paused seconds so far]
+        self._groups: dict[int, list] = {}
+        # pgid of the timed sandbox; 0: the verdict process itself (baselines)
+        self._holder: int | None = None
         self.stops = 0  # group stops so far (for tests and benchmarks)
 
     def register(self, pgid: int) -> None:

@@ -164,7 +164,8 @@ def expose_to(uid: int, roots: list[str], writable: list[str]) -> bool:
     for top, paths in covers.items():
         # read-only roots inside another root come with it; writable ones are bound on top of it
         keep = [p for p in paths if wanted[p] or not any(p.startswith(q + "/") and not wanted[q] for q in paths)]
-        held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep}  # the subtrees, before they are covered
+        # the subtrees, before they are covered
+        held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep}
         umask = os.umask(0o022)  # the directories made on the tmpfs: 0755 on the way down
         try:
             if libc.mount(b"tmpfs", top.encode(), b"tmpfs", 0, b"mode=0755") != 0:
@@ -211,7 +212,8 @@ def drop_capabilities() -> bool:
     an undumpable process's memory, and without CAP_KILL cannot signal other users' processes."""
     libc = _libc()
     for cap in range(64):  # the bounding set first, so no execve can bring capabilities back
-        if libc.prctl(24, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:  # PR_CAPBSET_DROP; EINVAL: no such cap
+        # PR_CAPBSET_DROP; EINVAL: no such cap
+        if libc.prctl(24, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
             break
 
     class Header(ctypes.Structure):

@@ -54,8 +54,9 @@ from kernelrl.sandbox.share_call import SHARE_ATTEMPTS
 from kernelrl.sandbox.timed_mix import mixed_reference, mixes, timing_variants
 from kernelrl.timing.device_limits import copy_bandwidth, peak_matmul_flops, reference_flops
 
-# cached device memory the judge keeps after a release, for the next evaluations: emptying it every time took 3.0-3.2 s
-# of the judge's ~15 s busy per 93 evaluations (H100); the admission budget leaves the judge and the OS a fifth
+# cached device memory the judge keeps after a release, for the next evaluations: emptying it every time took
+# 3.0-3.2 s of the judge's ~15 s busy per 93 evaluations (H100); the admission budget leaves the judge and the
+# OS a fifth
 CACHE_KEEP_BYTES = 2 * 1024**3
 
 _clock = time.perf_counter
@@ -96,7 +97,8 @@ class Judge:
         self._bandwidth: float | None = None
         self._peak_flops: float | None = None
         self._flop_counts: dict[tuple, int | None] = {}
-        self._draw_on: dict[str, str] = {}  # problem module -> where its get_inputs() draws (device, or cpu if it must)
+        # problem module -> where its get_inputs() draws (device, or cpu if it must)
+        self._draw_on: dict[str, str] = {}
         self._reproducible: dict[tuple, bool] = {}  # (problem sha, set) -> same seed gives the same inputs
         from kernelrl.sandbox.tensorio import HostStage
 
@@ -285,7 +287,8 @@ class Judge:
         timed = timing_set(list(sets))
         checked = len(plan)  # trials run for correctness; the rest only feed the timed calls
         mixable = req.timed_mix and mixes(getattr(module, "METADATA", None))
-        if req.timing_variants and timed in sets:  # the timed calls mix or rotate through these different inputs
+        # the timed calls mix or rotate through these different inputs
+        if req.timing_variants and timed in sets:
             plan += [timed] * max(0, timing_variants(req.timing_variants, mixable) - plan.count(timed))
         share_from = len(plan)  # never seen by the candidate before the share's measured calls
         # the stub mixes fresh inputs for them where the timed calls mix (share_call); else fresh trials
@@ -354,8 +357,9 @@ class Judge:
                 else:
                     raise TypeError(f"get_inputs() returned a {type(value).__name__}; only tensors and plain "
                                     "numbers/strings are supported")
-            # a timed call's reference is computed when its output is compared: timing runs one evaluation at a
-            # time, so the timed references of only one are on the device at once instead of every waiting one's
+            # a timed call's reference is computed when its output is compared: timing runs one evaluation at
+            # a time, so the timed references of only one are on the device at once instead of every waiting
+            # one's
             lazy = redraw and index >= checked
             outputs = None if lazy else self._reference_outputs(model, args, tensors)
             draw = Draw(seed=seed, on=self._draw_on.get(module.__name__, self.device.type),
@@ -382,7 +386,8 @@ class Judge:
         index = req.trial
         out_dir = req.out_dir
         prefix = req.prefix or f"trial{index}"  # timed calls' outputs come as timed{n}_out{k}.bin
-        if req.mix_trial is not None:  # a timed call's fresh inputs: rebuilt from its two variants and mask seed
+        # a timed call's fresh inputs: rebuilt from its two variants and mask seed
+        if req.mix_trial is not None:
             expected, errors_of = mixed_reference(self.torch, state, index, req.mix_trial, req.mix_seed or 0,
                                                   self._reference_outputs, self._float64.errors)
         else:  # errors_of: the float64 reference, on a value mismatch

@@ -83,7 +83,8 @@ class Standby:
     key: str
 
     def alive(self) -> bool:
-        try:  # the leader (the zygote's launcher, which supervises the rest); its group exists after its setsid()
+        # the leader (the zygote's launcher, which supervises the rest); its group exists after its setsid()
+        try:
             os.kill(self.child.pgid, 0)
             return True
         except ProcessLookupError:
@@ -107,7 +108,7 @@ class SandboxLauncher:
         self.standbys: list[Standby] = []  # started sandboxes waiting for a candidate
         self._standby_lock = threading.Lock()
 
-    # -- the request's part known before the candidate --------------------------------------------------------
+    # -- the request's part known before the candidate -------------------------------------------------------
     def sandbox_settings(self, mode: str) -> SandboxSettings:
         """The request's part a sandbox needs before its candidate is known (a standby's whole request)."""
         return SandboxSettings(mode=mode, isolate_network=self.settings.isolate_network,
@@ -123,7 +124,7 @@ class SandboxLauncher:
             directory.mkdir(parents=True, exist_ok=True)
         return {name: str(directory) for name, directory in caches.items()}
 
-    # -- the warm pool ------------------------------------------------------------------------------------------
+    # -- the warm pool ---------------------------------------------------------------------------------------
     def pool_enabled(self) -> bool:
         """The zygote path needs the PID namespace (its forked children unshare one themselves)."""
         s = self.settings
@@ -138,7 +139,8 @@ class SandboxLauncher:
             if self._zygote is None:
                 env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST}
                 env.update(self.settings.visible_devices)
-                neutral = tempfile.gettempdir()  # the zygote never writes; each child gets its own HOME/TMPDIR
+                # the zygote never writes; each child gets its own HOME/TMPDIR
+                neutral = tempfile.gettempdir()
                 env.update({"PYTHONPATH": python_env()["PYTHONPATH"], "HOME": neutral, "TMPDIR": neutral})
                 if mode != "gpu":
                     env["TRITON_INTERPRET"] = "1"
@@ -197,7 +199,8 @@ class SandboxLauncher:
         home = workdir / "home"
         harness = self.settings.cache_dir / "triton" / "kernelrl-harness"
         harness.mkdir(parents=True, exist_ok=True)
-        # its Triton warm-up compiles into the harness's cache, which no candidate can write (read-only mounts)
+        # its Triton warm-up compiles into the harness's cache, which no candidate can write (read-only
+        # mounts)
         env = {**self.child_env(mode, workdir), "TRITON_CACHE_DIR": str(harness),
                "TORCH_EXTENSIONS_DIR": str(workdir / "torch-extensions")}
         request_path = workdir / "request.json"
@@ -227,7 +230,7 @@ class SandboxLauncher:
         if self._zygote is not None:
             self._zygote.close()
 
-    # -- one sandbox ----------------------------------------------------------------------------------------------
+    # -- one sandbox -----------------------------------------------------------------------------------------
     def child_env(self, mode: str, workdir: Path) -> dict[str, str]:
         """An allowlisted environment (no API keys) with a private HOME/TMPDIR and compile caches in `workdir`;
         the caller points TRITON_CACHE_DIR and TORCH_EXTENSIONS_DIR at the candidate's own directories."""
@@ -263,7 +266,8 @@ class SandboxLauncher:
             timeouts={"start": s.startup_timeout_s, "import": s.compile_timeout_s, "run": s.run_timeout_s},
             memory_limit_bytes=s.memory_limit_bytes, log_limit_bytes=s.log_limit_bytes,
             on_event=on_event, gate=self.gate, token_allowed=token_allowed,
-            validate=lambda event: parse_event(event).to_dict(),  # typed wire: malformed -> protocol violation
+            # typed wire: malformed -> protocol violation
+            validate=lambda event: parse_event(event).to_dict(),
             cancelled=cancelled,
         )
         common = dict(env=child_env, cwd=str(home), **watch)

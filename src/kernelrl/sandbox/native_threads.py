@@ -18,7 +18,8 @@ from collections import Counter
 from collections.abc import Callable
 
 _TASKS = "/proc/self/task"
-_GRAIN = 32768  # at::internal::GRAIN_SIZE: a parallel_for over fewer elements per thread asks for fewer threads
+# at::internal::GRAIN_SIZE: a parallel_for over fewer elements per thread asks for fewer threads
+_GRAIN = 32768
 
 
 def warm_pools(torch) -> None:

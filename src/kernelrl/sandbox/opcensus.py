@@ -79,8 +79,9 @@ TENSOR_HOST_ROUTES = ("tolist", "numpy", "__array__", "__dlpack__", "apply_", "m
 STORAGE_HOST_ROUTES = ("tolist", "_write_file", "__reduce__", "_share_filename_cpu_", "_share_fd_cpu_",
                        "share_memory_", "__getitem__", "byteswap", "_byteswap")
 
-# what turns a dispatch mode off or routes around it: called from the candidate's own frames during forward, each is
-# tampering (torch calls some of them itself, e.g. to print a tensor: a call from torch's frames is not counted)
+# what turns a dispatch mode off or routes around it: called from the candidate's own frames during forward,
+# each is tampering (torch calls some of them itself, e.g. to print a tensor: a call from torch's frames is
+# not counted)
 DISPATCH_ESCAPES = {
     "torch._C": ("_DisableTorchDispatch", "_pop_torch_dispatch_stack", "_unset_dispatch_mode", "_set_dispatch_mode",
                  "_ExcludeDispatchKeyGuard", "_IncludeDispatchKeyGuard", "_ForceDispatchKeyGuard",
@@ -117,7 +118,8 @@ class OpCensus:
         self._torch = torch
         self._tensor_type = torch.Tensor
         self._higher_order_type = torch._ops.HigherOrderOperator
-        self.launches = launches  # kernelrl.sandbox.census.LaunchCensus: its hooks tell this census of launches
+        # kernelrl.sandbox.census.LaunchCensus: its hooks tell this census of launches
+        self.launches = launches
         self._torch_dir = os.path.dirname(torch.__file__) + os.sep
         self._triton_dir = os.path.dirname(sys.modules["triton"].__file__) + os.sep
         self._kinds: dict = {}  # OpOverload -> class
@@ -164,8 +166,8 @@ class OpCensus:
 
         for owner, name in ((torch, "to_dlpack"), (dlpack, "to_dlpack"), (torch._C, "_to_dlpack"),
                             (torch, "save"), (torch.serialization, "save"),
-                            # tensors over memory the host can read without a tensor method: numpy's, a buffer's,
-                            # another library's (DLPack), a file's mapping
+                            # tensors over memory the host can read without a tensor method: numpy's, a
+                            # buffer's, another library's (DLPack), a file's mapping
                             (torch, "from_numpy"), (torch, "frombuffer"), (torch, "from_dlpack"),
                             (dlpack, "from_dlpack"), (torch, "from_file"), (torch.UntypedStorage, "from_file"),
                             (torch.UntypedStorage, "from_buffer")):
@@ -434,7 +436,8 @@ class OpCensus:
     def _wrote(self, func, args, kwargs, out, label: str, kind: int) -> None:
         """Who last wrote each storage this op wrote: its in-place targets, and its fresh outputs."""
         writer = "allocation" if kind == _ALLOC else label
-        if kind == _LAYOUT and label == self._label(func):  # a same-dtype layout copy keeps its source's provenance
+        # a same-dtype layout copy keeps its source's provenance
+        if kind == _LAYOUT and label == self._label(func):
             source = args[1] if func._schema.name.endswith("copy_") and len(args) > 1 else args[0] if args else None
             if isinstance(source, self._tensor_type) and self._writer.get(_storage_key(source)) == "kernel":
                 writer = "kernel"

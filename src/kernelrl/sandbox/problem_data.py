@@ -20,7 +20,8 @@ from typing import Any
 from kernelrl.problems.input_sets import call_with, draw_inputs, input_probe, input_sets
 from kernelrl.sandbox.protocol import SandboxRequest, TrialPlan
 
-_NAME = "kernelrl_problem"  # while it exists: a problem that looks itself up (dataclasses, pickle) finds itself
+# while it exists: a problem that looks itself up (dataclasses, pickle) finds itself
+_NAME = "kernelrl_problem"
 
 
 class Unavailable(Exception):
@@ -77,7 +78,8 @@ def _draw(request: SandboxRequest, source: bytes, device: Any, torch: Any, host_
                       for t in request.trials}
             init_args = {}
             for name in dict.fromkeys(t.set for t in request.trials):
-                torch.manual_seed(42)  # as the judge builds its reference (the model is built after seeding again)
+                # as the judge builds its reference (the model is built after seeding again)
+                torch.manual_seed(42)
                 init_args[name] = list(call_with(module.get_init_inputs, sets[name]))
             reference = None
             if keep_reference and request.timing_set in sets:  # else nothing is timed

@@ -43,7 +43,7 @@ from kernelrl.sandbox.wire import (
     _type,
 )
 
-# -- the child's request ----------------------------------------------------------------------------------------
+# -- the child's request -------------------------------------------------------------------------------------
 
 
 @_message_type
@@ -160,7 +160,7 @@ def parse_request(data: Any) -> SandboxRequest | StandbyRequest:
     return SandboxRequest.from_dict(data)
 
 
-# -- the child's events -------------------------------------------------------------------------------------------
+# -- the child's events --------------------------------------------------------------------------------------
 
 EVENTS: dict[str, type[Event]] = {}  # kind -> its dataclass
 
@@ -190,7 +190,8 @@ class OutputMeta(Message):
     reuses_buffer: bool | None = _field(_optional(_bool), default=None, omit_none=True)
     changed_after_sync: bool | None = _field(_optional(_bool), default=None, omit_none=True)
     ipc: bool | None = _field(_optional(_bool), default=None, omit_none=True)  # in the judge's shared buffer
-    sampled: int | None = _field(_optional(_int), default=None, omit_none=True)  # a timed call's sample: its size
+    # a timed call's sample: its size
+    sampled: int | None = _field(_optional(_int), default=None, omit_none=True)
     sample_seed: int | None = _field(_optional(_int), default=None, omit_none=True)
 
 

@@ -26,12 +26,13 @@ MAX_PROTOCOL_LINE = 1 << 20
 # phase entered when an event arrives -> the timeout that governs it
 PHASE_AFTER_EVENT = {"ready": "import", "imported": "run"}
 
-# the stub's messages in the order it sends them (one may be missing; only "trial" repeats). Candidate code shares
-# the stub's process and can write its pipe: a message out of this order or a second one of a kind is not the
-# stub's, and what it claims (a census, timer numbers) must not replace the stub's own report
+# the stub's messages in the order it sends them (one may be missing; only "trial" repeats). Candidate code
+# shares the stub's process and can write its pipe: a message out of this order or a second one of a kind is
+# not the stub's, and what it claims (a census, timer numbers) must not replace the stub's own report
 EVENT_RANK = {"ready": 0, "baseline": 1, "imported": 2, "initialized": 3, "trial": 4, "census": 5,
               "timing_token": 6, "timing": 7, "done": 8}
-LAST_MESSAGES = frozenset({"inputs_unavailable", "error", "exit", "done"})  # the stub's; "terminated" may follow
+# the stub's; "terminated" may follow
+LAST_MESSAGES = frozenset({"inputs_unavailable", "error", "exit", "done"})
 
 
 class EventOrder:
@@ -361,7 +362,8 @@ def watch_child(
                             gate.acquire(pgid)  # blocks while another run times on this device
                             gate_held = True
                         phase_start += time.monotonic() - waited
-                        on_event({"event": "timing_granted"})  # from here, not the child: when timing may start
+                        # from here, not the child: when timing may start
+                        on_event({"event": "timing_granted"})
                         try:
                             os.write(control_w, b"go\n")
                         except OSError:

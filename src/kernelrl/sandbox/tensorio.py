@@ -81,8 +81,9 @@ def write_tensor(path: str | Path, t: torch.Tensor, stage: HostStage | None = No
     return tensor_meta(t)
 
 
-# torch.equal on a GPU is eq(a, b).all(): a bool mask of every element compared. Compared whole, a 1 GiB output
-# (as bytes) added 1 GiB to the sandbox's peak, which the GPU memory admission charges; chunks keep the mask small
+# torch.equal on a GPU is eq(a, b).all(): a bool mask of every element compared. Compared whole, a 1 GiB
+# output (as bytes) added 1 GiB to the sandbox's peak, which the GPU memory admission charges; chunks keep the
+# mask small
 EQUAL_CHUNK_BYTES = 64 << 20
 
 

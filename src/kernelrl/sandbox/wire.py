@@ -138,7 +138,8 @@ class Message:
     """Base of every message: `to_dict`/`to_json` give the wire form, `from_dict`/`from_json` validate it."""
 
     _envelope: ClassVar[tuple[str, Any] | None] = None  # (key, value) every wire form carries: event, op, ok
-    _rest: ClassVar[str | None] = None  # the field that keeps the keys this type does not name (else: refused)
+    # the field that keeps the keys this type does not name (else: refused)
+    _rest: ClassVar[str | None] = None
 
     def fields(self) -> dict:
         """The wire form without the envelope key."""

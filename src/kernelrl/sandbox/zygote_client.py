@@ -104,8 +104,8 @@ class ZygoteClient:
                     reply = self._read(30.0)
                 except (OSError, ZygoteError) as exc:
                     self._close()
-                    # once the zygote had the fds it may have forked a child on them: never a second one on the
-                    # same pipes (the caller closes them, and the lifeline's end kills any such child)
+                    # once the zygote had the fds it may have forked a child on them: never a second one on
+                    # the same pipes (the caller closes them, and the lifeline's end kills any such child)
                     if attempt or sent:
                         raise ZygoteError(f"the zygote failed: {exc}") from None
                     continue

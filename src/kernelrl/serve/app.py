@@ -33,7 +33,8 @@ class _Strict(BaseModel):
 
 class ProblemRef(_Strict):
     id: str | None = None
-    sha256: str | None = None  # the client's copy: a mismatch is refused rather than judged on another problem
+    # the client's copy: a mismatch is refused rather than judged on another problem
+    sha256: str | None = None
     source: str | None = None  # only where the server trusts its clients with problem sources
 
 
@@ -66,7 +67,8 @@ class EvaluateIn(_Strict):
 
 
 class RewardIn(EvaluateIn):
-    reward: str | None = None  # a built-in preset ('composite', 'two_stage:stage=frontend') or an allow-listed name
+    # a built-in preset ('composite', 'two_stage:stage=frontend') or an allow-listed name
+    reward: str | None = None
 
 
 class OpenRLHFIn(BaseModel):

@@ -105,7 +105,8 @@ class KernelEnv(Environment[KernelAction, KernelObservation, KernelState]):
     scored by the service's default reward. The episode ends when the turns are used up or a kernel is correct
     with no timing left to improve (a server without timings)."""
 
-    SUPPORTS_CONCURRENT_SESSIONS = True  # an episode holds only its own state; the service is shared and bounded
+    # an episode holds only its own state; the service is shared and bounded
+    SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, service: RewardService, loop: _Loop | None = None, *, max_turns: int = 1,
                  backend: str = "triton") -> None:
@@ -213,7 +214,8 @@ class _Front:
 
     def __init__(self, app: Any, token: str | None, loop: _Loop, env_factory: Any) -> None:
         self.app, self.loop = app, loop
-        self.env_factory = env_factory  # a served environment, for in-process callers (KernelEnv.step bridges)
+        # a served environment, for in-process callers (KernelEnv.step bridges)
+        self.env_factory = env_factory
         self.expected = None if token is None else f"Bearer {token}".encode()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:

@@ -256,7 +256,8 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
 
     def timed_rep(call: Callable[[], Any], inspect: Inspect | None, i: int | None,
                   reps: int) -> tuple[float, float]:
-        probe = probes is not None and i is None and not calibrated  # warm-up: how long the cover's parts take
+        # warm-up: how long the cover's parts take
+        probe = probes is not None and i is None and not calibrated
         if probe:
             before, flushed = event_cls(enable_timing=True), event_cls(enable_timing=True)
             before.record()

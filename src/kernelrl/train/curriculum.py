@@ -39,7 +39,8 @@ class CurriculumConfig:
     window: int = 32  # most recent attempts (completions) on the highest active tier counted in that rate
     min_attempts: int = 16  # attempts on the highest active tier before it can promote
     skip_solved_after: int | None = 2  # skip a problem whose last N groups were all correct (None: never)
-    skip_hopeless_after: int | None = 4  # set aside a problem whose last N groups had no correct one (None: never)
+    # set aside a problem whose last N groups had no correct one (None: never)
+    skip_hopeless_after: int | None = 4
     retry_probability: float = 0.1  # chance a skipped/set-aside problem is drawn anyway (it may have changed)
 
     def __post_init__(self) -> None:

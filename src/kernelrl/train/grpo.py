@@ -133,7 +133,8 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
                           rollouts=run_dir / ROLLOUTS, stage=config.stage, on_groups=on_groups)
     place = session.placement
     batch = config.prompts_per_step * config.num_generations
-    micro = config.micro_batch or batch  # TRL generates steps_per_generation (= accumulation) micro-batches at once
+    # TRL generates steps_per_generation (= accumulation) micro-batches at once
+    micro = config.micro_batch or batch
     max_steps = config.max_steps
     if max_steps < 0:  # epochs over the prompts, in steps (the curriculum sampler has no natural length)
         max_steps = max(1, math.ceil(config.epochs * len(rows) / config.prompts_per_step))

@@ -67,7 +67,8 @@ class Session:
         settings."""
         if given is not None:
             return given
-        if self._owned is None and "://" in self.config.eval_device:  # a reward service (its token from the env)
+        # a reward service (its token from the env)
+        if self._owned is None and "://" in self.config.eval_device:
             from kernelrl.serve import open_scorer
 
             self._owned = open_scorer(self.config.eval_device)
@@ -111,8 +112,9 @@ class Session:
         import torch
 
         if resume is not None and trainer.args.max_steps > 0:
-            # Trainer would still run one step when it does not skip data (the curriculum's sampler): a checkpoint
-            # already at max_steps gets its weights and state loaded instead, so the adapter and held-out match it
+            # Trainer would still run one step when it does not skip data (the curriculum's sampler): a
+            # checkpoint already at max_steps gets its weights and state loaded instead, so the adapter and
+            # held-out match it
             from transformers import TrainerState
 
             state = TrainerState.load_from_json(str(Path(resume) / "trainer_state.json"))

@@ -20,7 +20,8 @@ from kernelrl.verify.tolerance import WIDENED_DTYPES
 # a float64 answer further from the reference than this share of the output's largest value is not taken for
 # rounding: the float64 run may have computed something else (a model that branches on the dtype, say), and no
 # allowance is derived from it. Rounding of a long fp32 reduction stays far below (matvec over 24,576 terms:
-# ~1e-6 of the largest value); a reference that loses this much to cancellation is judged by allclose as before
+# ~1e-6 of the largest value); a reference that loses this much to cancellation is judged by allclose as
+# before
 _MAX_ROUNDING_SHARE = 2.0 ** -6
 
 
@@ -70,7 +71,8 @@ def reference_errors(model64: torch.nn.Module, call_args: list, refs: list[torch
             why = why or f"output {k} of the float64 run is not a float64 tensor of the reference's shape"
         else:
             err = (answer - ref.detach().to(answer.device)).to(torch.float32)
-            err = torch.where(torch.isfinite(err), err, torch.full_like(err, float("nan")))  # never an inf allowance
+            # never an inf allowance
+            err = torch.where(torch.isfinite(err), err, torch.full_like(err, float("nan")))
             scale = float(torch.nan_to_num(answer.abs(), nan=0.0, posinf=0.0).max()) if answer.numel() else 0.0
             if err.numel() and float(torch.nan_to_num(err.abs(), nan=0.0).max()) > _MAX_ROUNDING_SHARE * scale:
                 why = why or f"output {k}'s float64 answer differs from the reference beyond rounding"

@@ -49,8 +49,9 @@ RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
                                      "still running after forward returned, or a thread it started lived for "
                                      "seconds while forward had not returned; do all work inside forward, on "
                                      "the calling thread"),
-    # a finding, not a rejection: the 72 reference solutions and 45 honest twins raise none in CPU mode; off on a
-    # GPU (its float64 reference costs a forward per evaluation, and Triton's tl.dot rounds fp32 inputs to TF32 by
+    # a finding, not a rejection: the 72 reference solutions and 45 honest twins raise none in CPU mode; off
+    # on a GPU (its float64 reference costs a forward per evaluation, and Triton's tl.dot rounds fp32 inputs
+    # to TF32 by
     # default) until a GPU run measures both; runtime_policy {"rt-low-precision": "warn"|"reject"} turns it on
     RuntimeCheck("rt-low-precision", "an fp32 output is much further from the exact answer than the fp32 reference "
                                      "(fp16/bf16 intermediates or TF32 products); compute in fp32",

@@ -19,19 +19,20 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "bfloat16": (1e-2, 1e-2),
 }
 
-# k in the float64 allowance: a candidate may be k times as far from the exact (float64) answer as the reference
-# is. An honest kernel of the same precision makes errors of the reference's size but in other places and with
-# other signs (its summation order differs), so k = 1 would still fail it where the reference happened to round
-# well and the kernel did not; 3 covers that spread. A genuinely wrong kernel (an index off by one, a skipped
-# element, a wrong reduction) is off by the size of the values themselves, and one that computes in lower
-# precision (fp16 intermediates in an fp32 problem) by ~2^-11 relative, ~10^4 times fp32's rounding: far above
-# k times the reference's error either way, so they stay wrong_output.
+# k in the float64 allowance: a candidate may be k times as far from the exact (float64) answer as the
+# reference is. An honest kernel of the same precision makes errors of the reference's size but in other
+# places and with other signs (its summation order differs), so k = 1 would still fail it where the reference
+# happened to round well and the kernel did not; 3 covers that spread. A genuinely wrong kernel (an index off
+# by one, a skipped element, a wrong reduction) is off by the size of the values themselves, and one that
+# computes in lower precision (fp16 intermediates in an fp32 problem) by ~2^-11 relative, ~10^4 times fp32's
+# rounding: far above k times the reference's error either way, so they stay wrong_output.
 REFERENCE_ERROR_K = 3.0
 # output dtypes whose reference is also computed in float64 when a comparison fails (integers compare exactly,
 # float64 has nothing more exact to compare with)
 WIDENED_DTYPES = frozenset({"float32", "float16", "bfloat16"})
 # a wrong_output whose worst element is within this factor of its allowance is marginal: another draw of the
-# secret inputs could pass it, so the verdict is not stored in the result cache (kernelrl.cache.result_cacheable)
+# secret inputs could pass it, so the verdict is not stored in the result cache
+# (kernelrl.cache.result_cacheable)
 MARGINAL_FACTOR = 10.0
 
 

@@ -26,7 +26,8 @@ _SANDBOX_OOM = ('RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() 
     (Status.CORRECT, Stage.DONE, "correct", "", "", "torch.compile failed: no Triton", False),
     (Status.RUNTIME_ERROR, Stage.CORRECTNESS, "IndexError while running forward: index 9 out of range", "", "",
      None, False),
-    (Status.WRONG_OUTPUT, Stage.CORRECTNESS, "wrong output", "out of memory", "", None, False),  # not an error
+    # not an error
+    (Status.WRONG_OUTPUT, Stage.CORRECTNESS, "wrong output", "out of memory", "", None, False),
     (Status.CRASHED, Stage.CORRECTNESS, "killed by SIGSEGV", "", "segmentation fault", None, False),
 ])
 def test_out_of_memory_verdicts_are_recognized(status, stage, message, feedback, log, timing_reason, expected):

@@ -64,7 +64,8 @@ def test_sampled_comparison_finds_a_wrong_output_and_maps_the_index_back():
     expected = torch.randn(64, 100)
     positions = sample_positions(6400, 7, "cpu")
     assert positions.numel() == SAMPLE_POINTS + 2 * SAMPLE_ENDS  # both ends (they overlap here) and the draws
-    assert torch.equal(positions, sample_positions(6400, 7, "cpu"))  # the judge redraws the sandbox's positions
+    # the judge redraws the sandbox's positions
+    assert torch.equal(positions, sample_positions(6400, 7, "cpu"))
     assert not torch.equal(positions, sample_positions(6400, 8, "cpu"))
     assert int(positions.min()) == 0 and int(positions.max()) == 6399
     good = expected.reshape(-1)[positions].clone()
