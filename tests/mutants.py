@@ -113,8 +113,8 @@ MUTANTS = (
            "candidates/rules.py", "analyze_rules", "Finding(rule.id, chosen,", "Finding(rule.id, 'warn',",
            ("exploits/x01_decoy_kernel.py", "exploits/x22_exec_string.py")),
     # -- the comparison (kernelrl.verify, run by the judge) --------------------------------------------------
-    # (in the judge's compare request: the problem audit's own comparisons stay intact, or every problem is
-    # refused)
+    # (in the judge's compare request: the problem audit's own
+    # comparisons stay intact, or every problem is refused)
     Mutant("comparison-skipped", "the judge's comparison of a candidate's outputs always passes", "sandbox/judge.py",
            "Judge.compare", "compare_outputs(expected, actual,", "(lambda *args: None)(expected, actual,",
            ("exploits_values/v01_softmax_drops_last_column.py", "exploits_values/v02_gelu_sigmoid_approximation.py"),

@@ -148,9 +148,9 @@ def test_healthy_builtin_problem_has_no_flags(evaluator, suite):
     assert evaluator.evaluate(suite.get("level1/1_row_softmax"), example("softmax_triton.py")).correct
 
 
-# default initializations do not depend on the seed (a norm layer's ones and zeros, a constant buffer): the
-# audit's other-weights model perturbs its weights, so these use their weights and are not flagged
-# weights_ignored
+# default initializations do not depend on the seed (a norm layer's ones and
+# zeros, a constant buffer): the audit's other-weights model perturbs its
+# weights, so these use their weights and are not flagged weights_ignored
 DEFAULT_INIT_WEIGHTS = {
     "layernorm": "self.norm = nn.LayerNorm(32)",
     "groupnorm": "self.norm = nn.GroupNorm(4, 32)",

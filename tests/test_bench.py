@@ -50,8 +50,8 @@ def test_pass_at_k_unbiased_estimator():
 
 def test_metrics_on_hand_built_steps():
     steps = [
-        # problem A (level 1): 2 samples; sample 0 correct at turn 2 (2.0x eager, 1.2x inductor), sample 1
-        # wrong
+        # problem A (level 1): 2 samples; sample 0 correct at
+        # turn 2 (2.0x eager, 1.2x inductor), sample 1 wrong
         step("level1/1_a", 0, 1, Status.COMPILE_ERROR, gpu_s=2.0),
         step("level1/1_a", 0, 2, Status.CORRECT, eager=2.0, inductor=1.2, gpu_s=3.0),
         step("level1/1_a", 1, 1, Status.WRONG_OUTPUT, gpu_s=1.0),
@@ -142,8 +142,8 @@ def test_bench_solves_problems_concurrently_with_the_same_results(tmp_path, suit
     problems = [suite.get("level0/1_relu"), suite.get("level0/2_scale_shift"), suite.get("level1/1_row_softmax")]
     replay, _ = solutions_replay(suite, problems, tmp_path / "solutions.jsonl")
     started = []
-    # every problem waits here until all three have started: solved one after another, the first would time
-    # out
+    # every problem waits here until all three have started:
+    # solved one after another, the first would time out
     all_started = threading.Barrier(len(problems), timeout=120)
 
     def on_problem(problem, outcome):

@@ -85,8 +85,8 @@ def test_result_key_changes_with_every_part():
 
 def test_evaluator_key_covers_verdict_settings_not_device_or_cache_dir(tmp_path, suite, result_cache_on):
     problem = suite.get("level0/1_relu")
-    # constructing an Evaluator starts nothing (no judge, no zygote): only the evaluator settings need their
-    # own
+    # constructing an Evaluator starts nothing (no judge, no
+    # zygote): only the evaluator settings need their own
     with Evaluator(device="cpu", cache_dir=tmp_path) as ev, \
             Evaluator(device="cuda:1", cache_dir=tmp_path / "elsewhere") as moved, \
             Evaluator(device="cpu", cache_dir=tmp_path, isolate_network=False) as open_network:

@@ -190,8 +190,8 @@ def _repeat_layout(chunks: list[list[int]], mini_repeat_count: int, repeat_count
 
 
 def test_repeat_layout_reference_matches_trl_docstring() -> None:
-    # RepeatSampler(["a".."g"], mini_repeat_count=2, batch_size=3, repeat_count=4) example from TRL's
-    # docstring
+    # RepeatSampler(["a".."g"], mini_repeat_count=2,
+    # batch_size=3, repeat_count=4) example from TRL's docstring
     expected = [4, 4, 3, 3, 0, 0] * 4 + [1, 1, 2, 2, 6, 6] * 4
     assert _repeat_layout([[4, 3, 0], [1, 2, 6]], 2, 4) == expected
 
@@ -237,9 +237,9 @@ def test_sampler_promotion_mid_iteration_changes_later_batches() -> None:
 
 
 def test_thread_safety_smoke() -> None:
-    # attempts and the recent window change together under the lock, so any snapshot taken while another
-    # thread records sees them consistent (len(recent) == attempts: the window is larger than all attempts
-    # made)
+    # attempts and the recent window change together under the lock, so any
+    # snapshot taken while another thread records sees them consistent
+    # (len(recent) == attempts: the window is larger than all attempts made)
     ids = [f"p{i}" for i in range(8)]
     # never promotes (a solve rate of 1 is never reached), and the recorder stops long before the window
     # fills: on a fast machine it once made 10**6 attempts and "hard" became eligible

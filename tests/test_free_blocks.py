@@ -16,9 +16,9 @@ MiB = 1 << 20
 def test_every_free_block_is_poisoned_and_nothing_new_is_reserved():
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
-    # three free segments of 30 MiB: none holds half of the free bytes, so the old poison's one request for
-    # that reserved a new segment; and a small-pool block beside a live one (then the whole free 2 MiB
-    # segment)
+    # three free segments of 30 MiB: none holds half of the free bytes, so
+    # the old poison's one request for that reserved a new segment; and a
+    # small-pool block beside a live one (then the whole free 2 MiB segment)
     freed = [torch.full((30 * MiB // 4,), 2.0, device="cuda") for _ in range(3)]
     held = torch.ones(256, device="cuda")
     small = torch.full((1024,), 3.0, device="cuda")

@@ -364,8 +364,8 @@ def test_low_precision_flags_half_precision_products_and_not_fp32_in_another_ord
     from kernelrl.verify.precision import low_precision
 
     a, x, ref, err = _matvec_case()
-    # fp32 in another summation order (blocks of 512 accumulated in fp32, as the Triton solutions do): not
-    # flagged
+    # fp32 in another summation order (blocks of 512 accumulated
+    # in fp32, as the Triton solutions do): not flagged
     blocked = sum((a[:, i:i + 512] @ x[i:i + 512] for i in range(0, a.shape[1], 512)), torch.zeros(64))
     assert low_precision([ref], [blocked], [err]) is None
     assert low_precision([ref], [ref.clone()], [err]) is None
@@ -392,8 +392,8 @@ def test_low_precision_floor_and_the_references_own_error():
     one_ulp = torch.nextafter(ref, torch.full_like(ref, 2.0))
     assert low_precision([ref], [one_ulp], [exact - ref.double()]) is None
     assert low_precision([ref], [ref + 2 * PRECISION_FLOOR], [torch.zeros_like(exact)]) is not None
-    # a reference that itself computes at TF32-like precision (error ~2^-11): a kernel 8x further is not
-    # flagged
+    # a reference that itself computes at TF32-like precision
+    # (error ~2^-11): a kernel 8x further is not flagged
     coarse = ref.double() + torch.randn(10_000, dtype=torch.float64) * 2.0 ** -12
     noisy_err = coarse - ref.double()
     assert low_precision([ref], [(ref.double() + 8 * noisy_err).float()], [noisy_err]) is None

@@ -69,8 +69,8 @@ def test_a_kernel_argument_is_traced_through_every_call_site():
     assert other != source
     found = _resolution(other)
     assert found and {(rule, policy) for rule, policy, _ in found} == {("unresolved-call", "warn")}, found
-    # a helper also used as a value has callers the module does not show (run = _elementwise; run(x.clamp_,
-    # x))
+    # a helper also used as a value has callers the module
+    # does not show (run = _elementwise; run(x.clamp_, x))
     hidden = source.replace("class ModelNew", "def other(x):\n    run = _elementwise\n    return run(x.clamp_, x)\n"
                                               "\n\nclass ModelNew")
     assert hidden != source

@@ -176,9 +176,9 @@ def test_policy_warn_and_off():
 
 E2E_EXPLOITS = ["x01_decoy_kernel.py", "x02_lazy_copy_kernel.py", "x10_try_fallback.py",
                 "x19_patch_perf_counter.py", "x22_exec_string.py"]
-# every honest twin, end to end with the default checks (static rules, op census, frontend): a false rejection
-# is a bug of the same weight as a hole. CPU mode runs the Triton ones (@triton.autotune through the sandbox's
-# untimed
+# every honest twin, end to end with the default checks (static rules, op
+# census, frontend): a false rejection is a bug of the same weight as a hole.
+# CPU mode runs the Triton ones (@triton.autotune through the sandbox's untimed
 # autotuner); `device: gpu` ones (CUDA C++) run in the gpu test set
 E2E_TWINS = [c for c in HONEST if c.device == "cpu"]
 GPU_TWINS = [c for c in HONEST if c.device == "gpu"]

@@ -54,8 +54,8 @@ def test_builtin_suite_audit_is_clean(evaluator):
     assert flagged == {}
 
 
-# levels 2 and 3 (fused blocks, whole layers) take the interpreter longest: in the full suite, not the edit
-# loop
+# levels 2 and 3 (fused blocks, whole layers) take the
+# interpreter longest: in the full suite, not the edit loop
 @pytest.mark.parametrize("problem", [pytest.param(p, marks=[pytest.mark.slow] if p.level >= 2 else [])
                                      for p in WITH_SOLUTIONS], ids=[p.id for p in WITH_SOLUTIONS])
 def test_reference_solution_is_correct_on_cpu(evaluator, problem):

@@ -42,8 +42,8 @@ def test_the_judges_rebuild_is_the_sandboxs_mix():
             assert 0.3 < (buf == y).float().mean().item() < 0.7, k
     other = Mixer(torch).mixed(a, b, 12346)
     assert not torch.equal(other[0], buffers[0])  # another seed, another mask
-    # a mask bit per block of BLOCK elements (row-major), the tail its own block: the stub and judge agree on
-    # it
+    # a mask bit per block of BLOCK elements (row-major),
+    # the tail its own block: the stub and judge agree on it
     flat, from_b = buffers[0].reshape(-1), (buffers[0] == b[0]).reshape(-1)
     for start in range(0, flat.numel(), BLOCK):
         block = from_b[start:start + BLOCK]
@@ -116,8 +116,8 @@ print(json.dumps(rows))
 
 
 def test_the_stubs_mix_kernel_writes_the_judges_bytes_and_a_failed_launch_falls_back_to_the_where():
-    # the kernel itself, run by Triton's interpreter (on a GPU a standby loads it; tests/test_gpu.py checks it
-    # there)
+    # the kernel itself, run by Triton's interpreter (on a GPU
+    # a standby loads it; tests/test_gpu.py checks it there)
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", _BLOCK_MIX_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300, check=False)

@@ -116,8 +116,8 @@ def test_a_resampled_group_with_a_spread_is_what_the_step_trains_on(tmp_path):
     global CALLS
     CALLS = itertools.count()
     run_dir = tmp_path / "run"
-    # micro-batches of 1 and 2 iterations: TRL keeps old log-probs; beta > 0: reference log-probs too (both
-    # spliced)
+    # micro-batches of 1 and 2 iterations: TRL keeps old
+    # log-probs; beta > 0: reference log-probs too (both spliced)
     config = GRPOConfig(**TINY, run_dir=str(run_dir), max_steps=1, reward="test_train_dynamic:equal_first_round",
                         dynamic_sampling=2, micro_batch=1, num_iterations=2, beta=0.04, continuous_batching=True)
     outcome = run_grpo(config)
@@ -133,8 +133,8 @@ def test_a_resampled_group_with_a_spread_is_what_the_step_trains_on(tmp_path):
     assert step["frac_reward_zero_std"] == 0
     assert step["reward"] == pytest.approx(statistics.mean(second), abs=1e-6)
     assert step["reward_std"] == pytest.approx(statistics.stdev(second), abs=1e-6)
-    # round 1's group has advantage 0 (no gradient; KL too is 0 at the start): LoRA's B moved, so round 2's
-    # trained
+    # round 1's group has advantage 0 (no gradient; KL too is
+    # 0 at the start): LoRA's B moved, so round 2's trained
     assert max(float(b.abs().max()) for b in lora_b(outcome.adapter)) > 0
     # the curriculum saw the group once per round it was scored
     state = curriculum_history(run_dir)

@@ -138,8 +138,8 @@ class TimingReport:
     speedup_rse: float | None = None
 
 
-# how far a verdict of each mode can be trusted (docs/evaluation.md, "Classes of attack and where each
-# stands")
+# how far a verdict of each mode can be trusted
+# (docs/evaluation.md, "Classes of attack and where each stands")
 VERDICT_TRUST = {
     # every runtime check of the classes table runs
     "gpu": "full",
@@ -192,10 +192,10 @@ class EvalResult:
     # (sandbox up), import (candidate import and compilation), init, correctness, timing (the candidate's
     # timed run), baselines (speed-of-light probes and eager/Inductor, cached after the first)
     phases_s: dict[str, float] = field(default_factory=dict)
-    # when each of those phases began, Unix seconds (one process's clock), plus 'queued' (the evaluation was
-    # handed in) and 'end': lines evaluations up against each other (overlap, timing exclusivity, idle time);
-    # 'sandbox_*': the sandbox's own start-up steps (its CUDA context, a standby taking its candidate,
-    # confinement)
+    # when each of those phases began, Unix seconds (one process's clock), plus 'queued'
+    # (the evaluation was handed in) and 'end': lines evaluations up against each other
+    # (overlap, timing exclusivity, idle time); 'sandbox_*': the sandbox's own start-up
+    # steps (its CUDA context, a standby taking its candidate, confinement)
     timeline: dict[str, float] = field(default_factory=dict)
 
     @property

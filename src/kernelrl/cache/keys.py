@@ -13,8 +13,8 @@ from kernelrl.pyparse import parse_python
 from kernelrl.results import Environment
 
 _KEY_VERSION = 1  # bump when the key's layout changes
-# the parts of the package whose code decides a verdict (problems/suites/ excluded: problems enter by their
-# hash)
+# the parts of the package whose code decides a verdict
+# (problems/suites/ excluded: problems enter by their hash)
 _VERDICT_CODE = ("evaluate.py", "results.py", "candidates", "sandbox", "verify", "timing", "problems", "cache")
 
 

@@ -46,8 +46,8 @@ PYTHON_METHODS = frozenset({
 KERNEL_METHODS = frozenset({"run", "warmup", "add_pre_run_hook"})
 # Python-level routes to tensor values (the census counts them at run time as rt-host-read)
 HOST_READ_METHODS = frozenset({"tolist", "numpy", "item", "apply_", "map_", "map2_", "__array__", "__dlpack__"})
-# builtins that never compute on a tensor's values (iterating one yields views; its rows are checked where
-# used)
+# builtins that never compute on a tensor's values (iterating
+# one yields views; its rows are checked where used)
 SAFE_BUILTINS = frozenset({
     "len", "range", "enumerate", "zip", "tuple", "list", "dict", "set", "frozenset", "isinstance", "issubclass",
     "hasattr", "getattr", "type", "super", "iter", "next", "reversed", "slice", "id", "hash", "callable", "object",
@@ -69,8 +69,8 @@ TRITON_CALLS = ("triton.cdiv", "triton.next_power_of_2", "triton.Config", "trito
                 "triton.jit", "triton.language.", "triton.runtime.driver.")
 TORCH_CUDA_CALLS = frozenset({"current_device", "device_count", "is_available", "get_device_properties",
                               "get_device_name", "get_device_capability", "device"})
-# standard-library modules whose calls are host bookkeeping (a function they are given is analyzed where
-# named)
+# standard-library modules whose calls are host bookkeeping
+# (a function they are given is analyzed where named)
 HOST_MODULES = frozenset({"math", "functools", "itertools", "dataclasses", "typing", "collections", "enum", "abc",
                           "numbers"})
 STRING_DISPATCH = frozenset({"operator.methodcaller", "operator.attrgetter"})

@@ -105,8 +105,8 @@ BANNED_QUALIFIED = {
     "torch.cuda.stream": "streams-events", "torch.cuda.graph": "streams-events",
     "torch.cuda.Stream": "streams-events", "torch.cuda.Event": "streams-events",
     "contextlib.suppress": "fallback", "torch.multiprocessing*": "concurrency",
-    # torch's C module: dispatch switches and the C base classes whose methods bypass the runtime census's
-    # wrappers
+    # torch's C module: dispatch switches and the C base classes
+    # whose methods bypass the runtime census's wrappers
     "torch._C": "introspection",
 }
 
@@ -125,8 +125,8 @@ CUDA_SOURCE_PATTERNS = (
     (re.compile(r"##"), "pastes tokens (##)"),
     (re.compile(r"cudaEventCreate|cudaEventRecord"), "uses CUDA events"),
     (re.compile(r"getStreamFromPool|cudaStreamPerThread|cudaLaunchHostFunc"), "uses a side stream"),
-    # a vendor library's kernels would be timed as the candidate's (the kernel share sees ATen calls, not
-    # these)
+    # a vendor library's kernels would be timed as the
+    # candidate's (the kernel share sees ATen calls, not these)
     (re.compile(r"\b(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver)\w*\s*\(|getCurrentCUDABlasHandle"),
      "calls a vendor library (cuBLAS, cuDNN, ...) instead of its own kernel"),
 )
@@ -422,9 +422,9 @@ RULES: tuple[Rule, ...] = (
          "CUDA C++ source must not create streams, synchronize the device, call cuBLAS/cuDNN or other vendor "
          "libraries, or paste tokens (##).",
          check=_check_cuda_source),
-    # the allow-list over every call reachable from forward (kernelrl.candidates.resolve): reject only where
-    # no honest candidate does it (the runtime census rejects both too); what cannot be verified is shown, not
-    # punished
+    # the allow-list over every call reachable from forward
+    # (kernelrl.candidates.resolve): reject only where no honest candidate does it (the
+    # runtime census rejects both too); what cannot be verified is shown, not punished
     Rule("host-read", "reject",
          "tensor values read on the host (.tolist(), .numpy(), .item(), .apply_(), .map_()) are computation outside "
          "your kernel: load the values inside the kernel instead.",

@@ -137,8 +137,8 @@ class Evaluator(ScorerBase):
         # without waiting for this evaluator's judge to start
         self._known = KnownEnvironments(self._cache_dir, device)
         self._build: str | None = None  # kernelrl_build(), computed on first use
-        # one timed run at a time on this evaluator's device, other sandboxes and judge requests paused
-        # meanwhile
+        # one timed run at a time on this evaluator's device,
+        # other sandboxes and judge requests paused meanwhile
         self._gate = DeviceGate(hold_also=[self._judge.lock])
         self._slots = RunSlots()  # evaluations share the device; one that ran out of memory is retried alone
         self.slots: SlotPlan = plan_slots(compile_slots=cfg.compile_slots, max_concurrency=cfg.max_concurrency,
@@ -255,8 +255,8 @@ class Evaluator(ScorerBase):
 
     def _judge_info(self) -> dict:
         try:
-            # a ready judge's hello is read without its lock, which a timed run holds (the dispatcher asks
-            # too)
+            # a ready judge's hello is read without its lock,
+            # which a timed run holds (the dispatcher asks too)
             info = self._judge.info if self._judge.ready() else self._judge.ensure_started()
         except JudgeError as exc:
             raise EvaluatorError(str(exc)) from None

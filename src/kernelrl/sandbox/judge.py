@@ -357,9 +357,9 @@ class Judge:
                 else:
                     raise TypeError(f"get_inputs() returned a {type(value).__name__}; only tensors and plain "
                                     "numbers/strings are supported")
-            # a timed call's reference is computed when its output is compared: timing runs one evaluation at
-            # a time, so the timed references of only one are on the device at once instead of every waiting
-            # one's
+            # a timed call's reference is computed when its output is compared:
+            # timing runs one evaluation at a time, so the timed references of
+            # only one are on the device at once instead of every waiting one's
             lazy = redraw and index >= checked
             outputs = None if lazy else self._reference_outputs(model, args, tensors)
             draw = Draw(seed=seed, on=self._draw_on.get(module.__name__, self.device.type),

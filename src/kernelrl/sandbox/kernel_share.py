@@ -41,8 +41,8 @@ _UNTIMED = frozenset({
     "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "detach", "alias", "lift_fresh",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_contiguous", "resize_",
 })
-# read through TensorBase's own descriptors, captured before the candidate is imported (it may patch
-# torch.Tensor)
+# read through TensorBase's own descriptors, captured before
+# the candidate is imported (it may patch torch.Tensor)
 _TENSOR = torch._C.TensorBase
 _DTYPE = torch._C.TensorBase.dtype.__get__
 _IS_NEG, _IS_CONJ = torch._C.TensorBase.is_neg, torch._C.TensorBase.is_conj

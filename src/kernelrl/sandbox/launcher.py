@@ -199,8 +199,8 @@ class SandboxLauncher:
         home = workdir / "home"
         harness = self.settings.cache_dir / "triton" / "kernelrl-harness"
         harness.mkdir(parents=True, exist_ok=True)
-        # its Triton warm-up compiles into the harness's cache, which no candidate can write (read-only
-        # mounts)
+        # its Triton warm-up compiles into the harness's cache,
+        # which no candidate can write (read-only mounts)
         env = {**self.child_env(mode, workdir), "TRITON_CACHE_DIR": str(harness),
                "TORCH_EXTENSIONS_DIR": str(workdir / "torch-extensions")}
         request_path = workdir / "request.json"

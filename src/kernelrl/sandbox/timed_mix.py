@@ -29,9 +29,9 @@ from __future__ import annotations
 from typing import Any
 
 ROTATE = "rotate"  # METADATA["timed_inputs"]: keep the rotation through pristine variants
-# pristine variants a mix needs: every call's inputs are a fresh secret mix of both, so more variants would
-# add no freshness, only device memory (each is a whole timing-set input in the sandbox for the evaluation's
-# life)
+# pristine variants a mix needs: every call's inputs are a fresh secret mix
+# of both, so more variants would add no freshness, only device memory (each
+# is a whole timing-set input in the sandbox for the evaluation's life)
 MIXED_VARIANTS = 2
 _GOLDEN = 0x9E3779B97F4A7C15
 SEED_BITS = 63

@@ -17,11 +17,11 @@ import torch
 
 from kernelrl.verify.tolerance import WIDENED_DTYPES
 
-# a float64 answer further from the reference than this share of the output's largest value is not taken for
-# rounding: the float64 run may have computed something else (a model that branches on the dtype, say), and no
-# allowance is derived from it. Rounding of a long fp32 reduction stays far below (matvec over 24,576 terms:
-# ~1e-6 of the largest value); a reference that loses this much to cancellation is judged by allclose as
-# before
+# a float64 answer further from the reference than this share of the output's largest
+# value is not taken for rounding: the float64 run may have computed something else (a
+# model that branches on the dtype, say), and no allowance is derived from it. Rounding of
+# a long fp32 reduction stays far below (matvec over 24,576 terms: ~1e-6 of the largest
+# value); a reference that loses this much to cancellation is judged by allclose as before
 _MAX_ROUNDING_SHARE = 2.0 ** -6
 
 

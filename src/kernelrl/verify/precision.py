@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the parent's trial bookkeeping imports describe() without torch
     import torch
 
-# candidate error over the reference's own; an fp32 kernel is within a few times it
-# (kernelrl.verify.tolerance's k = 3 covers the spread of summation orders), a half-precision one thousands of
-# times
+# candidate error over the reference's own; an fp32 kernel is within
+# a few times it (kernelrl.verify.tolerance's k = 3 covers the spread
+# of summation orders), a half-precision one thousands of times
 PRECISION_RATIO = 16.0
 # of the output's largest |value|: fp32 rounding of a long reduction stays far below (a 24,576-term matrix-vector
 # product: ~1e-6), fp16 and TF32 rounding (2^-11 ~ 4.9e-4) and bf16's (2^-8) far above

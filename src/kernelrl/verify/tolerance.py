@@ -30,9 +30,9 @@ REFERENCE_ERROR_K = 3.0
 # output dtypes whose reference is also computed in float64 when a comparison fails (integers compare exactly,
 # float64 has nothing more exact to compare with)
 WIDENED_DTYPES = frozenset({"float32", "float16", "bfloat16"})
-# a wrong_output whose worst element is within this factor of its allowance is marginal: another draw of the
-# secret inputs could pass it, so the verdict is not stored in the result cache
-# (kernelrl.cache.result_cacheable)
+# a wrong_output whose worst element is within this factor of its allowance
+# is marginal: another draw of the secret inputs could pass it, so the
+# verdict is not stored in the result cache (kernelrl.cache.result_cacheable)
 MARGINAL_FACTOR = 10.0
 
 
