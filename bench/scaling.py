@@ -174,7 +174,8 @@ def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) ->
             results[index] = result
             finished.append(time.monotonic() - started)
         total = time.monotonic() - started
-    row = {"via": via, "gpus": gpus, "profile": profile, "standbys": args.standbys, "warm_up_s": round(warm_s, 1),
+    row = {"via": via, "gpus": gpus, "profile": profile, "standbys": args.standbys,
+           "warm_up_s": round(warm_s, 1),
            **batch_stats(results, total, started_epoch),
            "no_verdict": sum(r.no_verdict for r in results),
            # first answer, and the last tenth of the batch: a fixed cost per batch, not per evaluation

@@ -58,6 +58,11 @@ BY_KEY = {(c.directory, c.prefix): c for c in CLASSES}
 CENSUS_CHECKS = ("rt-aten-op", "rt-host-read", "rt-output-provenance", "rt-census-tampered")
 
 
+def gpu_runtime_policy(expect: str) -> dict[str, str]:
+    """A GPU case's runtime policy: the op census's checks off but the one the case is about."""
+    return {check: "off" for check in CENSUS_CHECKS if check != expect}
+
+
 @dataclass(frozen=True)
 class Case:
     path: Path

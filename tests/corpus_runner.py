@@ -67,8 +67,8 @@ def _on_gpu(cases: list, device: str) -> dict[str, dict]:
     suite, verdicts = load_suite(), {}
     with Evaluator(device=device, result_cache=False) as ev:
         for c in cases:
-            census_off = {check: "off" for check in corpus.CENSUS_CHECKS if check != c.expect}
-            verdict = VerdictSettings(static_checks=False, runtime_policy=census_off, run_timeout_s=60.0)
+            verdict = VerdictSettings(static_checks=False, runtime_policy=corpus.gpu_runtime_policy(c.expect),
+                                      run_timeout_s=60.0)
             result = ev.evaluate(suite.get(c.problem), c.source(), verdict=verdict)
             verdicts[c.name] = {"status": result.status.value, "message": result.message, "rules": []}
     return verdicts

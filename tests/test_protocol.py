@@ -349,9 +349,9 @@ def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PR
         "problem_path": str(problem), "candidate_path": str(candidate), "in_dir": str(tmp_path / "in"),
         "out_dir": str(tmp_path / "out"), "trials": prepared.trials, "timing_set": prepared.timing_set,
         "timing": False, "timer": {}, "timing_mode": "events", "paired_baseline": False, "kernel_share": False,
-        # as the evaluator does: the timed calls mix where the
-        # judge planned for it (else it planned share trials)
-        "timed_mix": prepared.timed_mix, "memory_limit_bytes": 0, "readonly_fs": False, "writable_paths": [str(tmp_path)], **fields})
+        # as the evaluator does: the timed calls mix where the judge planned for it (else it planned share trials)
+        "timed_mix": prepared.timed_mix, "memory_limit_bytes": 0, "readonly_fs": False,
+        "writable_paths": [str(tmp_path)], **fields})
     first = p.StandbyRequest(**settings.to_dict()) if standby else request
     (tmp_path / "request.json").write_text(first.to_json())
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": python_env()["PYTHONPATH"], "HOME": str(tmp_path / "home"),

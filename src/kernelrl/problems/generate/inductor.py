@@ -1,8 +1,8 @@
 """Inductor-derived seeds: a generated problem's `Model` compiled by `torch.compile` (Inductor, dynamic
 shapes), its output code captured and rewritten as a self-contained `ModelNew`: plain `@triton.jit` kernels
-(Inductor's autotuning decorators dropped, the `triton_helpers` it calls copied in, `libdevice` calls mapped to
-`tl`), a `forward` that allocates with `torch.empty_strided` and launches every kernel on an explicit grid. The
-produced code imports nothing from `torch._inductor`.
+(Inductor's autotuning decorators dropped, the `triton_helpers` it calls copied in, `libdevice` calls mapped
+to `tl`), a `forward` that allocates with `torch.empty_strided` and launches every kernel on an explicit grid.
+The produced code imports nothing from `torch._inductor`.
 
 A problem where Inductor calls a library kernel (`extern_kernels.mm`, a convolution) or falls back to an ATen
 op is skipped with its reason: that seed would be PyTorch compute, not a kernel. Whatever the converter does

@@ -415,4 +415,5 @@ def _solutions_report(out: Path, chosen: list, kinds: dict, failed: list, unveri
                for kind, c in kinds.items()}
     by_kind["inductor"]["skipped_per_family"] = dict(sorted(skipped.items()))
     return {"verified": len(chosen), "kept": sum(kept.values()),
-            "kept_per_family": dict(sorted(kept.items())), "failed": failed, "not_verified_gpu_only": unverified, "kinds": by_kind}
+            "kept_per_family": dict(sorted(kept.items())), "failed": failed,
+            "not_verified_gpu_only": unverified, "kinds": by_kind}

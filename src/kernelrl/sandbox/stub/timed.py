@@ -16,11 +16,10 @@ from kernelrl.sandbox.protocol import (
     TimedCheck,
     TimingEvent,
     TimingTokenEvent,
-    TrialPlan,
 )
 from kernelrl.sandbox.share_call import checked_output_metas
 from kernelrl.sandbox.stub.candidate import LoadedCandidate
-from kernelrl.sandbox.stub.trials import args_for
+from kernelrl.sandbox.stub.trials import args_for, timed_trials
 from kernelrl.sandbox.tensorio import write_tensor
 from kernelrl.sandbox.timed_mix import SEED_BITS
 from kernelrl.timing.cuda_timer import HOST_MODE, TimerSettings, time_cuda, time_host, time_paired
@@ -30,11 +29,6 @@ MAX_TIMED_CHECKS = 16  # the verdict process compares at most this many
 # larger outputs of timed calls go to the judge as a sample (kernelrl.verify.compare.sample_positions): 4 MiB
 # of values instead of 4 GiB of file traffic for four checks of a 1 GiB output
 FULL_TIMED_CHECK_BYTES = 8 << 20
-
-
-def timed_trials(request: SandboxRequest) -> list[TrialPlan]:
-    """The timing set's trials whose inputs the timed calls rotate through (the share's own trials apart)."""
-    return [t for t in request.trials if t.set == request.timing_set and not t.share]
 
 
 def times_here(request: SandboxRequest, gpu: bool) -> bool:

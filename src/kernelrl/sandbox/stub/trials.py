@@ -28,13 +28,18 @@ def args_for(trial: TrialPlan, tensors: list) -> list:
     return [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in trial.args]
 
 
+def timed_trials(request: SandboxRequest) -> list[TrialPlan]:
+    """The timing set's trials whose inputs the timed calls rotate through (the share's own trials apart)."""
+    return [t for t in request.trials if t.set == request.timing_set and not t.share]
+
+
 def run_trials(request: SandboxRequest, candidate: LoadedCandidate, send: Callable[[Event], None]) -> None:
     """Every trial that is not only for the timed calls, in the plan's order; a trial's pristine inputs are
     dropped once it ran unless the timed calls use them."""
     trusted = candidate.trusted
     torch, census, ops, handoff = trusted.torch, trusted.census, trusted.ops, candidate.handoff
     pristine = candidate.pristine
-    timed_indices = {t.index for t in request.trials if t.set == request.timing_set and not t.share}
+    timed_indices = {t.index for t in timed_trials(request)}
     previous: list = []  # earlier calls' outputs, still held as a caller would hold them
     for trial in request.trials:
         if trial.timed_only:  # inputs for the timed calls only (their outputs are checked there)
