@@ -19,7 +19,7 @@ _FACE = {
     "new_workdir": "launcher",
     "ProcessOwner": "owner",
     "SandboxRequest": "protocol", "TrialPlan": "protocol",
-    "SHARE_ATTEMPTS": "share_call", "SHARE_PREFIX": "share_call",
+    "SHARE_ATTEMPTS": "protocol", "SHARE_PREFIX": "protocol",
     "ITEMSIZE": "tensorio", "TensorFileError": "tensorio", "nbytes_of": "tensorio",
     "validate_meta": "tensorio",
     "mixes": "timed_mix", "timing_variants": "timed_mix",
@@ -37,9 +37,8 @@ if TYPE_CHECKING:
     from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
     from kernelrl.sandbox.launcher import LaunchSettings, SandboxLauncher, Standby, new_workdir
     from kernelrl.sandbox.owner import ProcessOwner
-    from kernelrl.sandbox.protocol import SandboxRequest, TrialPlan
+    from kernelrl.sandbox.protocol import SHARE_ATTEMPTS, SHARE_PREFIX, SandboxRequest, TrialPlan
     from kernelrl.sandbox.runner import ChildOutcome
-    from kernelrl.sandbox.share_call import SHARE_ATTEMPTS, SHARE_PREFIX
     from kernelrl.sandbox.tensorio import ITEMSIZE, TensorFileError, nbytes_of, validate_meta
     from kernelrl.sandbox.timed_mix import mixes, timing_variants
 

@@ -49,8 +49,7 @@ from kernelrl.sandbox.judge_wire import (
     ReleaseRequest,
     parse_judge_request,
 )
-from kernelrl.sandbox.protocol import Draw, IpcOffer, TrialPlan
-from kernelrl.sandbox.share_call import SHARE_ATTEMPTS
+from kernelrl.sandbox.protocol import SHARE_ATTEMPTS, Draw, IpcOffer, TrialPlan
 from kernelrl.sandbox.timed_mix import mixed_reference, mixes, timing_variants
 from kernelrl.timing.device_limits import copy_bandwidth, peak_matmul_flops, reference_flops
 

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# bound before the candidate's import, as every name the stub uses after it (the profiler's too)
 import torch
+from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelrl.sandbox.opcensus import ALLOCATION, CONSTANT_FILL, LAYOUT_COPIES
@@ -241,8 +243,6 @@ def profiled_gpu_fraction(torch, census, forward) -> dict:
     """The candidate's share of one forward's GPU time from torch.profiler (~5 s: CUPTI's start-up), when the
     event-timed share cannot be had (the forward defeats the gate)."""
     try:
-        from torch.profiler import ProfilerActivity, profile
-
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             forward()
             torch.cuda.synchronize()

@@ -195,6 +195,14 @@ class OutputMeta(Message):
     sample_seed: int | None = _field(_optional(_int), default=None, omit_none=True)
 
 
+# the kernel share's measured calls (kernelrl.sandbox.share_call), which the judge plans trials for: the
+# event-timed share's gates, then the profiler; most forwards enqueue in well under 5 ms, and a gate that
+# outlasts the enqueue is idle GPU time on the evaluation's clock
+SHARE_GATES_MS = (5.0, 50.0, 500.0)
+SHARE_ATTEMPTS = len(SHARE_GATES_MS) + 1  # fresh trials the judge plans for them
+SHARE_PREFIX = "share"  # the measured calls' output files: share{n}_out{k}.bin
+
+
 @_message_type
 class TimedCheck(Message):
     """A timed call whose outputs went to the judge: its rep, the trial whose inputs it had, its outputs."""

@@ -10,7 +10,8 @@ mix (kernelrl.sandbox.timed_mix), each call's inputs are a fresh secret mix of t
 into the timed calls' buffers, so the device holds nothing more; else each takes one of the judge's fresh
 trials (`TrialPlan.share`, planned after every other trial). A call whose gate the forward defeats is not
 measured; the next attempt takes new inputs with a longer gate, the last one the profiler. The GPU-only parts
-run in the stub (`measure_on_fresh_calls`); the judge and the verdict process need only the constants.
+run in the stub (`measure_on_fresh_calls`); the judge and the verdict process need only the constants, which
+live in kernelrl.sandbox.protocol (this module imports torch).
 """
 
 from __future__ import annotations
@@ -18,22 +19,22 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from kernelrl.sandbox.protocol import TimedCheck
+# bound here, before the candidate's import, as everything the stub runs after it is: a name resolved when
+# called would go through `sys.modules`, which the candidate's code can reach (and which confinement may have
+# hidden the package's files from)
+from kernelrl.sandbox.kernel_share import profiled_gpu_fraction
+from kernelrl.sandbox.protocol import SHARE_ATTEMPTS, SHARE_GATES_MS, SHARE_PREFIX, TimedCheck
+from kernelrl.sandbox.tensorio import ITEMSIZE, tensor_meta
+from kernelrl.verify.compare import sample_positions
 
-# the event-timed share's gates, then the profiler: most forwards enqueue in well under 5 ms, and a gate that
-# outlasts the enqueue is idle GPU time on the evaluation's clock
-SHARE_GATES_MS = (5.0, 50.0, 500.0)
-SHARE_ATTEMPTS = len(SHARE_GATES_MS) + 1  # fresh trials the judge plans for them
-SHARE_PREFIX = "share"  # the measured calls' output files: share{n}_out{k}.bin
+__all__ = ["SHARE_ATTEMPTS", "SHARE_GATES_MS", "SHARE_PREFIX", "checked_output_metas",
+           "measure_on_fresh_calls", "share_path"]
 
 
 def checked_output_metas(torch, outs: list, path_prefix: str, full_bytes: int, draw_seed: Callable[[], int],
                          write_tensor, host_stage) -> list[dict]:
     """Write a checked call's outputs for the judge (`{path_prefix}_out{k}.bin`): whole up to `full_bytes`,
     else a sample at positions drawn from `draw_seed()` after the call returned."""
-    from kernelrl.sandbox.tensorio import ITEMSIZE, tensor_meta
-    from kernelrl.verify.compare import sample_positions
-
     metas = []
     for k, t in enumerate(outs):
         meta = tensor_meta(t)
@@ -77,8 +78,6 @@ def measure_on_fresh_calls(torch, share, census, call_for: Callable, record: Cal
     came from (`TimedCheck`'s trial, mix_trial, mix_seed), or None when no fresh inputs are left;
     `record(result, n)` hands the result off, writes its outputs and returns their metas. Returns the
     measurement (with "method": "events" or "profiler") and the checks; an attempt that raised raises."""
-    from kernelrl.sandbox.kernel_share import profiled_gpu_fraction
-
     checks: list[TimedCheck] = []
     reason = "no fresh inputs for the measured call"
     for n in range(SHARE_ATTEMPTS):
