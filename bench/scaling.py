@@ -80,6 +80,8 @@ def scorer(via: str, gpus: int, args, profile: str, cache_dir: Path) -> Iterator
     overrides = dict(result_cache=False, cache_dir=cache_dir, inductor_baseline=not args.no_inductor)
     if args.standbys is not None:  # multi and ray: sandboxes started ahead of their candidates, per GPU
         overrides["standby_sandboxes"] = args.standbys
+    if args.work_queues is not None:  # multi and ray: CUDA's hardware queues a context (0: CUDA's default)
+        overrides["device_work_queues"] = args.work_queues or None
     cpu = args.device == "cpu"
     if via == "multi":
         from kernelrl.evaluate.scorer import open_scorer
@@ -214,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--standbys", type=int, default=None,
                         help="standby sandboxes per GPU (multi and ray; default: the profile's)")
+    parser.add_argument("--work-queues", type=int, default=None,
+                        help="CUDA hardware work queues of each context (multi and ray; 0: CUDA's default of "
+                             "8; default: the evaluator's, 1)")
     parser.add_argument("--json", type=Path, help="write the rows here (after each row)")
     args = parser.parse_args(argv)
     if args.no_inductor and "serve" in args.via:
@@ -227,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         for via in args.via.split(","):
             for gpus in (int(g) for g in args.gpus.split(",")):
                 row = run_row(via, gpus, args, profile, cache_dir, chosen)
+                row["work_queues"] = args.work_queues
                 one = next((r for r in rows if (r["via"], r["gpus"], r["profile"]) == (via, 1, profile)),
                            None)
                 if one is not None and gpus > 1:

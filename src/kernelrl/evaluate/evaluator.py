@@ -123,10 +123,10 @@ class Evaluator(ScorerBase):
         device = cfg.device
         self._interpreter_problem = interpreter_incompatibility()  # raised once the judge says CPU mode
         cuda_index = device.split(":", 1)[1] if device.startswith("cuda:") else None
-        visible = {"CUDA_VISIBLE_DEVICES": cuda_index} if cuda_index is not None else {}
+        device_env = cfg.device_env()  # the judge's and the sandboxes' alike
         self._owner = ProcessOwner(f"kernelrl-owner-{device}")  # the judge and the zygote outlive any caller
-        self._judge = JudgeClient("cuda" if cuda_index is not None else device, cfg.judge_timeout_s, visible,
-                                  self._owner.popen)
+        self._judge = JudgeClient("cuda" if cuda_index is not None else device, cfg.judge_timeout_s,
+                                  device_env, self._owner.popen)
         cache = cfg.cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelrl"
         self._cache_dir = Path(cache)
         self._audits: dict[tuple, ProblemAudit] = {}  # (problem sha, tolerances) -> audit (no timing)
@@ -154,7 +154,7 @@ class Evaluator(ScorerBase):
         self._warming_lock = threading.Lock()
         self._epoch = time.time() - time.monotonic()  # one offset for every timeline of this evaluator
         self.launcher = SandboxLauncher(LaunchSettings(
-            cache_dir=self._cache_dir, visible_devices=visible, startup_timeout_s=cfg.startup_timeout_s,
+            cache_dir=self._cache_dir, device_env=device_env, startup_timeout_s=cfg.startup_timeout_s,
             log_limit_bytes=cfg.log_limit_bytes,
             max_file_bytes=int(cfg.max_output_gb * GiB) * 2, isolate_network=cfg.isolate_network,
             isolate_processes=cfg.isolate_processes, warm_pool=cfg.warm_pool,

@@ -95,6 +95,11 @@ class EvaluatorSettings:
     standby_sandboxes: int = _help(
         "Sandboxes forked and device-initialized ahead of their candidates (warm pool only; 0: none). Each holds "
         "a CUDA context (~0.5 GB of device memory) while it waits.", 3)
+    device_work_queues: int | None = _help(
+        "CUDA hardware work queues of the judge's and every sandbox's context (CUDA_DEVICE_MAX_CONNECTIONS): "
+        "with 1, sandboxes starting at once create their contexts several times faster (context creation "
+        "is what bounds a host's sandbox starts per second over several GPUs); work on separate streams then "
+        "shares one queue and may lose its overlap. None: CUDA's default (8).", 1)
     max_concurrency: int | None = _help(
         "Evaluations in flight in a batch (compile and correctness overlap; timing is exclusive); None: twice "
         "compile_slots. Sandboxes alive at once never exceed the memory bound (sandbox_memory_gb).", 4)
@@ -126,8 +131,19 @@ class EvaluatorSettings:
             raise ValueError("candidate_uid must be an unprivileged uid (1 or more), or None: the evaluator's own")
         if self.standby_sandboxes < 0:
             raise ValueError("standby_sandboxes must be at least 0")
+        if self.device_work_queues is not None and not 1 <= self.device_work_queues <= 32:
+            raise ValueError("device_work_queues must be 1 to 32 (CUDA's range), or None: CUDA's default")
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ValueError(f"device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
+
+    def device_env(self) -> dict[str, str]:
+        """The judge's and the sandboxes' CUDA environment: this evaluator's GPU, and the same hardware queues
+        for both, so a candidate and its baselines are timed alike (harmless where CUDA is never used)."""
+        gpu = self.device.split(":", 1)[1] if self.device.startswith("cuda:") else None
+        env = {"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}
+        if self.device_work_queues is not None:
+            env["CUDA_DEVICE_MAX_CONNECTIONS"] = str(self.device_work_queues)
+        return env
 
     @classmethod
     def training(cls, **overrides) -> EvaluatorSettings:

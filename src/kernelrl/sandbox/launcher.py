@@ -34,8 +34,9 @@ from kernelrl.sandbox.zygote_client import ZygoteClient, ZygoteError
 
 ENV_ALLOWLIST = (
     "PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
-    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH",
-    "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "CUDA_DEVICE_MAX_CONNECTIONS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
+    "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
 )
 POOL_MAX_FAILURES = 3  # consecutive zygote failures after which the launcher stays on fresh processes
 # how the log of a fork the zygote could not set up begins (sandbox/zygote.py); no event came, so the launcher
@@ -60,7 +61,8 @@ class LaunchSettings:
     """What a sandbox is started with; the evaluator derives it from its EvaluatorSettings."""
 
     cache_dir: Path  # per-candidate Triton caches and CUDA-extension builds, the harness's Triton cache
-    visible_devices: dict[str, str] = field(default_factory=dict)  # e.g. {"CUDA_VISIBLE_DEVICES": "1"}
+    # over the allowlisted environment, e.g. {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    device_env: dict[str, str] = field(default_factory=dict)
     startup_timeout_s: float = 120.0
     compile_timeout_s: float = 300.0
     run_timeout_s: float = 120.0
@@ -138,7 +140,7 @@ class SandboxLauncher:
         with self._zygote_lock:
             if self._zygote is None:
                 env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST}
-                env.update(self.settings.visible_devices)
+                env.update(self.settings.device_env)
                 # the zygote never writes; each child gets its own HOME/TMPDIR
                 neutral = tempfile.gettempdir()
                 env.update({"PYTHONPATH": python_env()["PYTHONPATH"], "HOME": neutral, "TMPDIR": neutral})
@@ -235,7 +237,7 @@ class SandboxLauncher:
         """An allowlisted environment (no API keys) with a private HOME/TMPDIR and compile caches in `workdir`;
         the caller points TRITON_CACHE_DIR and TORCH_EXTENSIONS_DIR at the candidate's own directories."""
         env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST}
-        env.update(self.settings.visible_devices)
+        env.update(self.settings.device_env)
         home = workdir / "home"
         env.update({
             "PYTHONPATH": python_env()["PYTHONPATH"],
