@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("bench/transfer.py needs a CUDA GPU", file=sys.stderr)
         return 2
-    from kernelrl.sandbox.tensorio import HostStage, read_tensor, tensor_meta, write_tensor
+    from kernelrl.sandbox.tensor_files import HostStage, read_tensor, write_tensor
+    from kernelrl.sandbox.tensorio import tensor_meta
     from kernelrl.verify.compare import compare_tensors
 
     def timed(label: str, fn, n: int = 3):

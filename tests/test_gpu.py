@@ -178,7 +178,7 @@ def test_kernel_share_is_measured_with_events_and_falls_back_to_the_profiler(eva
 def test_large_gpu_tensors_go_through_the_pinned_stage(tmp_path):
     import torch
 
-    from kernelrl.sandbox.tensorio import HostStage, read_tensor, write_tensor
+    from kernelrl.sandbox.tensor_files import HostStage, read_tensor, write_tensor
 
     stage = HostStage()
     t = torch.randn(3 * HostStage.CHUNK_BYTES // 4 + 17, device="cuda")  # several chunks and a ragged tail
@@ -356,7 +356,7 @@ def test_bit_for_bit_comparison_on_a_gpu_allocates_at_most_a_chunk_more():
     sixth GiB. `same_bytes` compares EQUAL_CHUNK_BYTES at a time, so its peak is the two tensors and one chunk's mask."""
     import torch
 
-    from kernelrl.sandbox.tensorio import EQUAL_CHUNK_BYTES, same_bytes
+    from kernelrl.sandbox.tensor_files import EQUAL_CHUNK_BYTES, same_bytes
 
     a = torch.randn(64 << 20, device="cuda")  # 256 MiB, four chunks
     b = a.clone()

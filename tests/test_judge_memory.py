@@ -4,7 +4,8 @@ timed call's reference is computed when its output is compared (GPU memory admis
 import torch
 
 from kernelrl.sandbox.judge import Judge
-from kernelrl.sandbox.tensorio import tensor_meta, write_tensor
+from kernelrl.sandbox.tensor_files import write_tensor
+from kernelrl.sandbox.tensorio import tensor_meta
 
 DOUBLE = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
           "    def forward(self, x):\n        return x * 2\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelrl.sandbox.tensorio import write_tensor
+from kernelrl.sandbox.tensor_files import write_tensor
 
 
 def test_judge_lets_the_sandbox_redraw_reproducible_inputs_and_sends_files_otherwise(tmp_path):

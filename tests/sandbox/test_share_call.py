@@ -11,7 +11,8 @@ import torch
 from kernelrl.evaluate.trials import Trials
 from kernelrl.sandbox.judge_client import JudgeClient
 from kernelrl.sandbox.share_call import SHARE_ATTEMPTS, SHARE_GATES_MS, measure_on_fresh_calls
-from kernelrl.sandbox.tensorio import tensor_meta, write_tensor
+from kernelrl.sandbox.tensor_files import write_tensor
+from kernelrl.sandbox.tensorio import tensor_meta
 from kernelrl.sandbox.timed_mix import Mixer
 from kernelrl.verify.tolerance import Tolerance
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelrl.sandbox.tensorio import TensorFileError, read_tensor, validate_meta, write_tensor
+from kernelrl.sandbox.tensor_files import read_tensor, write_tensor
+from kernelrl.sandbox.tensorio import TensorFileError, validate_meta
 
 
 def test_tensor_files_round_trip_and_refuse_tricks(tmp_path):
@@ -27,7 +28,8 @@ def test_tensor_files_round_trip_and_refuse_tricks(tmp_path):
 def test_tensor_files_round_trip_with_and_without_a_host_stage(tmp_path):
     import torch
 
-    from kernelrl.sandbox.tensorio import HostStage, TensorFileError, read_tensor, write_tensor
+    from kernelrl.sandbox.tensor_files import HostStage, read_tensor, write_tensor
+    from kernelrl.sandbox.tensorio import TensorFileError
 
     stage = HostStage()
     for t in (torch.randn(3, 5), torch.arange(7, dtype=torch.int16), torch.tensor([True, False]),
@@ -49,7 +51,7 @@ def test_tensor_files_round_trip_with_and_without_a_host_stage(tmp_path):
 def test_same_bytes_compares_chunk_by_chunk_as_on_a_gpu():
     """`same_bytes` in chunks (as on a GPU, where torch.equal builds a mask of all it compares): every chunk is
     compared, the ragged last one too, bit for bit (a NaN payload and -0.0 differ)."""
-    from kernelrl.sandbox.tensorio import same_bytes
+    from kernelrl.sandbox.tensor_files import same_bytes
 
     a = torch.randn(37, 5)
     for chunk in (7, 64, None):

@@ -99,7 +99,7 @@ class Judge:
         # problem module -> where its get_inputs() draws (device, or cpu if it must)
         self._draw_on: dict[str, str] = {}
         self._reproducible: dict[tuple, bool] = {}  # (problem sha, set) -> same seed gives the same inputs
-        from kernelrl.sandbox.tensorio import HostStage
+        from kernelrl.sandbox.tensor_files import HostStage
 
         self._stage = HostStage()  # large outputs from files onto the GPU through pinned memory
         self._ipc = None  # kernelrl.sandbox.cuda_ipc.CudaIpc once it loaded; False: unavailable here
@@ -163,7 +163,7 @@ class Judge:
         checked once per problem and set: then the sandbox draws the inputs itself instead of reading files."""
         key = (sha, set_name)
         if key not in self._reproducible:
-            from kernelrl.sandbox.tensorio import same_bytes
+            from kernelrl.sandbox.tensor_files import same_bytes
 
             torch = self.torch
             again = self._inputs(module, params, seed)
@@ -332,7 +332,8 @@ class Judge:
                         bounds: tuple[int, int], trials: list, refs: list, originals: list,
                         offers: dict) -> None:
         """`bounds`: where the timed-only trials begin, then where the kernel share's begin (after those)."""
-        from kernelrl.sandbox.tensorio import tensor_meta, write_tensor
+        from kernelrl.sandbox.tensor_files import write_tensor
+        from kernelrl.sandbox.tensorio import tensor_meta
 
         torch = self.torch
         checked, share_from = bounds
@@ -376,7 +377,7 @@ class Judge:
             self.evals[req.eval_id]["calls"].append((model, args))  # for a float64 recomputation
 
     def compare(self, req: CompareRequest | dict) -> dict:
-        from kernelrl.sandbox.tensorio import read_tensor
+        from kernelrl.sandbox.tensor_files import read_tensor
         from kernelrl.verify.compare import compare_outputs, compare_timed, inputs_mutated, widen
         from kernelrl.verify.precision import low_precision
 

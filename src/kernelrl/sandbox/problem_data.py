@@ -107,7 +107,7 @@ def _trial_inputs(request: SandboxRequest, trial: TrialPlan, get_inputs: Any, se
     """One trial's input tensors: drawn here from the trial's seed when the judge found the draw reproducible
     (checked against the judge's probe), else read from the judge's files, which are then deleted (a candidate
     could read them and precompute answers)."""
-    from kernelrl.sandbox.tensorio import read_tensor
+    from kernelrl.sandbox.tensor_files import read_tensor
 
     draw = trial.draw
     if draw is None:

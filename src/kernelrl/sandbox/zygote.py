@@ -59,7 +59,7 @@ def _warm_imports() -> None:
     import kernelrl.sandbox.frontend  # noqa: F401
     import kernelrl.sandbox.kernel_share
     import kernelrl.sandbox.opcensus  # noqa: F401 - the module only; the child installs the census
-    import kernelrl.sandbox.tensorio  # noqa: F401
+    import kernelrl.sandbox.tensor_files  # noqa: F401
     import kernelrl.timing.cuda_timer  # noqa: F401
 
     kernelrl.sandbox.kernel_share.warm_up()  # on the host: CUDA stays untouched

@@ -10,7 +10,7 @@ from kernelrl.sandbox.share_call import checked_output_metas, measure_on_fresh_c
 from kernelrl.sandbox.stub.candidate import LoadedCandidate
 from kernelrl.sandbox.stub.timed import FULL_TIMED_CHECK_BYTES, TimedInputs
 from kernelrl.sandbox.stub.trials import args_for
-from kernelrl.sandbox.tensorio import write_tensor
+from kernelrl.sandbox.tensor_files import write_tensor
 from kernelrl.sandbox.timed_mix import SEED_BITS
 
 

@@ -20,7 +20,7 @@ from kernelrl.sandbox.protocol import (
 from kernelrl.sandbox.share_call import checked_output_metas
 from kernelrl.sandbox.stub.candidate import LoadedCandidate
 from kernelrl.sandbox.stub.trials import args_for, timed_trials
-from kernelrl.sandbox.tensorio import write_tensor
+from kernelrl.sandbox.tensor_files import write_tensor
 from kernelrl.sandbox.timed_mix import SEED_BITS
 from kernelrl.timing.cuda_timer import HOST_MODE, TimerSettings, time_cuda, time_host, time_paired
 

@@ -20,7 +20,8 @@ from kernelrl.sandbox.protocol import (
     TrialPlan,
 )
 from kernelrl.sandbox.stub.candidate import LoadedCandidate
-from kernelrl.sandbox.tensorio import ITEMSIZE, same_bytes, tensor_meta, write_tensor
+from kernelrl.sandbox.tensor_files import same_bytes, write_tensor
+from kernelrl.sandbox.tensorio import ITEMSIZE, tensor_meta
 
 
 def args_for(trial: TrialPlan, tensors: list) -> list:

@@ -17,7 +17,7 @@ from kernelrl.sandbox.free_blocks import FreeBlockPoison
 from kernelrl.sandbox.frontend import GpuFrontend
 from kernelrl.sandbox.kernel_share import EventShare
 from kernelrl.sandbox.opcensus import OpCensus
-from kernelrl.sandbox.tensorio import HostStage
+from kernelrl.sandbox.tensor_files import HostStage
 from kernelrl.sandbox.timed_mix import Mixer
 from kernelrl.timing.cuda_timer import TimerOps
 
