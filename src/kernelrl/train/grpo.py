@@ -11,13 +11,14 @@ With the curriculum on, prompts are drawn by `CurriculumSampler` from the proble
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernelrl.evaluate import Scorer
-from kernelrl.train.config import GRPOConfig, to_dict
+from kernelrl.train.config import GRPOConfig, TrainConfigError, to_dict
 from kernelrl.train.data import ROLLOUTS, prompt_rows
 from kernelrl.train.rundir import ADAPTER, CHECKPOINTS, last_checkpoint, make_callbacks, prepare_run_dir
 from kernelrl.train.session import Session
@@ -88,6 +89,27 @@ def continuous_batching_cache(rows: Sequence[dict[str, Any]], tokenizer: Any, se
             "max_batch_tokens": min(8192, sequences * tokens)}
 
 
+def world_size() -> int:
+    """Training processes (`accelerate launch`, `torchrun` set WORLD_SIZE; 1 when run directly)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def step_split(completions: int, micro_batch: int | None, world: int) -> tuple[int, int]:
+    """(completions per forward/backward pass in each process, passes accumulated) so that `world` processes
+    together make one optimizer step of `completions`, as one process alone would: TRL's step is the
+    per-device batch x processes x accumulation, and it generates the accumulated passes' completions at
+    once (in each process, its share)."""
+    if completions % world:
+        raise TrainConfigError(f"the step's {completions} completions (prompts_per_step x num_generations) "
+                               f"do not split evenly over {world} training processes")
+    mine = completions // world
+    micro = min(micro_batch or mine, mine)
+    if mine % micro:
+        raise TrainConfigError(f"micro_batch {micro_batch} does not divide each of the {world} processes' "
+                               f"{mine} completions a step")
+    return micro, mine // micro
+
+
 def run_grpo(config: GRPOConfig, scorer: Scorer | None = None, rows: Sequence[dict[str, Any]] | None = None,
              judge: Any = None) -> GRPOOutcome:
     """Train (or resume) a GRPO run. `scorer`: any Scorer (default an Evaluator on `config.eval_device`);
@@ -132,15 +154,14 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
                           judge=judge, judge_weight=config.judge_weight, judge_steps=config.judge_steps,
                           rollouts=run_dir / ROLLOUTS, stage=config.stage, on_groups=on_groups)
     place = session.placement
-    batch = config.prompts_per_step * config.num_generations
-    # TRL generates steps_per_generation (= accumulation) micro-batches at once
-    micro = config.micro_batch or batch
+    micro, accumulation = step_split(config.prompts_per_step * config.num_generations, config.micro_batch,
+                                     world_size())
     max_steps = config.max_steps
     if max_steps < 0:  # epochs over the prompts, in steps (the curriculum sampler has no natural length)
         max_steps = max(1, math.ceil(config.epochs * len(rows) / config.prompts_per_step))
     args = TRLGRPOConfig(
         output_dir=str(run_dir / CHECKPOINTS), learning_rate=config.learning_rate, max_steps=max_steps,
-        per_device_train_batch_size=micro, gradient_accumulation_steps=batch // micro,
+        per_device_train_batch_size=micro, gradient_accumulation_steps=accumulation,
         num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature, beta=config.beta,
         loss_type=config.loss_type, num_iterations=config.num_iterations, logging_steps=config.logging_steps,
@@ -149,7 +170,8 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
         dataloader_pin_memory=place.device != "cpu", use_vllm=config.use_vllm, vllm_mode="colocate",
         use_transformers_continuous_batching=config.continuous_batching,
         transformers_continuous_batching_config=continuous_batching_cache(
-            rows, session.tokenizer, batch, config.max_completion_length, config.max_prompt_length)
+            rows, session.tokenizer, micro * accumulation, config.max_completion_length,
+            config.max_prompt_length)
         if config.continuous_batching else None,
         ignore_data_skip=curriculum is not None, lr_scheduler_type="constant", warmup_steps=0,
         **({"max_prompt_length": config.max_prompt_length} if config.max_prompt_length else {}))
