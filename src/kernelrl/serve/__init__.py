@@ -20,11 +20,12 @@ def open_scorer(target: str | list[str] | None = None, settings=None, verdict=No
     for a remote one: a `RayScorer`), or a local device as `kernelrl.evaluate.open_scorer` takes it."""
     if isinstance(target, str) and target.startswith(("http://", "https://")):
         if settings is not None or verdict is not None:
-            raise ValueError("a reward service's evaluator and verdict settings are the server's: pass verdict "
-                             "settings per call (evaluate_many(..., verdict=...))")
+            raise ValueError("a reward service's evaluator and verdict settings are the server's: pass "
+                             "verdict settings per call (evaluate_many(..., verdict=...))")
         return Client(target, **overrides)
     if isinstance(target, str) and (target == "ray" or target.startswith("ray://")):
         from kernelrl.serve.ray_pool import RayScorer
 
-        return RayScorer("auto" if target == "ray" else target, settings=settings, verdict=verdict, **overrides)
+        return RayScorer("auto" if target == "ray" else target, settings=settings, verdict=verdict,
+                         **overrides)
     return open_local_scorer(target, settings, verdict, **overrides)
