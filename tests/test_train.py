@@ -65,8 +65,8 @@ STATUSES = {s.value for s in Status}
 # everything a tiny CPU run needs; the SFT run's first invocation reads these from a --config TOML file
 SFT_SETTINGS = {
     "problems": [RELU], "prompt_style": TINY_PROMPTS, "max_length": 1024, "batch_size": 1, "save_steps": 1,
-    "learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "eval_loss": False, "merge": True,
-    "eval_device": "cpu", "heldout_every": 0, "heldout_at_start": True, "heldout_problems": 1,
+    "learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "eval_loss": False,
+    "merge": True, "eval_device": "cpu", "heldout_every": 0, "heldout_at_start": True, "heldout_problems": 1,
     "heldout_samples": 2, "heldout_max_tokens": 16, "seed": 0,
     "heldout_suites": ["builtin"],  # a second held-out set (here the same test split, recorded apart)
 }
@@ -76,7 +76,8 @@ GRPO_TINY = {
     "eval_device": "cpu", "eval_timing": False, "heldout_every": -1, "learning_rate": 1e-3, "lora_r": 4,
     "lora_alpha": 8, "lora_dropout": 0.0, "seed": 0,
 }
-LOGIT_TEXT = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)"
+LOGIT_TEXT = ("import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+              "        return torch.relu(x)")
 
 
 def invoke(*args: str):
@@ -246,8 +247,9 @@ def test_cli_config_file_values_are_used_and_the_command_line_wins(sft_run):
 @pytest.fixture(scope="module")
 def grpo_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("grpo") / "run"
-    config = GRPOConfig(**GRPO_TINY, run_dir=str(run_dir), problems=(RELU, SCALE_SHIFT), max_completion_length=32,
-                        reward="train_rewards:text_hash", curriculum=True, micro_batch=1, continuous_batching=True)
+    config = GRPOConfig(**GRPO_TINY, run_dir=str(run_dir), problems=(RELU, SCALE_SHIFT),
+                        max_completion_length=32, reward="train_rewards:text_hash", curriculum=True,
+                        micro_batch=1, continuous_batching=True)
     # micro_batch 1: the step's 2 completions in 2 accumulated passes; generated with transformers' continuous
     # batching (the two-stage runs below generate the default way)
     return config, run_grpo(config)
@@ -327,12 +329,13 @@ def test_grpo_resume_of_a_finished_run_trains_no_more(grpo_run):
 
 
 def test_no_verdict_completions_get_no_reward_or_their_groups_mean(tmp_path, suite, prompts, cpu_evaluator):
-    """An evaluation that says nothing about the code (here the problem's reference fails in the judge, as on a GPU
-    a trainer filled) neither rewards nor punishes the completion: None (TRL gives it advantage 0), or with
-    missing='neutral' its group's mean; it is logged as such."""
+    """An evaluation that says nothing about the code (here the problem's reference fails in the judge, as on
+    a GPU a trainer filled) neither rewards nor punishes the completion: None (TRL gives it advantage 0), or
+    with missing='neutral' its group's mean; it is logged as such."""
     relu = suite.get(RELU)
     broken_path = tmp_path / "broken.py"
-    broken_path.write_text(relu.path.read_text().replace("return torch.relu(x)", "raise RuntimeError('ref bug')"))
+    broken_path.write_text(relu.path.read_text().replace("return torch.relu(x)",
+                                                         "raise RuntimeError('ref bug')"))
     broken = load_problem(broken_path)
     solution = fenced(suite.solution_path(relu).read_text())
     rollouts, logged = tmp_path / "rollouts.jsonl", {}
@@ -353,7 +356,8 @@ def test_no_verdict_completions_get_no_reward_or_their_groups_mean(tmp_path, sui
     # the curriculum hears the verdicts only
     assert groups[0] == {RELU: [True, False, True], "broken": [False]}
     recorded = jsonl(rollouts)[5:]
-    assert [r["status"] for r in recorded] == ["correct", "format_error", "correct", "format_error", "runtime_error"]
+    assert [r["status"] for r in recorded] == ["correct", "format_error", "correct", "format_error",
+                                               "runtime_error"]
     assert {r["round"] for r in recorded} == {2}  # a dynamic-sampling round, scored like the first
     assert "reference failed" in recorded[4]["message"] and recorded[4]["reward"] is None
     assert recorded[4]["no_verdict"] and not recorded[3]["no_verdict"]
@@ -451,7 +455,8 @@ def test_two_stage_trains_stage_2_on_stage_1s_correct_kernels(tmp_path, suite, p
     problem = suite.get(RELU)
     solution = suite.solution_path(problem).read_text()
     with cpu_evaluator.with_verdict(timing=False) as evaluator:
-        reward = KernelReward(evaluator, {RELU: problem}, frontend.reward, rollouts=front_rollouts, stage="frontend")
+        reward = KernelReward(evaluator, {RELU: problem}, frontend.reward, rollouts=front_rollouts,
+                              stage="frontend")
         scored = asyncio.run(reward(prompts=[prompts.initial(problem)],
                                     completions=[[{"role": "assistant", "content": fenced(solution)}]],
                                     problem_id=[RELU], trainer_state=SimpleNamespace(global_step=0)))
