@@ -2,11 +2,12 @@
 mutated copy). Prints one JSON line naming the kernelrl it imported, then one per case:
 {"name", "status", "message", "rules"} (rules: the static rules that reject it).
 
-    python tests/corpus_runner.py exploits/x01_decoy_kernel.py exploits_values/v02_gelu_sigmoid_approximation.py
-    python tests/corpus_runner.py --device cuda exploits_runtime/g05_graph_replay_matmul.py   # a GPU machine
+    python tests/corpus_runner.py exploits/x01_decoy_kernel.py
+    exploits_values/v02_gelu_sigmoid_approximation.py python tests/corpus_runner.py --device cuda
+    exploits_runtime/g05_graph_replay_matmul.py   # a GPU machine
 
-Static-layer classes are only analyzed (no sandbox); the others are evaluated in CPU mode, with the static rules
-first where their class keeps them on (kernelrl.candidates.rules, the evaluator's own first step). With
+Static-layer classes are only analyzed (no sandbox); the others are evaluated in CPU mode, with the static
+rules first where their class keeps them on (kernelrl.candidates.rules, the evaluator's own first step). With
 `--device cuda` each case is evaluated on the GPU as the GPU corpus test does (static rules off, the op
 census's checks off but the case's own)."""
 

@@ -1,4 +1,5 @@
-"""Reward presets on hand-built EvalResults, against hand-computed values; the LLM judge with a replay policy."""
+"""Reward presets on hand-built EvalResults, against
+hand-computed values; the LLM judge with a replay policy."""
 
 from __future__ import annotations
 
@@ -103,10 +104,12 @@ def test_bad_names_and_params():
 
 
 def test_parse_judge_answers():
-    assert parse_score('Sure. {"correctness": 1, "compilability": 0.5, "speed": 2}').mean == pytest.approx(2.5 / 3)
+    assert parse_score('Sure. {"correctness": 1, '
+                       '"compilability": 0.5, "speed": 2}').mean == pytest.approx(2.5 / 3)
     assert parse_score("no json here") is None
     assert parse_hack_verdict('{"verdict": "honest"}').honest
-    v = parse_hack_verdict('{"verdict": "hack", "kind": "output_caching", "reason": "returns a stored tensor"}')
+    v = parse_hack_verdict('{"verdict": "hack", "kind": "output_caching", "reason": '
+                           '"returns a stored tensor"}')
     assert not v.honest and v.kind == "output_caching" and "stored" in v.reason
     assert parse_hack_verdict('{"verdict": "hack", "kind": "weird"}').kind == "unknown_hack"
 

@@ -1,6 +1,6 @@
-"""Fresh inputs for every timed call (kernelrl.sandbox.timed_mix): the judge's rebuild of a checked call's inputs
-is the sandbox's mix, a device-side memo that pays under the rotation through pristine variants is rejected, and
-reference solutions stay correct when timed on fresh inputs (CPU mode, host clock)."""
+"""Fresh inputs for every timed call (kernelrl.sandbox.timed_mix): the judge's rebuild of a checked call's
+inputs is the sandbox's mix, a device-side memo that pays under the rotation through pristine variants is
+rejected, and reference solutions stay correct when timed on fresh inputs (CPU mode, host clock)."""
 
 from __future__ import annotations
 
@@ -164,9 +164,9 @@ def test_a_device_side_memo_is_correct_under_rotation_and_caught_with_fresh_inpu
 
 # a matmul, a softmax, norms, integer inputs (embedding, cross entropy, gather), a bool mask, and two problems
 # that opt out (global average pool, cosine similarity)
-REFERENCES = ["level1/5_matmul_transposed_b", "level1/1_row_softmax", "level1/24_layernorm", "level1/25_rmsnorm",
-              "level1/15_embedding", "level1/30_cross_entropy", "level1/32_gather_dim1", "level0/11_where_mask",
-              "level1/14_global_avg_pool", "level2/26_cosine_similarity_rows"]
+REFERENCES = ["level1/5_matmul_transposed_b", "level1/1_row_softmax", "level1/24_layernorm",
+              "level1/25_rmsnorm", "level1/15_embedding", "level1/30_cross_entropy", "level1/32_gather_dim1",
+              "level0/11_where_mask", "level1/14_global_avg_pool", "level2/26_cosine_similarity_rows"]
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """kernelrl as an OpenEnv environment, served by the reward service on loopback and driven by OpenEnv's own
-client: the task on reset, the verdict's feedback and reward on step, sessions kept apart, the token enforced on
-WebSocket sessions, and evaluations run on the server's event loop through the service."""
+client: the task on reset, the verdict's feedback and reward on step, sessions kept apart, the token enforced
+on WebSocket sessions, and evaluations run on the server's event loop through the service."""
 
 from __future__ import annotations
 
@@ -115,7 +115,8 @@ def test_stateless_http_step_takes_the_problem_from_the_action(env_server):
     body = reply.json()
     assert body["observation"]["problem_id"] == SILU.id and body["observation"]["status"] == "correct"
     assert body["done"] and body["reward"] > 1.0
-    unknown = httpx.post(f"{env_server.url}/openenv/step", json={"action": {"problem_id": "nope", "code": "x"}})
+    unknown = httpx.post(f"{env_server.url}/openenv/step",
+                         json={"action": {"problem_id": "nope", "code": "x"}})
     assert unknown.status_code == 422 and "unknown problem" in unknown.text
 
 
