@@ -95,10 +95,11 @@ def main() -> None:
         censused = median_us(lambda f=forward: census.call(f, x))
         found = census.report()
         unit = "op" if per > 1 else "call"
-        print(f"{name:8s} bare {bare:9.1f} us  censused {censused:9.1f} us  +{(censused - bare) / per:7.2f} us/{unit}"
-              f"  found: {[k for k, v in (found or {}).items() if v] or 'nothing'}")
+        print(f"{name:8s} bare {bare:9.1f} us  censused {censused:9.1f} us  +{(censused - bare) / per:7.2f} "
+              f"us/{unit}  found: {[k for k, v in (found or {}).items() if v] or 'nothing'}")
     bare, floor = median_us(lambda: launch(x)), median_us(passthrough_launch)
-    print(f"launch   bare {bare:9.1f} us  under a pass-through dispatch mode {floor:9.1f} us  +{floor - bare:7.2f} us/call")
+    print(f"launch   bare {bare:9.1f} us  under a pass-through dispatch mode {floor:9.1f} us  "
+          f"+{floor - bare:7.2f} us/call")
     sys.stdout.flush()
 
 

@@ -21,7 +21,8 @@ CHECK = "rt-low-precision"
 
 
 def candidates(only: str | None, device: str) -> list[tuple[str, str, str]]:
-    """(label, problem id, code) of the reference solutions and the honest twins (the CUDA-only ones on a GPU)."""
+    """(label, problem id, code) of the reference solutions
+    and the honest twins (the CUDA-only ones on a GPU)."""
     from kernelrl import load_suite
 
     suite = load_suite()
@@ -71,8 +72,10 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated problem id prefixes")
     parser.add_argument("--out", help="JSONL of every evaluation (appended as they finish)")
     parser.add_argument("--policy", choices=["warn", "reject"],
-                        help="the check's policy in the 'on' runs (default: its default on the device; off on a GPU)")
-    parser.add_argument("--no-timing", action="store_true", help="correctness only (VerdictSettings.timing=False)")
+                        help="the check's policy in the 'on' runs (default: its default on "
+                             "the device; off on a GPU)")
+    parser.add_argument("--no-timing", action="store_true",
+                        help="correctness only (VerdictSettings.timing=False)")
     args = parser.parse_args()
     os.environ.setdefault("KERNELRL_RESULT_CACHE", "0")
     items = candidates(args.only, args.device)
