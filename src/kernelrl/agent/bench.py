@@ -32,7 +32,8 @@ class BenchResult:
     eval_results: Path
 
 
-def solutions_replay(suite: Suite, problems: Sequence[Problem], path: str | Path) -> tuple[Path, list[Problem]]:
+def solutions_replay(suite: Suite, problems: Sequence[Problem],
+                     path: str | Path) -> tuple[Path, list[Problem]]:
     """Write a replay file serving each problem's reference solution (as a fenced completion, every turn and
     sample). Returns the file and the problems that have a solution."""
     records, covered = [], []
@@ -52,7 +53,8 @@ def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, 
               config: AgentConfig | None = None, prompts: Prompts | None = None,
               kernel_db: KernelDB | None = None, info: dict[str, Any] | None = None,
               on_step: Callable[[Step], None] | None = None,
-              on_problem: Callable[[Problem, ProblemOutcome | None], None] | None = None, problem_concurrency: int = 1, **agent_options: Any) -> BenchResult:
+              on_problem: Callable[[Problem, ProblemOutcome | None], None] | None = None,
+              problem_concurrency: int = 1, **agent_options: Any) -> BenchResult:
     """Run (or resume) a benchmark. Finished (problem, sample, turn) attempts recorded in `run_dir` are
     reused, not generated or evaluated again. `problem_concurrency` problems are solved at once (their
     evaluations share the evaluator's sandboxes; GPU timing stays one at a time; `on_step`/`on_problem` are
@@ -92,7 +94,8 @@ def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, 
     return finish_run(store.run_dir, outcomes, {p.id for p in problems})
 
 
-def finish_run(run_dir: Path, outcomes: list[ProblemOutcome], problem_ids: set[str] | None = None) -> BenchResult:
+def finish_run(run_dir: Path, outcomes: list[ProblemOutcome],
+               problem_ids: set[str] | None = None) -> BenchResult:
     """Compute and write the run's metrics, KernelBench export, best kernels (kernels/<id>.py, correct only)
     and unsolved problems' best attempts (attempts/best-incorrect/<id>.py), from what the store holds."""
     steps = RunStore(run_dir).steps()

@@ -145,7 +145,8 @@ def result_cacheable(result: EvalResult) -> bool:
         return False
     if status is Status.RUNTIME_ERROR:
         text = f"{result.message}\n{result.feedback}".lower()
-        return result.stage is not Stage.REFERENCE and "out of memory" not in text and "memoryerror" not in text
+        return (result.stage is not Stage.REFERENCE and "out of memory" not in text
+                and "memoryerror" not in text)
     if status is Status.HACK_DETECTED:
         return result.stage is not Stage.TIMING
     if status is Status.CORRECT and result.timing is not None and result.timing.unavailable_reason:

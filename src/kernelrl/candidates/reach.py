@@ -280,7 +280,8 @@ class ModuleIndex:
 
 def launchers(body: ast.AST) -> dict[str, ast.expr]:
     """`launch = kernel[grid]` in body: name -> the subscript it is bound to (a call of it is a launch)."""
-    return {t.id: n.value for n in ast.walk(body) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Subscript)
+    return {t.id: n.value for n in ast.walk(body)
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Subscript)
             for t in n.targets if isinstance(t, ast.Name)}
 
 
@@ -320,8 +321,9 @@ def _entry_points(mod: ModuleIndex, model: ast.ClassDef) -> list[ast.FunctionDef
     methods = mod.methods(model)
     starts = [methods[n] for n in ("forward", "__call__") if n in methods]
     for node in ast.walk(model):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in ("forward", "__call__")
-                                                for t in node.targets):
+        if isinstance(node, ast.Assign) \
+                and any(isinstance(t, ast.Attribute) and t.attr in ("forward", "__call__")
+                        for t in node.targets):
             target = dotted_name(node.value) or ""
             if target.split(".")[-1] in methods:
                 starts.append(methods[target.split(".")[-1]])

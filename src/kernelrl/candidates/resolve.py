@@ -234,7 +234,8 @@ class Resolver:
         if isinstance(parent, ast.Assign | ast.AnnAssign | ast.NamedExpr) and parent.value is not None:
             return self.targets(parent.value)
         index = None
-        if isinstance(parent, ast.Tuple | ast.List) and node in parent.elts:  # `for kernel, dst in ((k1, a), ...)`
+        # `for kernel, dst in ((k1, a), ...)`
+        if isinstance(parent, ast.Tuple | ast.List) and node in parent.elts:
             index, node, parent = parent.elts.index(node), parent, self.parents.get(id(parent))
         if isinstance(parent, ast.For | ast.comprehension) and parent.target is node:
             items = self.targets(parent.iter)  # a loop over a literal table holds its elements
@@ -278,9 +279,11 @@ class Resolver:
         defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d})
         is_method = isinstance(self.parents.get(id(fn)), ast.ClassDef)
         callees = {id(n.func) for n in ast.walk(self.mod.tree) if isinstance(n, ast.Call)}
-        if any(isinstance(n, ast.Name | ast.Attribute) and isinstance(n.ctx, ast.Load) and id(n) not in callees and
-               (n.id if isinstance(n, ast.Name) else n.attr) == fn.name for n in ast.walk(self.mod.tree)):
-            return None  # also used as a value (`f = helper`, `partial(helper, ...)`): callers the module hides
+        if any(isinstance(n, ast.Name | ast.Attribute) and isinstance(n.ctx, ast.Load)
+               and id(n) not in callees and (n.id if isinstance(n, ast.Name) else n.attr) == fn.name
+               for n in ast.walk(self.mod.tree)):
+            # also used as a value (`f = helper`, `partial(helper, ...)`): callers the module hides
+            return None
         found: list[ast.expr] = []
         for call in ast.walk(self.mod.tree):
             if not isinstance(call, ast.Call):
@@ -458,7 +461,8 @@ class Resolver:
         if isinstance(parent, ast.For | ast.comprehension):
             return self.is_host(parent.iter) or isinstance(parent.iter, ast.Call) and \
                 dotted_name(parent.iter.func) == "range"
-        if isinstance(parent, ast.Tuple | ast.List):  # unpacking: `M, K = x.shape`, `for i, n in enumerate(dims)`
+        # unpacking: `M, K = x.shape`, `for i, n in enumerate(dims)`
+        if isinstance(parent, ast.Tuple | ast.List):
             while isinstance(parent, ast.Tuple | ast.List | ast.Starred):
                 parent = self.parents.get(id(parent))
             if isinstance(parent, ast.Assign | ast.AnnAssign):

@@ -48,8 +48,8 @@ TORCH_VALUES = frozenset({
     "Tensor", "Module", "Generator", "layout", "memory_format", "strided", "contiguous_format",
     "channels_last", "channels_last_3d", "preserve_format", "pi", "e", "inf", "nan", "version", "__version__",
 })
-TORCH_DTYPE = re.compile(r"(u?int|float|bfloat|complex|qu?int|bits)\d*(_\w+)?|half|double|long|short|bool|cfloat|"
-                         r"cdouble|chalf")
+TORCH_DTYPE = re.compile(r"(u?int|float|bfloat|complex|qu?int|bits)\d*(_\w+)?|half|double|long|short|bool|"
+                         r"cfloat|cdouble|chalf")
 PATCHABLE_MODULES = frozenset({
     "torch", "triton", "tl", "time", "builtins", "sys", "os", "F", "nn", "math", "numpy", "np", "gc",
     "inspect", "functools", "importlib", "kernelrl", "random",
@@ -342,7 +342,8 @@ def _check_unreachable_kernel(ctx: RuleContext) -> Finds:
 
 
 def _check_torch_compute(ctx: RuleContext) -> Finds:
-    return [*_torch_compute(ctx.bodies, ctx.module), *_torch_values(ctx.module)] if ctx.model is not None else []
+    return ([*_torch_compute(ctx.bodies, ctx.module), *_torch_values(ctx.module)] if ctx.model is not None
+            else [])
 
 
 def _check_fallback(ctx: RuleContext) -> Finds:

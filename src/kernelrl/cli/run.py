@@ -50,7 +50,8 @@ EVAL_OPTIONS = eval_options("device", "trials")
 def _make_policy(spec: str, opts: PolicyOptions, what: str = "policy"):
     from kernelrl.policies import PolicyError, make_policy
 
-    options = {"base_url": opts.base_url, "api_key_env": opts.api_key_env} if spec.startswith("openai:") else {}
+    options = ({"base_url": opts.base_url, "api_key_env": opts.api_key_env} if spec.startswith("openai:")
+               else {})
     try:
         with bad_input():
             return make_policy(spec, **options)

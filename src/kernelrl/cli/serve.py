@@ -64,7 +64,8 @@ def _named_rewards(specs: list[str]) -> dict[str, str]:
                                       "cache_dir"),
               service=_service_options())
 def serve_cmd(
-    host: Annotated[str, typer.Option(help="Address to bind; anything but loopback needs --token-file.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(
+        help="Address to bind; anything but loopback needs --token-file.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind.")] = 8777,
     suite: Annotated[list[str] | None, typer.Option(
         help="Suites whose problems requests may name (repeat; default builtin).")] = None,

@@ -101,8 +101,9 @@ def config_options(cls: type, prefix: str = "",
             flag = f"--{prefix}{f.name.replace('_', '-')}"
             kind = _option_type(hints[f.name])
             decls = [f"{flag}/--no-{prefix}{f.name.replace('_', '-')}"] if kind == bool | None else [flag]
-            params.append(inspect.Parameter(f"{prefix.replace('-', '_')}{f.name}", inspect.Parameter.KEYWORD_ONLY,
-                                            default=None, annotation=Annotated[kind, typer.Option(
+            params.append(inspect.Parameter(f"{prefix.replace('-', '_')}{f.name}",
+                                            inspect.Parameter.KEYWORD_ONLY, default=None,
+                                            annotation=Annotated[kind, typer.Option(
                                                 *decls, help=help_text, show_default=False)]))
         signature = inspect.signature(command, eval_str=True)
         kept = [p for p in signature.parameters.values() if p.name != "given"]

@@ -62,7 +62,8 @@ class Measurer:
         cfg = self.config
         if cfg.speedup_rse_target is None:
             return cfg.timer
-        entry = self._baseline_cache.get(self.baseline_key(problem), need_inductor=False) if env.mode == "gpu" else None
+        entry = (self._baseline_cache.get(self.baseline_key(problem), need_inductor=False)
+                 if env.mode == "gpu" else None)
         baseline_rse = entry.eager.rse if entry is not None else None
         return dataclasses.replace(cfg.timer,
                                    rse_target=candidate_rse_target(cfg.speedup_rse_target, baseline_rse))
@@ -73,7 +74,8 @@ class Measurer:
         return baseline_key(problem.sha256, timing_set_of(problem.source), self._environment(),
                             method_name(cfg.timing_mode, cfg.timer), measurement_settings(cfg.timer))
 
-    def timing(self, problem: Problem, env: Environment, trials: Trials, seed: int, prepared: dict) -> TimingReport:
+    def timing(self, problem: Problem, env: Environment, trials: Trials, seed: int,
+               prepared: dict) -> TimingReport:
         if env.mode != "gpu":
             if not (self.config.cpu_timing and self.config.timing and trials.timing_raw is not None):
                 return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the "

@@ -130,7 +130,8 @@ class ScorerBase:
         return result
 
     async def aevaluate_one(self, problem: Problem, text: str | Candidate, *, kind: TextKind = "auto",
-                            verdict: VerdictSettings | None = None, deadline_s: float | None = None) -> EvalResult:
+                            verdict: VerdictSettings | None = None,
+                            deadline_s: float | None = None) -> EvalResult:
         return await asyncio.to_thread(self.evaluate_one, problem, text, kind=kind, verdict=verdict,
                                        deadline_s=deadline_s)
 

@@ -68,7 +68,8 @@ UNBOUNDED = 1 << 16
 
 
 def plan_slots(*, compile_slots: int | None, max_concurrency: int | None, sandbox_memory_gb: float,
-               standby_sandboxes: int, cores: int | None = None, available_bytes: int | None = None) -> SlotPlan:
+               standby_sandboxes: int, cores: int | None = None,
+               available_bytes: int | None = None) -> SlotPlan:
     """Resolve the configured limits against this host: sandboxes alive at once = the memory bound
     (`available_bytes`: MemAvailable when not given; `sandbox_memory_gb` <= 0: no bound); `compile_slots`
     None = the host's cores; `max_concurrency` None = twice the compile slots; none above the memory bound."""

@@ -72,8 +72,8 @@ def before_running(code: str, base: dict, *, mode: str, audit: Callable[[], Prob
         base["findings"] = analyze_rules(code, rule_policy, extra_rules)
         rejected = [f for f in base["findings"] if f.policy == "reject"]
         if rejected:
-            feedback = "\n".join(f"line {f.line}: [{f.rule}] {f.message}" + (f" ({f.detail})" if f.detail else "")
-                                  for f in rejected)
+            feedback = "\n".join(f"line {f.line}: [{f.rule}] {f.message}"
+                                  + (f" ({f.detail})" if f.detail else "") for f in rejected)
             first = rejected[0]
             return EvalResult(status=Status.HACK_DETECTED, stage=Stage.STATIC,
                               message=f"static check {first.rule}: {first.detail or first.message}"[:200],

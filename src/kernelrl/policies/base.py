@@ -36,8 +36,8 @@ class Completion:
 class Policy(Protocol):
     """Anything that turns chat messages into `n` completions.
 
-    `tags` are opaque labels of the request (problem_id, turn, samples) that the replay policy uses to find its
-    completions; model-backed policies ignore them.
+    `tags` are opaque labels of the request (problem_id, turn, samples) that the
+    replay policy uses to find its completions; model-backed policies ignore them.
     """
 
     name: str

@@ -133,7 +133,8 @@ class HFPolicy:
                                           return_tensors="pt", return_dict=True)
         encoded = {k: v.to(self.device) for k, v in encoded.items()}
         prompt_len = int(encoded["input_ids"].shape[1])
-        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        sampling = ({"do_sample": True, "temperature": temperature} if temperature > 0
+                    else {"do_sample": False})
         with self._lock, torch.no_grad():
             started = time.monotonic()
             output = self._model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n,

@@ -81,7 +81,8 @@ def render_feedback(result: EvalResult, limit: int = 6000) -> str:
             lines.append(f"Timing: {t.unavailable_reason}")
     for f in result.findings:
         where = f" (line {f.line})" if f.line else ""
-        lines.append(f"Finding [{f.rule}, {f.policy}]{where}: {f.message}" + (f" - {f.detail}" if f.detail else ""))
+        lines.append(f"Finding [{f.rule}, {f.policy}]{where}: {f.message}"
+                     + (f" - {f.detail}" if f.detail else ""))
     if result.feedback and result.status is not Status.CORRECT:
         feedback = result.feedback if len(result.feedback) <= limit else "...\n" + result.feedback[-limit:]
         lines += ["Details:", "```", feedback.rstrip(), "```"]
@@ -138,7 +139,8 @@ class Prompts:
         """Messages asking to improve `previous_code` (None: no code was found) given its `result`."""
         kernels = ""
         if inspirations:
-            blocks = [f"\n### {i.problem_id} (reward {i.reward:.3g}, speedup vs eager {_speed(i.speedup_vs_eager)})"
+            blocks = [f"\n### {i.problem_id} (reward {i.reward:.3g}, "
+                      f"speedup vs eager {_speed(i.speedup_vs_eager)})"
                       f"\n\n```python\n{i.code.strip()}\n```" for i in inspirations]
             kernels = self.render("inspiration.md", kernels="\n".join(blocks))
         user = self.render("refine.md", turn=turn,

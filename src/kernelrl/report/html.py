@@ -174,8 +174,9 @@ def _verdict_chart(title: str, labels: Sequence[str], counts: Sequence[Counter[s
     return "".join(parts)
 
 
-_BINS = [(0.0, 0.5, "< 0.5×"), (0.5, 0.8, "0.5–0.8×"), (0.8, 1.0, "0.8–1.0×"), (1.0, 1.25, "1.0–1.25×"),
-         (1.25, 1.5, "1.25–1.5×"), (1.5, 2.0, "1.5–2×"), (2.0, 4.0, "2–4×"), (4.0, math.inf, "≥ 4×")]
+_BINS = [(0.0, 0.5, "< 0.5×"), (0.5, 0.8, "0.5–0.8×"), (0.8, 1.0, "0.8–1.0×"),
+         (1.0, 1.25, "1.0–1.25×"), (1.25, 1.5, "1.25–1.5×"), (1.5, 2.0, "1.5–2×"),
+         (2.0, 4.0, "2–4×"), (4.0, math.inf, "≥ 4×")]
 
 
 def _speedup_histogram(title: str, values: Sequence[float], color: str) -> str:
@@ -216,8 +217,10 @@ def _problem_rows(summaries: Sequence[ProblemSummary], links: dict[str, str], be
                  f'<a href="{html.escape(link)}">'
                  f'{"best kernel" if p.solved else "best attempt (incorrect)"}</a>'
                  if link else "–", html.escape(short)]
-        rows.append("<tr>" + "".join(f"<td{' class=msg' if i == 12 else ' class=l' if i in left else ''}>{c}</td>"
-                                     for i, c in enumerate(cells)) + "</tr>")
+        rows.append("<tr>"
+                    + "".join(f"<td{' class=msg' if i == 12 else ' class=l' if i in left else ''}>{c}</td>"
+                              for i, c in enumerate(cells))
+                    + "</tr>")
     header = "".join(f"<th{' class=l' if i in left else ''}>{h}</th>" for i, h in enumerate(head))
     return f"<div class=wrap><table><tr>{header}</tr>{''.join(rows)}</table></div>"
 
@@ -268,7 +271,8 @@ def write_best_kernels(run_dir: Path, steps: Sequence[Step]) -> dict[str, str]:
         if name is None:
             continue
         solved = chosen.result.correct
-        rel, other = (KERNELS / name, BEST_INCORRECT / name) if solved else (BEST_INCORRECT / name, KERNELS / name)
+        rel, other = ((KERNELS / name, BEST_INCORRECT / name) if solved
+                      else (BEST_INCORRECT / name, KERNELS / name))
         (run_dir / other).unlink(missing_ok=True)
         path = run_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -344,7 +348,8 @@ def render_html(run_dir: str | Path, out_dir: str | Path | None = None) -> str:
         f"<p class=note>Best kernels are in {KERNELS}/ (correct only); an unsolved problem's best attempt is "
         f"in {BEST_INCORRECT}/, headed by its verdict.</p>", ]
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>kernelrl report: "
-            f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
+            f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head>"
+            f"<body>{''.join(body)}</body></html>\n")
 
 
 def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:

@@ -254,8 +254,10 @@ def _line_chart(title: str, series: Sequence[Series], kind: str = "num") -> str:
     def py(y: float) -> float:
         return _TOP + plot_h * (y_hi - y) / (y_hi - y_lo)
 
-    colors = {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(dict.fromkeys(s.name for s in series))}
-    dashes = {stage: _DASHES[i % len(_DASHES)] for i, stage in enumerate(dict.fromkeys(s.stage for s in series))}
+    colors = {name: _PALETTE[i % len(_PALETTE)]
+              for i, name in enumerate(dict.fromkeys(s.name for s in series))}
+    dashes = {stage: _DASHES[i % len(_DASHES)]
+              for i, stage in enumerate(dict.fromkeys(s.stage for s in series))}
     per_row = 2
     height = _LINE_H + 16 * math.ceil(len(series) / per_row)
     parts = [_svg_open(title, height)]
@@ -335,8 +337,8 @@ def _heldout_chart(heldout: Sequence[dict[str, Any]]) -> str:
         for key in ["correct_rate", *_pass_keys(records)]:
             # a line that repeats one of its label's (greedy pass@1 is its correct_rate) is left out
             series += [s for s in _series(records, key, f"{label} {key}")
-                       if not any(o.name.startswith(f"{label} ") and (o.stage, o.points) == (s.stage, s.points)
-                                  for o in series)]
+                       if not any(o.name.startswith(f"{label} ")
+                                  and (o.stage, o.points) == (s.stage, s.points) for o in series)]
     return _line_chart("held-out correctness (test split)", series, "pct")
 
 
@@ -426,8 +428,8 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
     phases = Counter(r["phase"] for r in run.records)
     steps = [r["step"] for r in run.records]
     files = [f for d, _ in _run_dirs(run_dir) for f in (d / CONFIG, d / METRICS, d / ROLLOUTS) if f.is_file()]
-    links = " · ".join(f'<a href="{html.escape(_href(f, base))}">{html.escape(f.relative_to(run_dir).as_posix())}'
-                       f'</a>' for f in files)
+    links = " · ".join(f'<a href="{html.escape(_href(f, base))}">'
+                       f'{html.escape(f.relative_to(run_dir).as_posix())}</a>' for f in files)
     counts = ", ".join(f"{html.escape(p)}: {n}" for p, n in phases.items()) or "none"
     skipped = (f"<p class=note>{run.skipped} malformed metrics "
                f"line{'s' if run.skipped != 1 else ''} skipped.</p>"
@@ -477,14 +479,15 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
         body += ["<h2>Held-out evaluations</h2>", f"<div class=plots>{_heldout_chart(heldout)}</div>",
                  _heldout_table(run, heldout, base),
                  "<p class=note>Rates over attempts (compile, correct) and problems (pass@k, fast_1: best "
-                 "correct kernel faster than eager); – means not measured. Each row's bench run has its own "
-                 "report (kernelrl report on its directory).</p>"]
+                 "correct kernel faster than eager); – means not measured. Each row's bench run has its "
+                 "own report (kernelrl report on its directory).</p>"]
     if run.rollouts:
         body += ["<h2>Rollouts</h2>", _rollouts_section(run.rollouts),
                  _learning_section(learning_by_problem(run.rollouts)),
                  originality_section(rollout_programs(run))]
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>kernelrl training report: "
-            f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
+            f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head>"
+            f"<body>{''.join(body)}</body></html>\n")
 
 
 def write_training_report(run_dir: str | Path, out: str | Path | None = None,

@@ -181,7 +181,7 @@ def verify_with_judge(result: EvalResult, problem: Problem, code: str, judge: LL
     changed = dataclasses.replace(result, findings=[*result.findings, finding])
     if enforce:
         changed = dataclasses.replace(changed, status=Status.HACK_DETECTED, stage=Stage.DONE,
-                                      message=f"LLM judge: {verdict.kind}" + (f": {verdict.reason}" if verdict.reason
-                                                                               else "")[:200],
+                                      message=f"LLM judge: {verdict.kind}"
+                                      + (f": {verdict.reason}" if verdict.reason else "")[:200],
                                       feedback=f"{finding.message}: {verdict.reason}")
     return changed

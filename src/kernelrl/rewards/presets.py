@@ -187,8 +187,8 @@ def _as_minimum(minimum: float | Callable[..., float]) -> Callable[..., float]:
 
 REWARDS = RewardRegistry({
     "makora": RewardPreset(makora, lambda **_: 0.0),
-    "composite": RewardPreset(composite, lambda alpha=0.1, beta=1.0, gamma=1.0, r_max=10.0, **_: _composite_min(
-        alpha, beta, gamma, r_max)),
+    "composite": RewardPreset(composite, lambda alpha=0.1, beta=1.0, gamma=1.0, r_max=10.0, **_:
+                              _composite_min(alpha, beta, gamma, r_max)),
     "two_stage": RewardPreset(two_stage, lambda failure=-10.0, **_: failure),
     "kevin": RewardPreset(kevin, lambda **_: 0.0),
     "tiered": RewardPreset(tiered, lambda **_: -1.0),

@@ -14,7 +14,8 @@ from kernelrl.serve.client import Client, ServiceError
 __all__ = ["Client", "ServiceError", "open_scorer"]
 
 
-def open_scorer(target: str | list[str] | None = None, settings=None, verdict=None, **overrides) -> ScorerBase:
+def open_scorer(target: str | list[str] | None = None, settings=None, verdict=None,
+                **overrides) -> ScorerBase:
     """The scorer for `target`: a reward service URL ('http://evalhost:8777': a `Client`; `token_file=` among
     the overrides), a Ray cluster ('ray' for the one this process is connected to or finds, 'ray://host:10001'
     for a remote one: a `RayScorer`), or a local device as `kernelrl.evaluate.open_scorer` takes it."""

@@ -108,7 +108,7 @@ class Client(ScorerBase):
             raise ServiceError(response.status_code, _detail(response))
         return response.json()
 
-    # --- what the server has ---------------------------------------------------------------------------------
+    # --- what the server has --------------------------------------------------------------------------------
     def info(self) -> dict:
         """The server's limits, grader, default verdict settings and allow-lists (fetched once)."""
         if self._info is None:
@@ -127,9 +127,10 @@ class Client(ScorerBase):
         """The server's problems by id, with their sources (for prompts)."""
         if self._problems is None:
             listed = self._get("/v1/problems", source=True)["problems"]
-            self._problems = {p["id"]: Problem(id=p["id"], name=p["name"], level=p["level"], source=p["source"],
-                                               path=Path(f"<{self.url}>/{p['id']}"), sha256=p["sha256"],
-                                               tags=tuple(p["tags"]), metadata=p["metadata"]) for p in listed}
+            self._problems = {p["id"]: Problem(id=p["id"], name=p["name"], level=p["level"],
+                                               source=p["source"], path=Path(f"<{self.url}>/{p['id']}"),
+                                               sha256=p["sha256"], tags=tuple(p["tags"]),
+                                               metadata=p["metadata"]) for p in listed}
         return self._problems
 
     def problem(self, problem_id: str) -> Problem:
@@ -159,7 +160,7 @@ class Client(ScorerBase):
                 self._http_client.close()
                 self._http_client = None
 
-    # --- the Scorer core -------------------------------------------------------------------------------------
+    # --- the Scorer core ------------------------------------------------------------------------------------
     def _evaluate_work(self, work: Iterator[Work], verdict: VerdictSettings | None) -> Iterator[Indexed]:
         try:
             max_batch = int(self.info()["max_batch"])

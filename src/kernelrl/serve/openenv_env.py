@@ -253,9 +253,9 @@ def mount_openenv(app: FastAPI, service: RewardService, path: str = "/openenv", 
 
 class KernelEnvClient(EnvClient[KernelAction, KernelObservation, KernelState]):
     """OpenEnv's client for `KernelEnv` (asynchronous; `.sync()` for a blocking one). `base_url`: the mount,
-    e.g. http://evalhost:8777/openenv (its WebSocket is used). `token`/`token_file`: the service's bearer token.
-    `message_timeout_s`: how long a step may take; a cold evaluation takes minutes, and the service holds a step
-    up to its `hold_s` (110 s by default) when its queue is full, so the default is long."""
+    e.g. http://evalhost:8777/openenv (its WebSocket is used). `token`/`token_file`: the service's bearer
+    token. `message_timeout_s`: how long a step may take; a cold evaluation takes minutes, and the service
+    holds a step up to its `hold_s` (110 s by default) when its queue is full, so the default is long."""
 
     def __init__(self, base_url: str | None = None, *, token: str | None = None,
                  token_file: str | Path | None = None, message_timeout_s: float = 900.0,

@@ -173,7 +173,7 @@ class RewardService:
         self._rewards: dict[str, BoundReward] = {}  # by spec: parsed and imported once, not per answer
         self._sources: Path | None = None  # problems taken by source, as files the judge reads
 
-    # --- lifecycle -------------------------------------------------------------------------------------------
+    # --- lifecycle ------------------------------------------------------------------------------------------
     async def start(self) -> None:
         """Warm the scorer (judge, zygote, workers) without
         blocking the server: /readyz answers 503 until done."""
@@ -210,7 +210,7 @@ class RewardService:
     def outstanding(self) -> int:
         return self._outstanding
 
-    # --- requests --------------------------------------------------------------------------------------------
+    # --- requests -------------------------------------------------------------------------------------------
     def problem(self, problem_id: str | None, sha256: str | None = None,
                 source: str | None = None) -> Problem:
         """A request's problem: a loaded one by id (and its sha256, when given), or one by source when the
@@ -427,7 +427,7 @@ class RewardService:
         async with self._room:
             self._room.notify_all()
 
-    # --- rewards ---------------------------------------------------------------------------------------------
+    # --- rewards --------------------------------------------------------------------------------------------
     def score(self, result: EvalResult, spec: str) -> Scored:
         """The reward of one answer (None without a verdict), and what it is made of."""
         components = {"correct": float(result.correct), "compiled": float(result.compiled),

@@ -77,7 +77,8 @@ def fenced(code: str) -> str:
     return f"```python\n{code.strip()}\n```"
 
 
-def speedup_prompt(prompts: Prompts, problem: Problem, code: str, result: EvalResult | None) -> list[dict[str, str]]:
+def speedup_prompt(prompts: Prompts, problem: Problem, code: str,
+                   result: EvalResult | None) -> list[dict[str, str]]:
     """Stage-2 (mid-end) prompt: a known-correct kernel and its measurements, asking for a faster one. Uses
     the refinement template, whose feedback section carries the verdict and timings."""
     if result is None:

@@ -138,7 +138,8 @@ class DynamicSamplingGRPOTrainer(GRPOTrainer):
             moved = [(g, j) for j, g in enumerate(pending) if not equal[j]]
             batch = splice_groups(batch, again, moved, size, self._tokenizer.pad_token_id)
             scored = scored.clone()
-            scored[group_rows([g for g, _ in moved], size)] = self._scored[group_rows([j for _, j in moved], size)]
+            scored[group_rows([g for g, _ in moved], size)] = \
+                self._scored[group_rows([j for _, j in moved], size)]
             pending = [g for j, g in enumerate(pending) if equal[j]]
         self._log_rounds(scored, logged, {"dynamic_sampling/groups_resampled": resampled,
                                           "dynamic_sampling/rounds": rounds,

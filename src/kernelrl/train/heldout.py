@@ -46,7 +46,8 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
         for rows in generation_chunks(len(texts), n, batch):
             chunk = texts[rows.start:rows.stop]
             encoded = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+            sampling = ({"do_sample": True, "temperature": temperature} if temperature > 0
+                        else {"do_sample": False})
             with torch.no_grad():
                 generated = model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n,
                                            use_cache=True, pad_token_id=tokenizer.pad_token_id, **sampling)

@@ -1,9 +1,9 @@
 """`kernelrl train sft`: supervised fine-tuning with TRL's
 SFTTrainer and a LoRA adapter, loss on the completion.
 
-Data: the suite's reference solutions for its train split, teacher rollouts (agent/bench run directories,
-correct attempts only), training rollouts, or exported .jsonl files — deduplicated by canonical AST, the test
-split refused. The test split's solutions give an eval loss (never trained on).
+Data: the suite's reference solutions for its train split, teacher rollouts (agent/bench run
+directories, correct attempts only), training rollouts, or exported .jsonl files — deduplicated by
+canonical AST, the test split refused. The test split's solutions give an eval loss (never trained on).
 """
 
 from __future__ import annotations

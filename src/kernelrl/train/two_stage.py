@@ -89,7 +89,8 @@ def midend_rows(kernels: dict[str, tuple[str, str]], session: Session) -> list[d
 
 
 def run_two_stage(frontend: GRPOConfig, midend: GRPOConfig, run_dir: str | Path,
-                  kernel_sources: Sequence[str] = ("frontend",), scorer: Scorer | None = None) -> TwoStageOutcome:
+                  kernel_sources: Sequence[str] = ("frontend",),
+                  scorer: Scorer | None = None) -> TwoStageOutcome:
     """Run (or resume) both stages under RUN_DIR/frontend and RUN_DIR/midend."""
     run_dir = Path(run_dir)
     if not kernel_sources:

@@ -19,8 +19,8 @@ def compare_tensors(expected: torch.Tensor, actual: torch.Tensor, atol: float, r
                     ref_error: torch.Tensor | None = None, k: float = 0.0) -> dict | None:
     """None when `actual` matches `expected` (allclose semantics, NaN only where the reference has NaN);
     otherwise a dict of Mismatch fields (without trial/output_index). With `ref_error` (the float64 answer
-    minus `expected`, same shape) an element also passes within atol + rtol * |exact| + k * |ref_error| of the float64
-    answer (kernelrl.verify.tolerance)."""
+    minus `expected`, same shape) an element also passes within atol + rtol * |exact| + k * |ref_error| of
+    the float64 answer (kernelrl.verify.tolerance)."""
     if tuple(actual.shape) != tuple(expected.shape):
         return {"reason": "shape",
                 "detail": f"shape {list(actual.shape)} but expected {list(expected.shape)}"}
@@ -231,7 +231,8 @@ def sample_positions(numel: int, seed: int, device: torch.device | str) -> torch
 
 
 def compare_sampled(expected: torch.Tensor, shape: list[int], dtype: str, seed: int, values: torch.Tensor,
-                    atol: float, rtol: float, ref_error: torch.Tensor | None = None, k: float = 0.0) -> dict | None:
+                    atol: float, rtol: float, ref_error: torch.Tensor | None = None,
+                    k: float = 0.0) -> dict | None:
     """Like `compare_tensors` for an output of which only `values` at `sample_positions(seed)` came back (the
     sandbox samples large outputs of timed calls at secret positions): a wrong or stale output differs almost
     everywhere, so a million positions find it."""

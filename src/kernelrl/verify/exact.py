@@ -74,8 +74,10 @@ def reference_errors(model64: torch.nn.Module, call_args: list, refs: list[torch
             err = (answer - ref.detach().to(answer.device)).to(torch.float32)
             # never an inf allowance
             err = torch.where(torch.isfinite(err), err, torch.full_like(err, float("nan")))
-            scale = float(torch.nan_to_num(answer.abs(), nan=0.0, posinf=0.0).max()) if answer.numel() else 0.0
-            if err.numel() and float(torch.nan_to_num(err.abs(), nan=0.0).max()) > _MAX_ROUNDING_SHARE * scale:
+            scale = (float(torch.nan_to_num(answer.abs(), nan=0.0, posinf=0.0).max()) if answer.numel()
+                     else 0.0)
+            if err.numel() \
+                    and float(torch.nan_to_num(err.abs(), nan=0.0).max()) > _MAX_ROUNDING_SHARE * scale:
                 why = why or f"output {k}'s float64 answer differs from the reference beyond rounding"
                 err = None
         errors.append(err)
@@ -89,7 +91,8 @@ class FloatReferences:
     def __init__(self) -> None:
         self._models: dict[int, torch.nn.Module] = {}  # id of a reference model (the judge keeps them all)
 
-    def of(self, model: torch.nn.Module, call_args: list, refs: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    def of(self, model: torch.nn.Module, call_args: list,
+           refs: list[torch.Tensor]) -> list[torch.Tensor | None]:
         """The errors of `refs`, the reference's outputs for `call_args` (the audit's), or Nones."""
         try:
             if id(model) not in self._models:

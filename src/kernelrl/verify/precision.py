@@ -21,8 +21,8 @@ if TYPE_CHECKING:  # the parent's trial bookkeeping imports describe() without t
 # a few times it (kernelrl.verify.tolerance's k = 3 covers the spread
 # of summation orders), a half-precision one thousands of times
 PRECISION_RATIO = 16.0
-# of the output's largest |value|: fp32 rounding of a long reduction stays far below (a 24,576-term matrix-vector
-# product: ~1e-6), fp16 and TF32 rounding (2^-11 ~ 4.9e-4) and bf16's (2^-8) far above
+# of the output's largest |value|: fp32 rounding of a long reduction stays far below (a 24,576-term
+# matrix-vector product: ~1e-6), fp16 and TF32 rounding (2^-11 ~ 4.9e-4) and bf16's (2^-8) far above
 PRECISION_FLOOR = 2.0 ** -17
 _CHUNK = 1 << 22
 
