@@ -52,7 +52,8 @@ def main(args: list[str]) -> None:
             for timed, policy in kinds:
                 group = [c for c in to_run
                          if (c.header.get("timing") == "cpu", c.header.get("policy", "")) == (timed, policy)]
-                chosen = dataclasses.replace(verdict, runtime_policy={group[0].expect: policy}) if policy else verdict
+                chosen = (dataclasses.replace(verdict, runtime_policy={group[0].expect: policy}) if policy
+                          else verdict)
                 items = [(suite.get(c.problem), c.source()) for c in group]
                 for done in ev.evaluate_indexed(items, kind="code",
                                                 verdict=corpus.timed_config(chosen) if timed else chosen):

@@ -102,7 +102,8 @@ def test_evolve_mode_prompts_with_prior_kernels_of_similar_problems(tmp_path, su
         {"problem_id": leaky.id, "turn": 2, "text": fenced(leaky_wrong)},
     ])
     outcome = Agent(ReplayPolicy(script), evaluator,
-                    AgentConfig(turns=2, samples=2, mode="evolve", reward="composite"), kernel_db=db).solve(leaky)
+                    AgentConfig(turns=2, samples=2, mode="evolve", reward="composite"),
+                    kernel_db=db).solve(leaky)
     statuses = [s.result.status for s in outcome.steps]
     assert statuses[:2] == [Status.FORMAT_ERROR, Status.FORMAT_ERROR]
     first_prompt = outcome.steps[0].messages[-1]["content"]

@@ -130,7 +130,8 @@ def test_evaluator_refuses_flagged_problem_unless_told_otherwise(evaluator, tmp_
     assert result.status is Status.UNSUPPORTED and result.stage is Stage.REFERENCE
     assert "returns_input" in result.message and "refuse_flagged_problems" in result.feedback
     with evaluator.with_verdict(refuse_flagged_problems=False, static_checks=False,
-                                runtime_policy={"rt-no-kernel-launched": "off", "rt-output-provenance": "off"}) as lenient:
+                                runtime_policy={"rt-no-kernel-launched": "off",
+                                                "rt-output-provenance": "off"}) as lenient:
         assert lenient.evaluate(problem, identity).status is Status.CORRECT
 
 

@@ -111,7 +111,8 @@ def test_bench_and_report_from_replayed_solutions(tmp_path, suite, evaluator):
                        info={"suite": "builtin"})
     m = result.metrics["all"]
     assert (m.problems, m.attempts, m.solved) == (3, 6, 3)
-    assert m.correct_rate == pytest.approx(5 / 6) and m.pass_at_k["pass@1"] == pytest.approx((1 + 1 + 0.5) / 3)
+    assert (m.correct_rate == pytest.approx(5 / 6)
+            and m.pass_at_k["pass@1"] == pytest.approx((1 + 1 + 0.5) / 3))
     assert m.fast_p_eager["fast_1"] is None  # CPU: nothing timed
     assert result.metrics["level1"].pass_at_k["pass@1"] == pytest.approx(0.5)
     saved = json.loads((run_dir / "metrics.json").read_text())
@@ -119,11 +120,13 @@ def test_bench_and_report_from_replayed_solutions(tmp_path, suite, evaluator):
     kb = json.loads((run_dir / "eval_results.json").read_text())  # two levels: L{level}P{number} keys
     assert sorted(kb) == ["L0P1", "L0P2", "L1P1"] and len(kb["L1P1"]) == 2
     assert [e["correctness"] for e in kb["L1P1"]] == [False, True]
-    assert json.loads((run_dir / "kernelbench" / "level0" / "eval_results.json").read_text())["1"][0]["compiled"]
+    assert json.loads(
+        (run_dir / "kernelbench" / "level0" / "eval_results.json").read_text())["1"][0]["compiled"]
     # resumable: a second run evaluates nothing new
     lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
     again = run_bench(policy, problems, run_dir, evaluator, AgentConfig(turns=1, samples=2))
-    assert again.metrics["all"].attempts == 6 and (run_dir / "trajectories.jsonl").read_text().splitlines() == lines
+    assert (again.metrics["all"].attempts == 6
+            and (run_dir / "trajectories.jsonl").read_text().splitlines() == lines)
     # the report: self-contained HTML with the metrics table, plots and links to the best kernels
     page = write_report(run_dir).read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "Metrics per level" in page

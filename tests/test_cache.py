@@ -36,7 +36,8 @@ ENV = Environment(mode="gpu", device_name="NVIDIA H100 80GB HBM3", torch_version
                   triton_version="3.6.0", python_version="3.12.3", kernelrl_version="0.1.0")
 CODE = example("relu_triton.py")
 # the same program: comments, blank lines, a docstring and different spacing
-CODE_REFORMATTED = '"""A docstring."""\n# a comment\n\n' + CODE.replace("\n\n", "\n\n\n# more\n").replace(" = ", "  =  ")
+CODE_REFORMATTED = ('"""A docstring."""\n# a comment\n\n'
+                    + CODE.replace("\n\n", "\n\n\n# more\n").replace(" = ", "  =  "))
 
 
 @pytest.fixture

@@ -210,7 +210,8 @@ def _tree(root: Path) -> set[str]:
 
 @pytest.mark.slow  # kernelrl processes
 def test_rejected_commands_leave_no_files(tmp_path):
-    """Usage errors and bad input are found before a run directory, kernel database or results file is made."""
+    """Usage errors and bad input are found before a run
+    directory, kernel database or results file is made."""
     work = tmp_path / "work"
     (work / "solutions").mkdir(parents=True)
     shutil.copy(EXAMPLES / "relu_triton.py", work / "solutions" / "1_relu.py")
@@ -268,7 +269,8 @@ def test_tables_fit_80_columns_and_keep_full_ids():
         assert code == 0, out
         lines = out.splitlines()
         assert max(len(line) for line in lines) <= 80
-        listed = [line.strip(" │┃").split()[0] for line in lines if line.strip(" │┃").startswith("level")]
+        listed = [line.strip(" │┃").split()[0] for line in lines
+                  if line.strip(" │┃").startswith("level")]
         assert listed == ids  # every id whole, one per row
         assert "…" not in out and "not shown at 80 columns: " in out and "sha256" not in lines[1]
         code, out = _run_in_process("rules", columns=columns)

@@ -37,7 +37,8 @@ def test_correct_elementwise_kernel(evaluator, relu):
     assert result.status is Status.CORRECT, result.feedback
     assert result.stage is Stage.DONE and result.compiled and result.correct
     assert result.correctness.trials_passed == result.correctness.trials_run == 3
-    assert (result.correctness.atol, result.correctness.rtol, result.correctness.dtype) == (1e-4, 1e-4, "float32")
+    assert (result.correctness.atol, result.correctness.rtol, result.correctness.dtype) \
+        == (1e-4, 1e-4, "float32")
     assert (result.environment.mode, result.environment.trust) == ("cpu-interpreter", "interpreter")
     assert result.timing.candidate is None and "cpu-interpreter" in result.timing.unavailable_reason
     # where the time went: every phase the run reached, none negative, together within the wall time

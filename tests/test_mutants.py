@@ -57,8 +57,8 @@ def mutated_copy(tmp_path: Path, mutant: Mutant | None) -> Path:
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=IDS)
 def test_the_mutant_applies_to_the_current_code(mutant):
-    """Its function and anchor exist (exactly once), the edit changes the file and still compiles: a refactor that
-    moves the code fails here, loudly, instead of leaving a mutant that silently mutates nothing."""
+    """Its function and anchor exist (exactly once), the edit changes the file and still compiles: a refactor
+    that moves the code fails here, loudly, instead of leaving a mutant that silently mutates nothing."""
     source = (PACKAGE / mutant.path).read_text()
     mutated = mutate(source, mutant)
     assert mutated != source
@@ -100,7 +100,8 @@ def test_a_mutant_whose_code_moved_raises():
 
 def _run_mutant(mutant: Mutant, root: Path) -> tuple[dict[str, dict], float]:
     started = time.monotonic()
-    return run_corpus(mutated_copy(root, mutant), [*mutant.killers, *mutant.controls]), time.monotonic() - started
+    return (run_corpus(mutated_copy(root, mutant), [*mutant.killers, *mutant.controls]),
+            time.monotonic() - started)
 
 
 @pytest.fixture(scope="module")

@@ -115,11 +115,12 @@ def test_openai_client_against_local_server(monkeypatch):
         assert all(c.tokens_in == 12 and c.tokens_out == 5 and c.model == "tiny-model" for c in out)
         assert len(server.requests) == 3  # 500, 429, then success
         sent = server.requests[-1]
-        assert (sent["n"], sent["temperature"], sent["max_tokens"], sent["model"]) == (3, 0.5, 64, "tiny-model")
+        assert (sent["n"], sent["temperature"], sent["max_tokens"], sent["model"]) \
+            == (3, 0.5, 64, "tiny-model")
         assert sent["messages"] == MESSAGES
         assert server.headers[-1]["Authorization"] == "Bearer sk-test-123"
-        assert (policy.usage.requests, policy.usage.retries, policy.usage.tokens_in, policy.usage.tokens_out) == (
-            1, 2, 12, 15)
+        assert (policy.usage.requests, policy.usage.retries, policy.usage.tokens_in,
+                policy.usage.tokens_out) == (1, 2, 12, 15)
     with ChatServer(failures=[503, 503, 503]) as server:
         policy = make_policy("openai:m", base_url=server.url, api_key_env="KERNELRL_TEST_KEY", max_retries=2,
                              backoff_s=0.01)

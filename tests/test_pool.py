@@ -291,7 +291,8 @@ def test_no_state_leaks_between_consecutive_candidates(pooled, relu):
     # and concurrently: the inspector next to polluters in one batch
     items = [(relu, POLLUTER), (relu, INSPECTOR)] * 2
     results = list(pooled.evaluate_many(items, ordered=True))
-    assert [r.status for r in results] == [Status.HACK_DETECTED, Status.CORRECT] * 2, [r.feedback for r in results]
+    assert [r.status for r in results] == [Status.HACK_DETECTED, Status.CORRECT] * 2, \
+        [r.feedback for r in results]
 
 
 def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
@@ -300,7 +301,8 @@ def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
              (relu, good)]
     order, started = [], time.monotonic()
     # room to go past the hang: the fixture's own sizing, whatever the host's free memory and cores
-    assert min(pooled.slots.sandbox_slots, pooled.slots.compile_slots, pooled.slots.workers) >= 3, pooled.slots
+    assert min(pooled.slots.sandbox_slots, pooled.slots.compile_slots, pooled.slots.workers) >= 3, \
+        pooled.slots
     for index, result in pooled.evaluate_indexed(items):
         order.append((index, result.status, round(time.monotonic() - started, 2)))
     print("\nbatch order (index, status, seconds since start):", order)

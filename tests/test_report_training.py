@@ -249,8 +249,8 @@ def test_learning_by_problem_compares_each_problems_halves(tmp_path):
     assert table["first"] == {"attempts": 3, "correct": 0.0, "compiled": 0.75, "reward": -0.25}
     assert table["second"] == {"attempts": 3, "correct": 0.5, "compiled": 1.0, "reward": 0.5}
     result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "200"})
-    assert ("steps 1–2 → 3–4: correct 0.0% → 50.0%, compiled 75.0% → 100.0%, reward -0.250 → 0.500"
-            in result.stdout)
+    assert ("steps 1–2 → 3–4: correct 0.0% → 50.0%, compiled 75.0% → 100.0%, "
+            "reward -0.250 → 0.500" in result.stdout)
     page = (run_dir / "report.html").read_text()
     rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
             for row in re.findall(r"<tr>(.*?)</tr>", page.split("Learning by problem")[1])[1:]]

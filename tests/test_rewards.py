@@ -16,7 +16,8 @@ from kernelrl.rewards.judge import LLMJudge, judged_reward, parse_hack_verdict, 
 
 def result(status: Status, stage: Stage = Stage.DONE, eager: float | None = None,
            inductor: float | None = None) -> EvalResult:
-    timing = TimingReport(speedup_vs_eager=eager, speedup_vs_inductor=inductor) if status is Status.CORRECT else None
+    timing = (TimingReport(speedup_vs_eager=eager, speedup_vs_inductor=inductor) if status is Status.CORRECT
+              else None)
     return EvalResult(status=status, stage=stage, problem_id="p", message="", timing=timing)
 
 

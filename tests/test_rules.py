@@ -139,8 +139,8 @@ def test_honest_twin_is_not_rejected(case):
                                                                    f"{case.technique}"))
     for case in MISSED], ids=_ids(MISSED))
 def test_known_gap(case):
-    """Known analyzer gaps, each a strict xfail: while missed it fails as expected; once caught it passes, which
-    fails the suite until its header is flipped to `expect: <rule>`."""
+    """Known analyzer gaps, each a strict xfail: while missed it fails as expected; once caught
+    it passes, which fails the suite until its header is flipped to `expect: <rule>`."""
     assert case.missed in _rejected(analyze_rules(case.source()))
 
 
@@ -217,9 +217,9 @@ def test_honest_twin_end_to_end_is_correct(evaluator, suite, case):
 
 @pytest.mark.gpu
 def test_honest_twins_end_to_end_are_correct_on_gpu(suite):
-    """Every honest twin on a GPU, the real oracle (CUDA C++ ones only run there), with timing on (against eager:
-    a torch.compile baseline per problem would be most of the test's time and is not what it is about), as one
-    batch (timing still one at a time)."""
+    """Every honest twin on a GPU, the real oracle (CUDA C++ ones only run there), with
+    timing on (against eager: a torch.compile baseline per problem would be most of the
+    test's time and is not what it is about), as one batch (timing still one at a time)."""
     wrong = []
     # its own evaluator: the GPU's (the session's shared one runs in CPU mode)
     with Evaluator(device="cuda", verdict=VerdictSettings(trials=2, inductor_baseline=False)) as ev:
@@ -325,7 +325,8 @@ def test_helper_classes_are_checked_where_they_run(before, after, rejected):
     found = _rejected(analyze_rules(source))
     assert (found == {"torch-compute"}) if rejected else not found, (after, found)
     if "Norm.create" in source:  # the factory's instance is the helper: nothing else changes
-        assert _rejected(analyze_rules(source.replace("y = torch.empty_like(x)", "y = x.exp()"))) == {"torch-compute"}
+        assert _rejected(analyze_rules(source.replace("y = torch.empty_like(x)", "y = x.exp()"))) \
+            == {"torch-compute"}
 
 
 def test_a_per_call_helpers_super_init_does_not_reach_model_init():

@@ -39,7 +39,8 @@ def _snooping(secret_path: str) -> str:
 # the fresh-process case starts its candidate without the zygote: slow-lane
 @pytest.mark.parametrize("warm_pool", [True, pytest.param(False, marks=pytest.mark.slow)],
                          ids=["zygote", "fresh-process"])
-def test_root_only_files_are_closed_to_the_candidate_and_its_imports_still_work(tmp_path, warm_pool, cpu_evaluator):
+def test_root_only_files_are_closed_to_the_candidate_and_its_imports_still_work(tmp_path, warm_pool,
+                                                                                cpu_evaluator):
     secret = _root_only_secret(tmp_path)
     problem = load_suite().get("level0/1_relu")
     verdict = VerdictSettings(static_checks=False, trials=2)
@@ -78,9 +79,9 @@ def test_the_uid_is_on_by_default_and_closes_proc_self_mem(cpu_evaluator):
 
 @pytest.mark.gpu
 def test_on_a_gpu_the_candidate_runs_under_the_uid_and_its_kernels_still_compile_and_time(tmp_path):
-    """GPU mode: the stub switches after CUDA start-up, so the context it made stays usable; the candidate's Triton
-    kernel compiles into caches handed to the uid, its 1 GiB outputs come back, the timed calls run, and a
-    root-only file stays closed."""
+    """GPU mode: the stub switches after CUDA start-up, so the context it made stays usable; the candidate's
+    Triton kernel compiles into caches handed to the uid, its 1 GiB outputs come back, the timed calls run,
+    and a root-only file stays closed."""
     secret = _root_only_secret(tmp_path)
     assert EvaluatorSettings().candidate_uid == UID
     with Evaluator(device="cuda", inductor_baseline=False, result_cache=False) as ev:

@@ -24,7 +24,8 @@ SOLUTIONS = Path(__file__).parents[1] / "src/kernelrl/problems/suites/builtin/so
 def _variants(seed: int) -> list:
     g = torch.Generator().manual_seed(seed)
     return [torch.randn(33, 17, generator=g), torch.randint(0, 50, (1000,), generator=g),
-            torch.rand(7, 9, generator=g) < 0.5, torch.randn(64, generator=g).half(), torch.randn((), generator=g)]
+            torch.rand(7, 9, generator=g) < 0.5, torch.randn(64, generator=g).half(),
+            torch.randn((), generator=g)]
 
 
 def test_the_judges_rebuild_is_the_sandboxs_mix():

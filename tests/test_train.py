@@ -117,7 +117,7 @@ def prompts() -> Prompts:
     return Prompts(TINY_PROMPTS)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # SFT: one run directory, trained in three invocations (CLI with --config for 2 steps; resumed to 3 steps; the
 # same command again, which trains nothing), with held-out evaluations and a merged export.
 
@@ -188,7 +188,8 @@ def test_sft_resume_continues_the_step_count(sft_run):
     assert outcome2.steps == 3 and Path(outcome2.resumed_from).name == "checkpoint-2"
     assert outcome3.steps == 3 and Path(outcome3.resumed_from).name == "checkpoint-3"
     assert training_steps(sft_run["metrics3"], "sft") == [1, 2, 3]  # nothing more trained
-    assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-3"]
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) \
+        == ["checkpoint-2", "checkpoint-3"]
     config2 = sft_run["config2"]
     assert config2["max_steps"] == 3 and config2["command"] == "sft"
     assert config2["previous"]["max_steps"] == 2 and config2["previous"]["command"] == "sft"
@@ -240,7 +241,7 @@ def test_cli_config_file_values_are_used_and_the_command_line_wins(sft_run):
     assert adapter["r"] == 4 and adapter["lora_alpha"] == 8  # and used
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # GRPO: one step with a reward that differs between completions whatever their verdict
 
 
@@ -261,7 +262,8 @@ def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite
     run_dir = Path(config.run_dir)
     assert outcome.steps == 1 and outcome.resumed_from is None
     rollouts = jsonl(run_dir / "rollouts.jsonl")
-    assert len(rollouts) == 2 and {r["step"] for r in rollouts} == {1} and {r["stage"] for r in rollouts} == {None}
+    assert (len(rollouts) == 2 and {r["step"] for r in rollouts} == {1}
+            and {r["stage"] for r in rollouts} == {None})
     assert len({r["problem_id"] for r in rollouts}) == 1  # one group: 2 completions of one prompt
     problem = suite.get(rollouts[0]["problem_id"])
     assert problem.id in (RELU, SCALE_SHIFT)
@@ -393,7 +395,8 @@ def test_dynamic_sampling_resamples_groups_with_fewer_than_two_verdicts():
 
 
 def test_training_memory_cap_applies_when_the_evaluator_shares_the_gpu():
-    assert evaluator_shares_gpu("auto", 0) and evaluator_shares_gpu("cuda", 0) and evaluator_shares_gpu("cuda:1", 1)
+    assert (evaluator_shares_gpu("auto", 0) and evaluator_shares_gpu("cuda", 0)
+            and evaluator_shares_gpu("cuda:1", 1))
     assert not evaluator_shares_gpu("cpu", 0) and not evaluator_shares_gpu("cuda:1", 0)
     assert not evaluator_shares_gpu("auto", 1)
     # the evaluator's GPU memory budget beside a trainer capped at 0.6 of an 80 GiB card: 0.8 of the other 0.4
@@ -430,7 +433,7 @@ def test_rewards_can_skip_the_bench_sized_inputs_but_heldout_evaluations_check_t
         session.close()
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Two-stage
 
 
@@ -476,13 +479,14 @@ def test_two_stage_trains_stage_2_on_stage_1s_correct_kernels(tmp_path, suite, p
     assert config["command"] == "grpo-midend" and config["rows"] == 1
     assert config["adapter"] == str(run_dir / "frontend" / "adapter")
     mid = jsonl(run_dir / "midend" / "rollouts.jsonl")
-    assert len(mid) == 2 and {r["stage"] for r in mid} == {"midend"} and {r["problem_id"] for r in mid} == {RELU}
+    assert (len(mid) == 2 and {r["stage"] for r in mid} == {"midend"}
+            and {r["problem_id"] for r in mid} == {RELU})
     for record in mid:
         assert solution.strip() in record["prompt"][-1]["content"]
         assert record["status"] != "correct" and record["reward"] == -10.0  # the midend preset's failure
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The test split never enters training data
 
 
@@ -541,14 +545,15 @@ def test_the_test_split_never_enters_a_training_set(suite, prompts, family_suite
         check_no_test_leak([{"problem_id": "level0/99_nothing"}], suite)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The command line
 
 
 @pytest.mark.slow
 def test_sft_stopped_between_save_steps_keeps_its_last_step(tmp_path, monkeypatch):
-    """Ctrl-C after step 2 of 3 (saves every 50): checkpoint-2 and its adapter stay in the run directory, and the
-    same command resumes there; the resumed run ends at max_steps before a save step and still checkpoints."""
+    """Ctrl-C after step 2 of 3 (saves every 50): checkpoint-2 and its adapter
+    stay in the run directory, and the same command resumes there; the resumed
+    run ends at max_steps before a save step and still checkpoints."""
     from transformers import TrainerCallback
 
     import kernelrl.train.sft as sft_module

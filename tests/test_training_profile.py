@@ -27,7 +27,8 @@ def test_training_profile_settings():
     default, training = VerdictSettings(), VerdictSettings.training()
     own_default, own_training = EvaluatorSettings(), EvaluatorSettings.training()
     assert training.speedup_rse_target == 0.01 and training.baseline_source == "cache"
-    assert training.timer.min_reps == 10 and training.timer.max_ms == 200.0 and training.timer.rse_target is None
+    assert (training.timer.min_reps == 10 and training.timer.max_ms == 200.0
+            and training.timer.rse_target is None)
     # cores and memory decide
     assert own_training.max_concurrency is None and own_training.compile_slots is None
     # correctness and every check as by default

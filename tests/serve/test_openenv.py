@@ -66,8 +66,8 @@ def test_reset_gives_the_task_and_steps_give_verdict_feedback_and_reward(env_ser
         assert "ModelNew" in task.problem_description and task.system_prompt
         good = env.step(KernelAction(problem_id=RELU.id, code=f"```python\n{RELU_OK}\n```"))
         obs = good.observation
-        assert (obs.status, obs.correctness_pass, obs.compilation_success, obs.no_verdict) == ("correct", True,
-                                                                                            True, False)
+        assert (obs.status, obs.correctness_pass, obs.compilation_success, obs.no_verdict) \
+            == ("correct", True, True, False)
         assert good.done and obs.turn == 1 and "Verdict: correct" in obs.feedback
         assert good.reward == pytest.approx(composite_of(env_server, obs)) and good.reward > 1.0
         state = env.state()
@@ -147,7 +147,8 @@ def test_sessions_need_the_token_when_the_service_has_one(cpu_evaluator):
         url = f"{served.url}/openenv"
         with pytest.raises(ConnectionError), KernelEnvClient(url).sync() as env:
             env.reset(problem_id=RELU.id)
-        with pytest.raises(ConnectionError), KernelEnvClient(url, token="wrong-token-of-some-length").sync() as env:
+        with pytest.raises(ConnectionError), \
+                KernelEnvClient(url, token="wrong-token-of-some-length").sync() as env:
             env.reset(problem_id=RELU.id)
         assert httpx.post(f"{url}/reset", json={"problem_id": RELU.id}).status_code == 401
         with KernelEnvClient(url, token=token).sync() as env:

@@ -60,7 +60,8 @@ def test_a_killed_server_restarted_on_its_journal_answers_what_it_had_answered(t
     first = start(port, journal, token_file)
     try:
         wait_ready(first, url)
-        answered = httpx.post(f"{url}/v1/evaluate", json=request, headers=headers, timeout=300).json()["results"]
+        answered = httpx.post(f"{url}/v1/evaluate", json=request, headers=headers,
+                              timeout=300).json()["results"]
         assert [a["result"]["status"] for a in answered] == ["correct", "wrong_output", "format_error"]
     finally:
         os.kill(first.pid, signal.SIGKILL)
@@ -68,7 +69,8 @@ def test_a_killed_server_restarted_on_its_journal_answers_what_it_had_answered(t
     second = start(port, journal, token_file)
     try:
         wait_ready(second, url)
-        replayed = httpx.post(f"{url}/v1/evaluate", json=request, headers=headers, timeout=300).json()["results"]
+        replayed = httpx.post(f"{url}/v1/evaluate", json=request, headers=headers,
+                              timeout=300).json()["results"]
         assert replayed == answered
         metrics = httpx.get(f"{url}/metrics", headers=headers).text
         assert metric(metrics, "kernelrl_verdicts_total") == 0  # nothing was evaluated again

@@ -43,7 +43,8 @@ def test_slime_reads_the_composite_reward_under_its_reward_key(cpu_evaluator, cp
         assert body["score"] == pytest.approx(expected[text])
     assert [replies[t].json()["status"] for t in (CORRECT, WRONG, NO_CODE)] == ["correct", "wrong_output",
                                                                                 "format_error"]
-    assert replies[CORRECT].json()["score"] > replies[WRONG].json()["score"] > replies[NO_CODE].json()["score"]
+    assert (replies[CORRECT].json()["score"] > replies[WRONG].json()["score"]
+            > replies[NO_CODE].json()["score"])
     assert replies[CORRECT].json()["correct"] is True and replies[WRONG].json()["correct"] is False
     chat = slime_post(cpu_server.url, CORRECT, prompt=[{"role": "user", "content": PROMPT}])  # a chat prompt
     assert chat.status_code == 200 and chat.json()["score"] == pytest.approx(expected[CORRECT])
