@@ -6,9 +6,9 @@ Three forwards, each timed with and without the census (median of --reps calls, 
 - `views`: --ops allowed ops (a view each) on a small tensor: the census's cost per allowed op;
 - `compute`: --ops disallowed ops (an add each), counted and reported: the cost per op outside the allow-list;
 - `launch`: empty_like, a reshape and one launch of a one-program Triton kernel (the CPU interpreter with
-  TRITON_INTERPRET=1, set here on --device cpu): the fixed cost per call (the mode entered and left, the launch
-  hooks, the outputs' provenance), and the same forward under a dispatch mode that only passes ops through (what any
-  Python dispatch mode costs, the floor under the census's own bookkeeping).
+  TRITON_INTERPRET=1, set here on --device cpu): the fixed cost per call (the mode entered and left, the
+  launch hooks, the outputs' provenance), and the same forward under a dispatch mode that only passes ops
+  through (what any Python dispatch mode costs, the floor under the census's own bookkeeping).
 Numbers are printed, never checked: timing depends on the machine.
 """
 

@@ -13,10 +13,10 @@ Two parts, numbers printed, nothing checked:
   and with the default k (after), on the same inputs (the master seed is drawn here, secretly at random, and
   given to both). A reference solution is right by construction, so every `wrong_output` is a false rejection.
   In CPU mode the correctness sets are the problems' small check and sweep sets (the interpreter is slow).
-- `long reductions`: at the sizes where the H100 saw false rejections (the matvec's inner dimension 24,576, the
-  large-K matmul's 131,072), no sandbox: an honest fp32 kernel's summation order (K in blocks of 512 accumulated
-  in fp32, as the reference solutions' Triton kernels do) against torch's fp32 reference, judged by the same
-  comparison code as the judge's, per trial (one fresh input draw) before and after.
+- `long reductions`: at the sizes where the H100 saw false rejections (the matvec's inner dimension 24,576,
+  the large-K matmul's 131,072), no sandbox: an honest fp32 kernel's summation order (K in blocks of 512
+  accumulated in fp32, as the reference solutions' Triton kernels do) against torch's fp32 reference, judged
+  by the same comparison code as the judge's, per trial (one fresh input draw) before and after.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 candidates each, evaluations/s, per-item latency (p50/p99) and the HTTP overhead.
 
 One evaluator serves both modes (no second judge on the GPU): "in-process" is N threads calling
-`evaluate_many` on it, as N trainer ranks sharing one evaluator would; "service" is N threads each with its own
-`Client` to a `kernelrl serve` app (uvicorn on loopback, in this process, over the same evaluator). The HTTP
-stack shares this process's interpreter with the evaluator's threads, so the overhead measured is an upper
-bound. Every candidate is fresh (a unique tag in each Triton function and a unique module constant, as in
-bench/throughput.py): no Triton cache, result cache or journal hit. Runs alternate (A B B A ...) so drift
+`evaluate_many` on it, as N trainer ranks sharing one evaluator would; "service" is N threads each with its
+own `Client` to a `kernelrl serve` app (uvicorn on loopback, in this process, over the same evaluator). The
+HTTP stack shares this process's interpreter with the evaluator's threads, so the overhead measured is an
+upper bound. Every candidate is fresh (a unique tag in each Triton function and a unique module constant, as
+in bench/throughput.py): no Triton cache, result cache or journal hit. Runs alternate (A B B A ...) so drift
 does not favour one mode. Stops by itself; binds loopback only.
 
   python bench/serve_load.py --device cpu --only level0/1_relu --clients 4 --items 2 --rounds 1

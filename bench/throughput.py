@@ -22,10 +22,11 @@ Triton cache directory miss) and a unique module constant (the result cache miss
 caches live in an empty directory; each problem's audit, judge state and eager/Inductor baselines are warmed
 first (one evaluation of a differently tagged copy per problem, not counted), as in a training run. Reports
 evaluations/min, the phase split (queue for slots, prepare, sandbox start, import, first trial = Triton
-compile + first forward on a GPU, correctness, census, timing-token wait, timing, baselines), the timing slot's
-busy share and the GPU's idle time (from the evaluations' timelines; from NVML or nvidia-smi samples where
-available). `--modes grpo-batch`: one reward batch of `--batch` completions (correct, wrong, compile-error and
-format-error candidates mixed, all fresh) through `evaluate_many(ordered=True)`, its wall time.
+compile + first forward on a GPU, correctness, census, timing-token wait, timing,
+baselines), the timing slot's busy share and the GPU's idle time (from the evaluations'
+timelines; from NVML or nvidia-smi samples where available). `--modes grpo-batch`: one
+reward batch of `--batch` completions (correct, wrong, compile-error and format-error
+candidates mixed, all fresh) through `evaluate_many(ordered=True)`, its wall time.
 
   python bench/throughput.py --device cuda --modes fresh-candidates,grpo-batch --candidates solutions \
       --only level1/ --profile training --concurrency auto --rounds 3 --json fresh.json
