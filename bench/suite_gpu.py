@@ -1,7 +1,7 @@
-"""Built-in suite on a GPU through the sandboxed evaluator: audit problems (flags, eager time on the bench set)
-or evaluate reference solutions with every check on (verdict, candidate / eager / Inductor times, floor,
-kernel share of GPU time). Writes JSON lines as it goes, so a run cut short keeps what it measured. The
-docs/suite.md table comes from bench/suite_table.py, which is ~10x cheaper per problem.
+"""Built-in suite on a GPU through the sandboxed evaluator: audit problems (flags, eager time on the
+bench set) or evaluate reference solutions with every check on (verdict, candidate / eager / Inductor
+times, floor, kernel share of GPU time). Writes JSON lines as it goes, so a run cut short keeps what it
+measured. The docs/suite.md table comes from bench/suite_table.py, which is ~10x cheaper per problem.
 
   python bench/suite_gpu.py audit --out audit.jsonl [--only level1/]
   python bench/suite_gpu.py solutions --out solutions.jsonl [--only level0/1_relu,level1/1_row_softmax] [--jobs 2]

@@ -75,7 +75,8 @@ def check_one(pid: str, device: str = "cuda") -> dict:
     """Correctness of the solution on every set, and one torch.compile of the reference (fills the caches)."""
     try:
         return _check_one(pid, device)
-    except Exception as exc:  # noqa: BLE001 - one problem's failure (e.g. out of memory) is a row, not the end
+    # one problem's failure (e.g. out of memory) is a row, not the end
+    except Exception as exc:  # noqa: BLE001
         return {"problem_id": pid, "level": None, "split": None, "solution": None, "sets": {},
                 "error": f"{type(exc).__name__}: {str(exc)[:300]}", "check_s": None}
 

@@ -93,7 +93,8 @@ def config_options(cls: type, prefix: str = "",
     def decorate(command: Callable) -> Callable:
         params = []
         for f in fields:
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            default = (f.default if f.default is not dataclasses.MISSING
+                       else f.default_factory())  # type: ignore[misc]
             default = (defaults_shown or {}).get(f.name, default)
             shown = ", ".join(default) if isinstance(default, tuple) else default
             help_text = escape((f.metadata.get("help") or "").rstrip()) + (

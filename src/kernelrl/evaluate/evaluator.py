@@ -573,8 +573,8 @@ class Evaluator(ScorerBase):
             tolerance_model=tolerance_model(prepared["output_dtypes"], cfg.reference_error_k),
             trials_within_reference_error=trials.widened,
         )
-        base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
-                "correctness": correctness, "phases_s": phases,
+        base = {**base, "environment": env, "log": outcome.log,
+                "log_bytes_dropped": outcome.log_bytes_dropped, "correctness": correctness, "phases_s": phases,
                 "findings": [*base.get("findings", []), *trials.findings],
                 "timeline": {name: self._epoch_s(t) for name, t in timeline.items()}}
         if outcome.cancelled and deadline is not None:  # the batch's deadline, not the candidate: no verdict

@@ -186,7 +186,8 @@ class VerdictView(ScorerBase):
 
     def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False):
         """The inner evaluator's baselines with this view's timer."""
-        return self.inner.time_baselines(problem, seed, fresh, verdict=self.verdict)  # type: ignore[attr-defined]
+        return self.inner.time_baselines(  # type: ignore[attr-defined]
+            problem, seed, fresh, verdict=self.verdict)
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)  # the rest (environment, audit, caches) is the inner scorer's
