@@ -6,9 +6,9 @@ Three forwards, each timed with and without the census (median of --reps calls, 
 - `views`: --ops allowed ops (a view each) on a small tensor: the census's cost per allowed op;
 - `compute`: --ops disallowed ops (an add each), counted and reported: the cost per op outside the allow-list;
 - `launch`: empty_like, a reshape and one launch of a one-program Triton kernel (the CPU interpreter with
-  TRITON_INTERPRET=1, set here on --device cpu): the fixed cost per call (the mode entered and left, the launch
-  hooks, the outputs' provenance), and the same forward under a dispatch mode that only passes ops through (what any
-  Python dispatch mode costs, the floor under the census's own bookkeeping).
+  TRITON_INTERPRET=1, set here on --device cpu): the fixed cost per call (the mode entered and left, the
+  launch hooks, the outputs' provenance), and the same forward under a dispatch mode that only passes ops
+  through (what any Python dispatch mode costs, the floor under the census's own bookkeeping).
 Numbers are printed, never checked: timing depends on the machine.
 """
 
@@ -95,10 +95,11 @@ def main() -> None:
         censused = median_us(lambda f=forward: census.call(f, x))
         found = census.report()
         unit = "op" if per > 1 else "call"
-        print(f"{name:8s} bare {bare:9.1f} us  censused {censused:9.1f} us  +{(censused - bare) / per:7.2f} us/{unit}"
-              f"  found: {[k for k, v in (found or {}).items() if v] or 'nothing'}")
+        print(f"{name:8s} bare {bare:9.1f} us  censused {censused:9.1f} us  +{(censused - bare) / per:7.2f} "
+              f"us/{unit}  found: {[k for k, v in (found or {}).items() if v] or 'nothing'}")
     bare, floor = median_us(lambda: launch(x)), median_us(passthrough_launch)
-    print(f"launch   bare {bare:9.1f} us  under a pass-through dispatch mode {floor:9.1f} us  +{floor - bare:7.2f} us/call")
+    print(f"launch   bare {bare:9.1f} us  under a pass-through dispatch mode {floor:9.1f} us  "
+          f"+{floor - bare:7.2f} us/call")
     sys.stdout.flush()
 
 

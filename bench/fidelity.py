@@ -54,7 +54,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--l2-flush", choices=("read", "write"), default=TimerSettings.l2_flush,
                         help="how each rep evicts the L2 (default: %(default)s)")
     parser.add_argument("--cover-us", type=float, default=TimerSettings.launch_cover_us,
-                        help="GPU work queued ahead of each rep's call, flush and spin, us (default: %(default)s)")
+                        help="GPU work queued ahead of each rep's call, flush and spin, "
+                             "us (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=1234, help="seed of the bench inputs")
     parser.add_argument("--json", type=Path, help="write every number here")
     args = parser.parse_args(argv)
@@ -198,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     power = GpuPower.open(torch.cuda.current_device())
     started = time.monotonic()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {len(problems)} problems, "
-          f"{args.reruns} reruns, power caps {'recorded' if power else 'not recorded (no NVML)'}; per mode ({' | '.join(args.modes)}): median ms, rerun spread, IQR/median, "
-          "ours/plain", flush=True)
+          f"{args.reruns} reruns, power caps {'recorded' if power else 'not recorded (no NVML)'}; per mode "
+          f"({' | '.join(args.modes)}): median ms, rerun spread, IQR/median, ours/plain", flush=True)
     rows = []
     for problem in problems:
         try:

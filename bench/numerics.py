@@ -13,10 +13,10 @@ Two parts, numbers printed, nothing checked:
   and with the default k (after), on the same inputs (the master seed is drawn here, secretly at random, and
   given to both). A reference solution is right by construction, so every `wrong_output` is a false rejection.
   In CPU mode the correctness sets are the problems' small check and sweep sets (the interpreter is slow).
-- `long reductions`: at the sizes where the H100 saw false rejections (the matvec's inner dimension 24,576, the
-  large-K matmul's 131,072), no sandbox: an honest fp32 kernel's summation order (K in blocks of 512 accumulated
-  in fp32, as the reference solutions' Triton kernels do) against torch's fp32 reference, judged by the same
-  comparison code as the judge's, per trial (one fresh input draw) before and after.
+- `long reductions`: at the sizes where the H100 saw false rejections (the matvec's inner dimension 24,576,
+  the large-K matmul's 131,072), no sandbox: an honest fp32 kernel's summation order (K in blocks of 512
+  accumulated in fp32, as the reference solutions' Triton kernels do) against torch's fp32 reference, judged
+  by the same comparison code as the judge's, per trial (one fresh input draw) before and after.
 """
 
 from __future__ import annotations
@@ -38,17 +38,21 @@ def evaluations(args) -> None:
     from kernelrl import Evaluator, Status, VerdictSettings, load_suite
 
     suite = load_suite()
-    problems = [p for p in suite if suite.solution_path(p) is not None and LONG_TAGS & set(p.metadata.get("tags", []))
-                and _selected(p.id, args.only) and not (args.device == "cpu" and p.metadata.get("dtype") == "bfloat16")]
-    print(f"evaluations: {len(problems)} reference solutions of long-reduction problems x {args.seeds} fresh seeds, "
-          f"device {args.device}, {args.trials} trials each on input sets {args.input_sets or 'default'}, before "
-          f"(k=0) and after (k={args.k:g}) on the same seeds")
+    problems = [p for p in suite
+                if suite.solution_path(p) is not None and LONG_TAGS & set(p.metadata.get("tags", []))
+                and _selected(p.id, args.only)
+                and not (args.device == "cpu" and p.metadata.get("dtype") == "bfloat16")]
+    print(f"evaluations: {len(problems)} reference solutions of long-reduction problems x {args.seeds} fresh "
+          f"seeds, device {args.device}, {args.trials} trials each on input sets "
+          f"{args.input_sets or 'default'}, before (k=0) and after (k={args.k:g}) on the same seeds")
     totals = {"before": 0, "after": 0, "widened_evals": 0, "widened_trials": 0, "evals": 0, "other": 0}
     started = time.monotonic()
     common = dict(trials=args.trials, timing=False,
                   input_sets=tuple(args.input_sets.split(",")) if args.input_sets else None)
-    before, after = VerdictSettings(reference_error_k=0.0, **common), VerdictSettings(reference_error_k=args.k, **common)
-    with Evaluator(device=args.device, result_cache=False, run_timeout_s=1800.0, judge_timeout_s=1800.0) as ev:
+    before, after = (VerdictSettings(reference_error_k=0.0, **common),
+                     VerdictSettings(reference_error_k=args.k, **common))
+    with Evaluator(device=args.device, result_cache=False, run_timeout_s=1800.0,
+                   judge_timeout_s=1800.0) as ev:
         for problem in problems:
             code = suite.solution_path(problem).read_text()
             row = {"before": 0, "after": 0, "widened": 0, "other": []}
@@ -70,13 +74,14 @@ def evaluations(args) -> None:
             totals["evals"] += args.seeds
             totals["other"] += len(row["other"])
             if row["before"] or row["after"] or row["widened"] or row["other"] or args.verbose:
-                print(f"  {problem.id:42s} wrong_output before {row['before']}/{args.seeds}, after "
-                      f"{row['after']}/{args.seeds}; passed only within the float64 allowance: {row['widened']}"
+                print(f"  {problem.id:42s} wrong_output before {row['before']}/{args.seeds}, "
+                      f"after {row['after']}/{args.seeds}; passed only within the float64 "
+                      f"allowance: {row['widened']}"
                       + (f"; other verdicts: {row['other'][:2]}" if row["other"] else ""), flush=True)
-    print(f"  total: {totals['evals']} evaluations of honest kernels; false wrong_output before {totals['before']}, "
-          f"after {totals['after']}; evaluations where a trial passed only within the float64 allowance "
-          f"{totals['widened_evals']} ({totals['widened_trials']} trials); other verdicts {totals['other']}; "
-          f"{time.monotonic() - started:.0f} s")
+    print(f"  total: {totals['evals']} evaluations of honest kernels; false wrong_output before "
+          f"{totals['before']}, after {totals['after']}; evaluations where a trial passed only within the "
+          f"float64 allowance {totals['widened_evals']} ({totals['widened_trials']} trials); other verdicts "
+          f"{totals['other']}; {time.monotonic() - started:.0f} s")
 
 
 def _with_seed(evaluator, verdict, problem, code: str, seed: int):
@@ -109,10 +114,11 @@ def long_reductions(args) -> None:
         ("level1/6_matvec bench (m=4096 of 16384, k=24576)",
          lambda g: [torch.randn(4096, 24576, generator=g), torch.randn(24576, generator=g)]),
         ("level1/7_matmul_large_k bench (m=64 of 512, k=131072, n=512)",
-         lambda g: [torch.randn(64, 131072, generator=g) * 131072 ** -0.5, torch.randn(131072, 512, generator=g)]),
+         lambda g: [torch.randn(64, 131072, generator=g) * 131072 ** -0.5,
+                    torch.randn(131072, 512, generator=g)]),
     ]
-    print(f"long reductions: an honest blocked fp32 sum vs torch's fp32 reference, {args.long_seeds} fresh draws "
-          f"each, atol=rtol=1e-4, k={args.k:g}")
+    print(f"long reductions: an honest blocked fp32 sum vs torch's fp32 reference, {args.long_seeds} fresh "
+          f"draws each, atol=rtol=1e-4, k={args.k:g}")
     model = double_model(MatMul())
     for name, draw in cases:
         before = after = 0
@@ -136,13 +142,16 @@ def long_reductions(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5, help="fresh secret seeds per reference solution (0: skip)")
+    parser.add_argument("--seeds", type=int, default=5,
+                        help="fresh secret seeds per reference solution (0: skip)")
     parser.add_argument("--long-seeds", type=int, default=5, help="draws per production-size case (0: skip)")
-    parser.add_argument("--only", default=None, help="problem id prefixes, comma-separated (level1/,level2/4_)")
+    parser.add_argument("--only", default=None,
+                        help="problem id prefixes, comma-separated (level1/,level2/4_)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--trials", type=int, default=5)
-    parser.add_argument("--input-sets", default=None, help="correctness input sets, comma-separated (e.g. bench: "
-                        "the production sizes, feasible in CPU mode for a few problems such as level1/6_matvec)")
+    parser.add_argument("--input-sets", default=None, help="correctness input sets, comma-separated "
+                        "(e.g. bench: the production sizes, feasible in CPU mode for a few problems "
+                        "such as level1/6_matvec)")
     parser.add_argument("--k", type=float, default=None, help="the model's k (default: REFERENCE_ERROR_K)")
     parser.add_argument("--verbose", action="store_true", help="a line for every problem")
     args = parser.parse_args()

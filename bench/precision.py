@@ -1,7 +1,8 @@
 """rt-low-precision on honest kernels: every reference solution of the built-in suite and every honest twin of the
-exploit corpus (tests/exploits/h*.py), each evaluated with the check at its default policy and then with it off,
-one evaluation at a time, result cache off. Prints the verdicts, every rt-low-precision finding (an honest kernel flagged is a false finding) and
-the median wall time of an evaluation with and without the check (the judge's float64 reference per trial).
+exploit corpus (tests/exploits/h*.py), each evaluated with the check at its default policy
+and then with it off, one evaluation at a time, result cache off. Prints the verdicts, every
+rt-low-precision finding (an honest kernel flagged is a false finding) and the median wall
+time of an evaluation with and without the check (the judge's float64 reference per trial).
 
   python bench/precision.py [--device cpu] [--only level1/,level2/] [--out results.jsonl]
 """
@@ -21,7 +22,8 @@ CHECK = "rt-low-precision"
 
 
 def candidates(only: str | None, device: str) -> list[tuple[str, str, str]]:
-    """(label, problem id, code) of the reference solutions and the honest twins (the CUDA-only ones on a GPU)."""
+    """(label, problem id, code) of the reference solutions
+    and the honest twins (the CUDA-only ones on a GPU)."""
     from kernelrl import load_suite
 
     suite = load_suite()
@@ -71,8 +73,10 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated problem id prefixes")
     parser.add_argument("--out", help="JSONL of every evaluation (appended as they finish)")
     parser.add_argument("--policy", choices=["warn", "reject"],
-                        help="the check's policy in the 'on' runs (default: its default on the device; off on a GPU)")
-    parser.add_argument("--no-timing", action="store_true", help="correctness only (VerdictSettings.timing=False)")
+                        help="the check's policy in the 'on' runs (default: its default on "
+                             "the device; off on a GPU)")
+    parser.add_argument("--no-timing", action="store_true",
+                        help="correctness only (VerdictSettings.timing=False)")
     args = parser.parse_args()
     os.environ.setdefault("KERNELRL_RESULT_CACHE", "0")
     items = candidates(args.only, args.device)

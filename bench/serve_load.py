@@ -2,11 +2,11 @@
 candidates each, evaluations/s, per-item latency (p50/p99) and the HTTP overhead.
 
 One evaluator serves both modes (no second judge on the GPU): "in-process" is N threads calling
-`evaluate_many` on it, as N trainer ranks sharing one evaluator would; "service" is N threads each with its own
-`Client` to a `kernelrl serve` app (uvicorn on loopback, in this process, over the same evaluator). The HTTP
-stack shares this process's interpreter with the evaluator's threads, so the overhead measured is an upper
-bound. Every candidate is fresh (a unique tag in each Triton function and a unique module constant, as in
-bench/throughput.py): no Triton cache, result cache or journal hit. Runs alternate (A B B A ...) so drift
+`evaluate_many` on it, as N trainer ranks sharing one evaluator would; "service" is N threads each with its
+own `Client` to a `kernelrl serve` app (uvicorn on loopback, in this process, over the same evaluator). The
+HTTP stack shares this process's interpreter with the evaluator's threads, so the overhead measured is an
+upper bound. Every candidate is fresh (a unique tag in each Triton function and a unique module constant, as
+in bench/throughput.py): no Triton cache, result cache or journal hit. Runs alternate (A B B A ...) so drift
 does not favour one mode. Stops by itself; binds loopback only.
 
   python bench/serve_load.py --device cpu --only level0/1_relu --clients 4 --items 2 --rounds 1
@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         parser.error(f"no reference solutions under {args.only!r}")
     base = VerdictSettings(inductor_baseline=not args.no_inductor)
-    verdict = VerdictSettings.training(inductor_baseline=not args.no_inductor) if args.profile == "training" else base
+    verdict = (VerdictSettings.training(inductor_baseline=not args.no_inductor) if args.profile == "training"
+               else base)
     cache = Path(tempfile.mkdtemp(prefix="kernelrl-serve-load-"))
     overrides = {"cache_dir": cache}
     if args.max_concurrency:
@@ -125,14 +126,15 @@ def main(argv: list[str] | None = None) -> int:
                                              for _, pid, code in chosen], kind="code", verdict=base))
         print(f"warm-up: {len(warm)} problems, {sum(r.correct for r in warm)} correct", flush=True)
         journal = Journal(cache / "journal.sqlite")
-        service = RewardService(evaluator, problems, ServiceSettings(max_batch=max(512, args.items),
-                                                                     max_queued_items=max(2048, 4 * args.items *
-                                                                                          args.clients)),
+        service = RewardService(evaluator, problems,
+                                ServiceSettings(max_batch=max(512, args.items),
+                                                max_queued_items=max(2048, 4 * args.items * args.clients)),
                                 journal, device=args.device)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="warning"))
+        server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port,
+                                               log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         while not server.started:

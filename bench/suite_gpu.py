@@ -1,7 +1,7 @@
-"""Built-in suite on a GPU through the sandboxed evaluator: audit problems (flags, eager time on the bench set)
-or evaluate reference solutions with every check on (verdict, candidate / eager / Inductor times, floor,
-kernel share of GPU time). Writes JSON lines as it goes, so a run cut short keeps what it measured. The
-docs/suite.md table comes from bench/suite_table.py, which is ~10x cheaper per problem.
+"""Built-in suite on a GPU through the sandboxed evaluator: audit problems (flags, eager time on the
+bench set) or evaluate reference solutions with every check on (verdict, candidate / eager / Inductor
+times, floor, kernel share of GPU time). Writes JSON lines as it goes, so a run cut short keeps what it
+measured. The docs/suite.md table comes from bench/suite_table.py, which is ~10x cheaper per problem.
 
   python bench/suite_gpu.py audit --out audit.jsonl [--only level1/]
   python bench/suite_gpu.py solutions --out solutions.jsonl [--only level0/1_relu,level1/1_row_softmax] [--jobs 2]
@@ -35,7 +35,8 @@ def run_audit(out: str, only: str | None) -> None:
             print(problem.id, [x.flag for x in audit.flags], audit.eager_ms, flush=True)
 
 
-def run_solutions(out: str, only: str | None, jobs: int, inductor: bool, runtime_policy: dict[str, str]) -> None:
+def run_solutions(out: str, only: str | None, jobs: int, inductor: bool,
+                  runtime_policy: dict[str, str]) -> None:
     suite = load_suite()
     # the audit ran separately (command `audit`): no need to re-audit each problem before evaluating
     config = dict(device="cuda", run_timeout_s=300, refuse_flagged_problems=False, inductor_baseline=inductor,
@@ -48,10 +49,12 @@ def run_solutions(out: str, only: str | None, jobs: int, inductor: bool, runtime
             t = result.timing
             print(result.problem_id, result.status.value, result.message[:120],
                   [f"{x.rule}: {x.detail}"[:160] for x in result.findings],
-                  t and t.candidate and round(t.candidate.median_ms, 4), t and t.eager and round(t.eager.median_ms, 4),
+                  t and t.candidate and round(t.candidate.median_ms, 4),
+                  t and t.eager and round(t.eager.median_ms, 4),
                   t and t.inductor and round(t.inductor.median_ms, 4),
-                  f"floor={t and t.floor_ms and round(t.floor_ms, 4)} gpu_fraction={t and t.kernel_gpu_fraction} "
-                  f"checks={t and t.timed_checks} wall={result.wall_time_s}", flush=True)
+                  f"floor={t and t.floor_ms and round(t.floor_ms, 4)} "
+                  f"gpu_fraction={t and t.kernel_gpu_fraction} checks={t and t.timed_checks} "
+                  f"wall={result.wall_time_s}", flush=True)
 
 
 def main() -> None:
@@ -60,10 +63,11 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", help="problem id prefix (level1/) or comma-separated problem ids")
     parser.add_argument("--jobs", type=int, default=2, help="solutions: sandboxes at once (evaluate_many)")
-    parser.add_argument("--no-inductor", action="store_true", help="solutions: skip the torch.compile baseline")
+    parser.add_argument("--no-inductor", action="store_true",
+                        help="solutions: skip the torch.compile baseline")
     parser.add_argument("--runtime-policy", action="append", default=[], metavar="CHECK=POLICY",
-                        help="solutions: a runtime check's policy (e.g. rt-low-precision=warn, which is off on a "
-                             "GPU by default); repeatable")
+                        help="solutions: a runtime check's policy (e.g. rt-low-precision=warn, which is off "
+                             "on a GPU by default); repeatable")
     args = parser.parse_args()
     policy = dict(item.split("=", 1) for item in args.runtime_policy)
     if args.command == "audit":

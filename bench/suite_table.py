@@ -75,7 +75,8 @@ def check_one(pid: str, device: str = "cuda") -> dict:
     """Correctness of the solution on every set, and one torch.compile of the reference (fills the caches)."""
     try:
         return _check_one(pid, device)
-    except Exception as exc:  # noqa: BLE001 - one problem's failure (e.g. out of memory) is a row, not the end
+    # one problem's failure (e.g. out of memory) is a row, not the end
+    except Exception as exc:  # noqa: BLE001
         return {"problem_id": pid, "level": None, "split": None, "solution": None, "sets": {},
                 "error": f"{type(exc).__name__}: {str(exc)[:300]}", "check_s": None}
 
@@ -93,16 +94,17 @@ def _check_one(pid: str, device: str) -> dict:
         if judge.gpu:
             torch.cuda.synchronize()
 
-    row: dict = {"problem_id": pid, "level": problem.level, "split": problem.split, "solution": solution is not None,
-                 "sets": {}}
+    row: dict = {"problem_id": pid, "level": problem.level, "split": problem.split,
+                 "solution": solution is not None, "sets": {}}
     bench = timing_set(list(sets))
     for name in correctness_sets(list(sets), gpu=judge.gpu):
         params = sets[name]
         reference = judge._model(problem.sha256, module, params)
         inputs = judge._inputs(module, params, SEED)  # on the judge's device
         with torch.no_grad():
-            expected = [t.clone() for t in _flatten(reference(*[x.clone() if isinstance(x, torch.Tensor) else x
-                                                                for x in inputs]))]
+            expected = [t.clone()
+                        for t in _flatten(reference(*[x.clone() if isinstance(x, torch.Tensor) else x
+                                                      for x in inputs]))]
         if solution is None:
             continue
         try:
@@ -112,7 +114,8 @@ def _check_one(pid: str, device: str) -> dict:
             sync()
             tol = tolerance_for([str(t.dtype).removeprefix("torch.") for t in expected])
             mismatch = compare_outputs(expected, actual, tol.atol, tol.rtol)
-            row["sets"][name] = "ok" if mismatch is None else f"{mismatch['reason']}: {mismatch['detail'][:200]}"
+            row["sets"][name] = "ok" if mismatch is None else (f"{mismatch['reason']}: "
+                                                               f"{mismatch['detail'][:200]}")
         except Exception as exc:  # noqa: BLE001 - recorded in the table
             row["sets"][name] = f"{type(exc).__name__}: {str(exc)[:200]}"
         judge.models.clear()  # bench-sized weights of several sets add up across parallel workers
@@ -140,8 +143,8 @@ def _time(torch, model, inputs: list, settings) -> dict:
         with torch.no_grad():
             model(*inputs)
 
-    stats = summarize(time_cuda(call, torch=torch, synchronize=torch.cuda.synchronize, event_cls=torch.cuda.Event,
-                                clock=time.perf_counter, settings=settings))
+    stats = summarize(time_cuda(call, torch=torch, synchronize=torch.cuda.synchronize,
+                                event_cls=torch.cuda.Event, clock=time.perf_counter, settings=settings))
     return {"median_ms": stats.median_ms, "rel_spread": stats.rel_spread, "reps": stats.reps}
 
 
@@ -179,7 +182,8 @@ def time_all(out: Path, only: str | None) -> None:
                     row["solution_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
             f.write(json.dumps(row) + "\n")
             f.flush()
-            print(problem.id, {k: v.get("median_ms") if isinstance(v, dict) else v for k, v in row.items()}, flush=True)
+            print(problem.id, {k: v.get("median_ms") if isinstance(v, dict) else v for k, v in row.items()},
+                  flush=True)
             del reference, inputs
             torch.cuda.empty_cache()
 
@@ -214,7 +218,8 @@ def render(out: Path) -> str:
                 if ind:
                     vs_inductor.append(ind / sol)
         lines.append(f"| {pid} | {check['split']} | {ms(eager)} | {ms(ind)} | {status} | {ms(sol)} | "
-                     f"{ms(eager / sol if eager and sol else None)} | {ms(ind / sol if ind and sol else None)} |")
+                     f"{ms(eager / sol if eager and sol else None)} | "
+                     f"{ms(ind / sol if ind and sol else None)} |")
 
     def gmean(values):
         return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
@@ -235,7 +240,8 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", help="problem id prefix (level1/) or comma-separated problem ids")
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--device", default="cuda", help="cpu: a smoke test of `check` (needs TRITON_INTERPRET=1)")
+    parser.add_argument("--device", default="cuda",
+                        help="cpu: a smoke test of `check` (needs TRITON_INTERPRET=1)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -245,11 +251,13 @@ def main() -> None:
         ids = [p.id for p in load_suite() if _selected(p.id, args.only)]
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", _INDUCTOR_CACHE)
         context = multiprocessing.get_context("spawn")  # CUDA per worker, never inherited through fork
-        with ProcessPoolExecutor(args.workers, mp_context=context) as pool, open(out / "checks.jsonl", "a") as f:
+        with ProcessPoolExecutor(args.workers, mp_context=context) as pool, \
+                open(out / "checks.jsonl", "a") as f:
             for row in pool.map(functools.partial(check_one, device=args.device), ids):
                 f.write(json.dumps(row) + "\n")
                 f.flush()
-                print(row["problem_id"], row["sets"], row.get("inductor_error", ""), row["check_s"], flush=True)
+                print(row["problem_id"], row["sets"], row.get("inductor_error", ""), row["check_s"],
+                      flush=True)
     elif args.command == "time":
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", _INDUCTOR_CACHE)
         time_all(out, args.only)

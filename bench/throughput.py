@@ -22,10 +22,11 @@ Triton cache directory miss) and a unique module constant (the result cache miss
 caches live in an empty directory; each problem's audit, judge state and eager/Inductor baselines are warmed
 first (one evaluation of a differently tagged copy per problem, not counted), as in a training run. Reports
 evaluations/min, the phase split (queue for slots, prepare, sandbox start, import, first trial = Triton
-compile + first forward on a GPU, correctness, census, timing-token wait, timing, baselines), the timing slot's
-busy share and the GPU's idle time (from the evaluations' timelines; from NVML or nvidia-smi samples where
-available). `--modes grpo-batch`: one reward batch of `--batch` completions (correct, wrong, compile-error and
-format-error candidates mixed, all fresh) through `evaluate_many(ordered=True)`, its wall time.
+compile + first forward on a GPU, correctness, census, timing-token wait, timing,
+baselines), the timing slot's busy share and the GPU's idle time (from the evaluations'
+timelines; from NVML or nvidia-smi samples where available). `--modes grpo-batch`: one
+reward batch of `--batch` completions (correct, wrong, compile-error and format-error
+candidates mixed, all fresh) through `evaluate_many(ordered=True)`, its wall time.
 
   python bench/throughput.py --device cuda --modes fresh-candidates,grpo-batch --candidates solutions \
       --only level1/ --profile training --concurrency auto --rounds 3 --json fresh.json
@@ -74,8 +75,8 @@ def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
     total = time.monotonic() - started
     for kind, r in zip(kinds, results, strict=True):
         if r.status.value == "timeout":  # no candidate in the mix hangs: say where it stopped
-            print(f"{name}: a {kind} candidate timed out at stage {r.stage.value}: {r.message}; phases {r.phases_s};"
-                  f" log tail {r.log[-300:]!r}", flush=True)
+            print(f"{name}: a {kind} candidate timed out at stage {r.stage.value}: {r.message}; phases "
+                  f"{r.phases_s}; log tail {r.log[-300:]!r}", flush=True)
     overheads = [r.wall_time_s - gpu_seconds(r) for r in results]
     outside = [r.wall_time_s - loop_seconds(r) for r in results]
     by_kind: dict[str, list[float]] = {}
@@ -84,7 +85,8 @@ def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
     statuses: dict[str, int] = {}
     for r in results:
         statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
-    paths = sorted({r.environment.isolation[-1] for r in results if r.environment and r.environment.isolation})
+    paths = sorted({r.environment.isolation[-1] for r in results
+                    if r.environment and r.environment.isolation})
     phases: dict[str, list[float]] = {}
     for r in results:
         for phase, seconds in r.phases_s.items():
@@ -120,8 +122,8 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
     if args.trials is not None:  # else the profile's own (5)
         extra["trials"] = args.trials
     settings = dict(device=args.device, inductor_baseline=not args.no_inductor, cache_dir=cache_dir,
-                    result_cache=True, max_concurrency=None if args.concurrency == "auto" else int(args.concurrency),
-                    **extra)
+                    result_cache=True,
+                    max_concurrency=None if args.concurrency == "auto" else int(args.concurrency), **extra)
     run = uuid.uuid4().hex[:8]
     profiles = (EvaluatorSettings.training(), VerdictSettings.training()) if training else (None, None)
     with Evaluator(*profiles, **settings) as ev:
@@ -142,12 +144,13 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
                 ev.evaluate(problem, fresh(code, f"{run}-warm"))
         # all at once, as a trainer's first step: unseen problems charged their audit's estimate
         if args.warm_batch:
-            warmed = list(ev.evaluate_many([(suite.get(pid), fresh(code, f"{run}-warm")) for pid, code in warm.items()]))
+            warmed = list(ev.evaluate_many([(suite.get(pid), fresh(code, f"{run}-warm"))
+                                            for pid, code in warm.items()]))
             print(f"{mode}: warm-up batch of {len(warmed)} unseen problems: "
                   f"{sum('oom_retry' in r.phases_s for r in warmed)} out-of-memory retries, statuses "
                   f"{dict(Counter(r.status.value for r in warmed))}", flush=True)
-        print(f"{mode}: warm-up ({len(warm)} problems: judge, audits, baselines) {time.monotonic() - started:.1f} s",
-              flush=True)
+        print(f"{mode}: warm-up ({len(warm)} problems: judge, audits, baselines) "
+              f"{time.monotonic() - started:.1f} s", flush=True)
         if ev.gpu_memory() is not None:  # now, so that a run stopped early still says what bounds it
             print(f"{mode}: GPU memory admission after the warm-up: {memory_summary(ev.gpu_memory(), suite)}",
                   flush=True)
@@ -172,9 +175,10 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
             by_index[index] = result
             if args.progress is not None:
                 with args.progress.open("a") as f:
-                    f.write(json.dumps({"mode": mode, "profile": profile, "index": index, "kind": kinds[index],
-                                        "problem": result.problem_id, "status": result.status.value,
-                                        "wall_s": result.wall_time_s, "phases_s": result.phases_s,
+                    f.write(json.dumps({"mode": mode, "profile": profile, "index": index,
+                                        "kind": kinds[index], "problem": result.problem_id,
+                                        "status": result.status.value, "wall_s": result.wall_time_s,
+                                        "phases_s": result.phases_s,
                                         "t_s": round(time.monotonic() - started, 3)}) + "\n")
             if len(by_index) % 10 == 0 or len(by_index) == len(items):
                 elapsed = time.monotonic() - started
@@ -201,10 +205,11 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
             by_kind.setdefault(kind, {}).setdefault(r.status.value, 0)
             by_kind[kind][r.status.value] += 1
         row["statuses_by_kind"] = by_kind
-    row["results"] = [{"kind": kind, "problem": r.problem_id, "status": r.status.value, "wall_s": r.wall_time_s,
-                       "phases_s": r.phases_s, "cached": r.cached,
+    row["results"] = [{"kind": kind, "problem": r.problem_id, "status": r.status.value,
+                       "wall_s": r.wall_time_s, "phases_s": r.phases_s, "cached": r.cached,
                        "timeline": {k: round(v - started_epoch, 4) for k, v in r.timeline.items()},
-                       "candidate_ms": r.timing.candidate.median_ms if r.timing and r.timing.candidate else None,
+                       "candidate_ms": (r.timing.candidate.median_ms if r.timing and r.timing.candidate
+                                        else None),
                        "timed_reps": r.timing.candidate.reps if r.timing and r.timing.candidate else None,
                        "stopped": r.timing.candidate.stopped if r.timing and r.timing.candidate else None,
                        "speedup_vs_eager": r.timing.speedup_vs_eager if r.timing else None,
@@ -251,7 +256,8 @@ def memory_gib(memory: dict, suite) -> dict:
     """`Evaluator.gpu_memory()` in GiB, the learned charges by problem id, largest first."""
     ids = {p.sha256: p.id for p in suite}
     gib = 1 << 30
-    return {"budget_gib": round(memory["budget_bytes"] / gib, 2), "default_gib": round(memory["default_bytes"] / gib, 2),
+    return {"budget_gib": round(memory["budget_bytes"] / gib, 2),
+            "default_gib": round(memory["default_bytes"] / gib, 2),
             "need_gib": {ids.get(k, k): round(v / gib, 2)
                          for k, v in sorted(memory["need_bytes"].items(), key=lambda kv: -kv[1])}}
 
@@ -259,18 +265,20 @@ def memory_gib(memory: dict, suite) -> dict:
 def memory_summary(memory: dict, suite) -> str:
     found = memory_gib(memory, suite)
     needs = list(found["need_gib"].values())
-    return (f"budget {found['budget_gib']} GiB, default charge {found['default_gib']} GiB; learned charges (GiB) "
-            f"median {statistics.median(needs) if needs else None}, largest {list(found['need_gib'].items())[:5]}")
+    return (f"budget {found['budget_gib']} GiB, default charge {found['default_gib']} GiB; learned charges "
+            f"(GiB) median {statistics.median(needs) if needs else None}, largest "
+            f"{list(found['need_gib'].items())[:5]}")
 
 
 def print_fresh(row: dict) -> None:
-    print(f"{row['mode']:>16}: {row['evals_per_min']:6.1f} evals/min  {row['evaluations']} evaluations in "
-          f"{row['total_s']} s  median wall {row['median_wall_s']} s  p90 {row['p90_wall_s']} s  {row['statuses']}"
-          f"  result-cache hits {row['cache_hits']}  out-of-memory retries {row['oom_retries']}", flush=True)
+    print(f"{row['mode']:>16}: {row['evals_per_min']:6.1f} evals/min  {row['evaluations']} "
+          f"evaluations in {row['total_s']} s  median wall {row['median_wall_s']} s  p90 "
+          f"{row['p90_wall_s']} s  {row['statuses']}  result-cache hits {row['cache_hits']}  "
+          f"out-of-memory retries {row['oom_retries']}", flush=True)
     print(f"{'':>16}  median phases (s): {row['median_phases_s']}", flush=True)
     print(f"{'':>16}  share of sandbox time: {row['phase_share']}", flush=True)
-    print(f"{'':>16}  timing slot busy {row['timing_slot_busy_share']:.0%} of the wall time; GPU idle (timelines: no "
-          f"evaluation in a device phase) {row['gpu_idle_s_timeline']} s; utilization samples "
+    print(f"{'':>16}  timing slot busy {row['timing_slot_busy_share']:.0%} of the wall time; GPU idle "
+          f"(timelines: no evaluation in a device phase) {row['gpu_idle_s_timeline']} s; utilization samples "
           f"{row['gpu_utilization']}; median timed reps {row['median_timed_reps']}, median speedup RSE "
           f"{row['median_speedup_rse']}; host CPU {row.get('host_cpu')}", flush=True)
     print(f"{'':>16}  evaluations holding their slots at once (mean): {row['mean_granted']} of "
@@ -278,17 +286,18 @@ def print_fresh(row: dict) -> None:
     if row.get("gpu_memory"):
         memory = row["gpu_memory"]
         needs = list(memory["need_gib"].values())
-        print(f"{'':>16}  GPU memory admission: budget {memory['budget_gib']} GiB; learned charges (GiB) median "
-              f"{statistics.median(needs) if needs else None}, largest {list(memory['need_gib'].items())[:5]}",
-              flush=True)
+        print(f"{'':>16}  GPU memory admission: budget {memory['budget_gib']} GiB; learned charges (GiB) "
+              f"median {statistics.median(needs) if needs else None}, largest "
+              f"{list(memory['need_gib'].items())[:5]}", flush=True)
     if "statuses_by_kind" in row:
-        print(f"{'':>16}  reward batch wall time {row['reward_batch_wall_s']} s; by kind {row['statuses_by_kind']}",
-              flush=True)
+        print(f"{'':>16}  reward batch wall time {row['reward_batch_wall_s']} s; by kind "
+              f"{row['statuses_by_kind']}", flush=True)
 
 
 def write_rows(path: Path | None, device: str, rows: list[dict]) -> None:
-    """The rows so far, after each mode: a run cut in a later mode (by a time limit) keeps the earlier ones.
-    Written to a temporary file and renamed over the last, so a kill mid-write leaves the previous rows whole."""
+    """The rows so far, after each mode: a run cut in a later mode (by a time
+    limit) keeps the earlier ones. Written to a temporary file and renamed
+    over the last, so a kill mid-write leaves the previous rows whole."""
     if path is None:
         return
     partial = path.with_name(path.name + ".partial")
@@ -301,36 +310,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--rounds", type=int, default=1, help="times the mix is evaluated per mode")
     parser.add_argument("--trials", type=int,
-                        help="correctness trials (default: 2 in the mix modes, the profile's 5 in fresh-candidates and "
-                             "grpo-batch)")
+                        help="correctness trials (default: 2 in the mix modes, the profile's 5 in "
+                             "fresh-candidates and grpo-batch)")
     parser.add_argument("--concurrency", default="4",
-                        help="evaluations in flight in the batch modes; 'auto' (fresh-candidates, grpo-batch): "
-                             "twice the compile slots, within the memory bound")
+                        help="evaluations in flight in the batch modes; 'auto' (fresh-candidates, "
+                             "grpo-batch): twice the compile slots, within the memory bound")
     parser.add_argument("--modes", default="fresh,pool,pool-batch,cached",
                         help="fresh (no warm pool), pool, pool-batch, cached, fresh-candidates, grpo-batch")
     parser.add_argument("--candidates", choices=["mix", "solutions"], default="mix",
-                        help="fresh-candidates/grpo-batch: the fixed mix, or the built-in reference solutions")
+                        help="fresh-candidates/grpo-batch: the fixed mix, or the "
+                             "built-in reference solutions")
     parser.add_argument("--only", default="level1/", help="--candidates solutions: problem id prefix")
     parser.add_argument("--profile", default="default",
-                        help="fresh-candidates/grpo-batch: default (the default settings), training (the .training() profiles), or "
-                             "both, comma-separated: each mode runs per profile, and fresh-candidates' speedups are "
-                             "compared per problem")
+                        help="fresh-candidates/grpo-batch: default (the default settings), training (the "
+                             ".training() profiles), or both, comma-separated: each mode runs per profile, "
+                             "and fresh-candidates' speedups are compared per problem")
     parser.add_argument("--cache-dir", type=Path,
-                        help="fresh-candidates/grpo-batch: the evaluators' cache directory (baselines stay there "
-                             "between runs; every candidate is still new); default: a new temporary one")
-    parser.add_argument("--compile-slots", type=int, help="EvaluatorSettings.compile_slots (default: the host's cores)")
-    parser.add_argument("--sandbox-memory-gb", type=float, help="EvaluatorSettings.sandbox_memory_gb (default 2)")
+                        help="fresh-candidates/grpo-batch: the evaluators' cache directory "
+                             "(baselines stay there between runs; every candidate is still new); "
+                             "default: a new temporary one")
+    parser.add_argument("--compile-slots", type=int,
+                        help="EvaluatorSettings.compile_slots (default: the host's cores)")
+    parser.add_argument("--sandbox-memory-gb", type=float,
+                        help="EvaluatorSettings.sandbox_memory_gb (default 2)")
     parser.add_argument("--batch", type=int, default=64, help="grpo-batch: completions in the reward batch")
     parser.add_argument("--warm-batch", action="store_true",
-                        help="fresh-candidates/grpo-batch: evaluate the warm-up candidates as one batch (a first "
-                             "training step's first wave: unseen problems charged their audit's estimate) instead "
-                             "of one at a time, and print its out-of-memory retries")
+                        help="fresh-candidates/grpo-batch: evaluate the warm-up candidates as one batch (a "
+                             "first training step's first wave: unseen problems charged their audit's "
+                             "estimate) instead of one at a time, and print its out-of-memory retries")
     parser.add_argument("--progress", type=Path, default=None,
                         help="fresh-candidates/grpo-batch: append one JSON line per finished evaluation here")
     parser.add_argument("--cpu-timing", action="store_true",
-                        help="fresh-candidates/grpo-batch on the CPU: time with the host clock (VerdictSettings.cpu_timing)"
-                             " so the timing token, its queue and adaptive stopping run")
-    parser.add_argument("--standby-sandboxes", type=int, help="EvaluatorSettings.standby_sandboxes (default: its default)")
+                        help="fresh-candidates/grpo-batch on the CPU: time with the host "
+                             "clock (VerdictSettings.cpu_timing) so the timing token, its "
+                             "queue and adaptive stopping run")
+    parser.add_argument("--standby-sandboxes", type=int,
+                        help="EvaluatorSettings.standby_sandboxes (default: its default)")
     parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline (GPU)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args(argv)
@@ -351,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
         by_profile = {}
         for profile in profiles:
             for name in fresh_modes:
-                row = run_fresh(args, chosen_grpo if name == "grpo-batch" else chosen, name, profile, cache_dir)
+                row = run_fresh(args, chosen_grpo if name == "grpo-batch" else chosen, name, profile,
+                                cache_dir)
                 rows.append(row)
                 write_rows(args.json, args.device, rows)
                 print_fresh(row)
@@ -361,10 +377,11 @@ def main(argv: list[str] | None = None) -> int:
             comparison = compare_profiles(by_profile["default"], by_profile["training"])
             rows.append({"mode": "profile-comparison", **comparison})
             write_rows(args.json, args.device, rows)
-            print(f"training vs default speedups over eager: {comparison['within_2rse']}/{comparison['problems']} "
-                  f"problems within 2x the training profile's speedup RSE, "
-                  f"{comparison['within_2rse_or_rounds']} within that or the spread between rounds; median |difference| "
-                  f"{comparison['median_abs_rel_diff']}, max {comparison['max_abs_rel_diff']}", flush=True)
+            print("training vs default speedups over eager: "
+                  f"{comparison['within_2rse']}/{comparison['problems']} problems within 2x the training "
+                  f"profile's speedup RSE, {comparison['within_2rse_or_rounds']} within that or the spread "
+                  f"between rounds; median |difference| {comparison['median_abs_rel_diff']}, max "
+                  f"{comparison['max_abs_rel_diff']}", flush=True)
         if args.cache_dir is None:
             shutil.rmtree(cache_dir, ignore_errors=True)
     if not names:
@@ -376,8 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     # every candidate once: the acceptance target is per evaluation with a warm compile cache
     warm_items = [(suite.get(pid), code) for _, pid, code in chosen]
     kinds = sorted({k for k, _, _ in chosen})
-    print(f"device {args.device}: {len(items)} evaluations per mode ({', '.join(kinds)}), trials {mix_trials}, "
-          f"batch concurrency {args.concurrency}", flush=True)
+    print(f"device {args.device}: {len(items)} evaluations per mode ({', '.join(kinds)}), trials "
+          f"{mix_trials}, batch concurrency {args.concurrency}", flush=True)
     extra = {} if args.standby_sandboxes is None else {"standby_sandboxes": args.standby_sandboxes}
     ev = Evaluator(device=args.device, trials=mix_trials, max_concurrency=int(args.concurrency),
                    inductor_baseline=not args.no_inductor, result_cache=False, **extra)
@@ -390,13 +407,14 @@ def main(argv: list[str] | None = None) -> int:
         row = run_mode(ev, name, items, item_kinds)
         rows.append(row)
         write_rows(args.json, args.device, rows)
-        print(f"{row['mode']:>11}: {row['evals_per_min']:6.1f} evals/min  median overhead {row['median_overhead_s']:.3f} s"
-              f"  p90 {row['p90_overhead_s']:.3f} s  median wall {row['median_wall_s']:.3f} s  total {row['total_s']} s"
-              f"  {row['statuses']}  path {row['paths']}  cache hits {row['cache_hits']}"
-              f"  out-of-memory retries {row['oom_retries']}", flush=True)
+        print(f"{row['mode']:>11}: {row['evals_per_min']:6.1f} evals/min  median overhead "
+              f"{row['median_overhead_s']:.3f} s  p90 {row['p90_overhead_s']:.3f} s  median "
+              f"wall {row['median_wall_s']:.3f} s  total {row['total_s']} s  "
+              f"{row['statuses']}  path {row['paths']}  cache hits {row['cache_hits']}  "
+              f"out-of-memory retries {row['oom_retries']}", flush=True)
         print(f"{'':>11}  median phases (s): {row['median_phases_s']}", flush=True)
-        print(f"{'':>11}  median overhead by kind (s): {row['median_overhead_by_kind_s']}; outside the timed loop "
-              f"{row['median_outside_timed_loop_s']:.3f} s", flush=True)
+        print(f"{'':>11}  median overhead by kind (s): {row['median_overhead_by_kind_s']}; outside the timed "
+              f"loop {row['median_outside_timed_loop_s']:.3f} s", flush=True)
     ev.close()
     return 0
 

@@ -29,8 +29,8 @@ def main() -> None:
                 time.sleep(args.idle)
                 stats = ev.time_baselines(problem, fresh=True).eager
                 medians.append(stats.median_ms)
-                print(f"warmup {warmup:g} ms: median {stats.median_ms:.4f} ms iqr/median {stats.rel_spread:.4f} "
-                      f"reps {stats.reps} warmup reps {stats.warmup}", flush=True)
+                print(f"warmup {warmup:g} ms: median {stats.median_ms:.4f} ms iqr/median "
+                      f"{stats.rel_spread:.4f} reps {stats.reps} warmup reps {stats.warmup}", flush=True)
             spread = (max(medians) - min(medians)) / statistics.median(medians)
             print(f"warmup {warmup:g} ms: rerun spread {spread:.4f} over {medians}", flush=True)
 

@@ -19,7 +19,8 @@ import time
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gib", type=float, default=1.0, help="tensor size in GiB (default 1)")
     parser.add_argument("--dir", default="/dev/shm", help="where the tensor file goes")
     args = parser.parse_args(argv)
@@ -40,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
             result = fn()
             torch.cuda.synchronize()
             seconds.append(time.perf_counter() - start)
-        print(f"{label:48s} median {statistics.median(seconds) * 1e3:8.1f} ms  min {min(seconds) * 1e3:8.1f} ms",
-              flush=True)
+        print(f"{label:48s} median {statistics.median(seconds) * 1e3:8.1f} ms  min "
+              f"{min(seconds) * 1e3:8.1f} ms", flush=True)
         return result
 
     x = torch.randn(int(args.gib * (1 << 28)), device="cuda")

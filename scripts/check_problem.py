@@ -54,10 +54,13 @@ def main() -> int:
             torch.manual_seed(seed)
             inputs = call_with(problem.get_inputs, params)
             with torch.no_grad():
-                outs.append((inputs, flat(ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))))
+                outs.append((inputs,
+                             flat(ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x
+                                              for x in inputs]))))
         (inputs, ref), (_, ref2) = outs
         mags = [float(t.float().abs().mean()) for t in ref]
-        dependent = any(not torch.allclose(a, b, atol=1e-4, rtol=1e-4) for a, b in zip(ref, ref2, strict=True))
+        dependent = any(not torch.allclose(a, b, atol=1e-4, rtol=1e-4)
+                        for a, b in zip(ref, ref2, strict=True))
         zeros = all(torch.allclose(torch.zeros_like(t), t, atol=1e-4, rtol=1e-4) for t in ref)
         line = f"{name}: outputs {[tuple(t.shape) for t in ref]} mean|out| {[f'{m:.3g}' for m in mags]}"
         if not dependent or zeros:
@@ -72,7 +75,8 @@ def main() -> int:
                 got = flat(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
             for i, (e, a) in enumerate(zip(ref, got, strict=False)):
                 tol = tolerance_for([str(e.dtype).removeprefix("torch.")])  # the evaluator's tolerance
-                good = e.shape == a.shape and e.dtype == a.dtype and torch.allclose(e, a, atol=tol.atol, rtol=tol.rtol)
+                good = (e.shape == a.shape and e.dtype == a.dtype
+                        and torch.allclose(e, a, atol=tol.atol, rtol=tol.rtol))
                 if not good:
                     ok = False
                     err = (e.double() - a.double()).abs().max().item() if e.shape == a.shape else "shape"

@@ -49,8 +49,8 @@ def main() -> None:
     env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
     print(HEAD)
     for command in COMMANDS:
-        text = subprocess.run([sys.executable, "-m", "kernelrl.cli", *command.split(), "--help"], capture_output=True,
-                              text=True, env=env, check=True).stdout
+        text = subprocess.run([sys.executable, "-m", "kernelrl.cli", *command.split(), "--help"],
+                              capture_output=True, text=True, env=env, check=True).stdout
         lines = "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
         print(f"## kernelrl {command}\n\n```\n{lines}\n```\n")
 

@@ -13,8 +13,9 @@ EXAMPLES = Path(kernelrl.__file__).parent / "examples"
 # tests' subprocesses inherit this); tests of the cache itself remove it with monkeypatch.delenv
 os.environ.setdefault("KERNELRL_RESULT_CACHE", "0")
 
-# `make test` runs one xdist worker per core: one torch thread each (the worker's and its subprocesses'), or the
-# workers' OpenMP threads spin against each other (training tests ran 3-5x slower beside an evaluating worker)
+# `make test` runs one xdist worker per core: one torch thread each (the
+# worker's and its subprocesses'), or the workers' OpenMP threads spin against
+# each other (training tests ran 3-5x slower beside an evaluating worker)
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -36,8 +37,9 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-# the longest files (measured with `make test`'s --durations on a 2-core machine), run first: the two xdist workers
-# take whole files in collection order, so these start at once and the short files fill both workers' tails
+# the longest files (measured with `make test`'s --durations on a 2-core
+# machine), run first: the two xdist workers take whole files in collection
+# order, so these start at once and the short files fill both workers' tails
 LONGEST_FIRST = ("test_train.py", "test_mutants.py", "test_pool.py", "test_train_dynamic.py", "test_cli.py")
 
 
@@ -59,9 +61,9 @@ def suite():
 
 @pytest.fixture(scope="session")
 def cpu_evaluator():
-    """One CPU evaluator (judge, zygote, standbys) for every test that varies only verdict settings: a test passes
-    its own `VerdictSettings` per call, or takes a view with `cpu_evaluator.with_verdict(...)`; nothing restarts.
-    Tests that need other EvaluatorSettings (the pool, isolation, concurrency) build their own."""
+    """One CPU evaluator (judge, zygote, standbys) for every test that varies only verdict settings: a test
+    passes its own `VerdictSettings` per call, or takes a view with `cpu_evaluator.with_verdict(...)`; nothing
+    restarts. Tests that need other EvaluatorSettings (the pool, isolation, concurrency) build their own."""
     from kernelrl import Evaluator
 
     with Evaluator(device="cpu", result_cache=False) as ev:

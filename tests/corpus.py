@@ -1,14 +1,15 @@
 """The exploit corpus as data: its classes (a directory and a file-name prefix each), the header every file
-carries, and what each class expects of a verdict. Shared by the corpus tests and by tests/corpus_runner.py, which
-evaluates files in a subprocess against a mutated copy of kernelrl (tests/test_mutants.py); nothing here imports
-kernelrl at module level, so the runner's copy is the one imported.
+carries, and what each class expects of a verdict. Shared by the corpus tests and by tests/corpus_runner.py,
+which evaluates files in a subprocess against a mutated copy of kernelrl (tests/test_mutants.py); nothing here
+imports kernelrl at module level, so the runner's copy is the one imported.
 
 A corpus file starts with `# key: value` lines: `problem` (a built-in problem id), `expect` (what its class's
-verdict must be, below), `technique` (one line on the hack, or on what an honest twin imitates), and optionally
-`device` (cpu or gpu; gpu files run only in the gpu test set), `timing` (cpu: evaluated with the verdict
-settings of `timed_config`, the timed calls on the host clock), `static` (`missed`: the static layer lets it
-through), `reason` (a wrong_output's mismatch reason), `message` (a substring of the verdict's message) and, for a runtime
-check that only warns by default, `policy` (the policy the file is evaluated with: its check at `reject`).
+verdict must be, below), `technique` (one line on the hack, or on what an honest twin imitates), and
+optionally `device` (cpu or gpu; gpu files run only in the gpu test set), `timing` (cpu: evaluated with the
+verdict settings of `timed_config`, the timed calls on the host clock), `static` (`missed`: the static layer
+lets it through), `reason` (a wrong_output's mismatch reason), `message` (a substring of the verdict's
+message) and, for a runtime check that only warns by default, `policy` (the policy the file is evaluated with:
+its check at `reject`).
 """
 
 from __future__ import annotations
@@ -32,23 +33,28 @@ class CorpusClass:
 
 
 CLASSES = (
-    CorpusClass("exploits", "h", "honest twins: unusual but legal candidates, every one `correct`", "evaluate"),
-    CorpusClass("exploits", "m", "bypasses of the static layer a rule rejects (MISSED: a known gap)", "static"),
+    CorpusClass("exploits", "h", "honest twins: unusual but legal candidates, every one `correct`",
+                "evaluate"),
+    CorpusClass("exploits", "m", "bypasses of the static layer a rule rejects (MISSED: a known gap)",
+                "static"),
     CorpusClass("exploits", "x", "exploits the static rules reject", "static"),
-    CorpusClass("exploits_runtime", "c", "the op census's cases (ATen ops, host reads, provenance, tampering)",
+    CorpusClass("exploits_runtime", "c", "the op census's cases (ATen ops, host "
+                                         "reads, provenance, tampering)",
                 "evaluate", static_checks=False),
     CorpusClass("exploits_runtime", "g", "GPU-only runtime exploits (streams, timer, caching, kernel share)",
                 "evaluate", static_checks=False),
     CorpusClass("exploits_runtime", "r", "runtime checks' cases (buffers, threads, launches, subclasses)",
                 "evaluate", static_checks=False),
-    CorpusClass("exploits_frontend", "f", "kernel bodies that are not Triton (CPU mode compiles for a GPU first)",
+    CorpusClass("exploits_frontend", "f", "kernel bodies that are not Triton (CPU mode "
+                                          "compiles for a GPU first)",
                 "evaluate", static_checks=False),
     CorpusClass("exploits_values", "v", "wrong answers only the comparison catches (off by one, a near miss "
                 "just outside the tolerance, an input written)", "evaluate"),
-    CorpusClass("exploits_sandbox", "s", "forgeries of the sandbox's protocol", "evaluate", static_checks=False),
-    CorpusClass("exploits_sandbox", "p", "probes for the reference inside the sandbox (the problem module, Model, "
-                "get_inputs, the problem file): each raises LEAK when it finds something, so `correct` means it "
-                "found nothing", "evaluate", static_checks=False),
+    CorpusClass("exploits_sandbox", "s", "forgeries of the sandbox's protocol", "evaluate",
+                static_checks=False),
+    CorpusClass("exploits_sandbox", "p", "probes for the reference inside the sandbox (the problem module, "
+                "Model, get_inputs, the problem file): each raises LEAK when it finds something, so "
+                "`correct` means it found nothing", "evaluate", static_checks=False),
 )
 BY_KEY = {(c.directory, c.prefix): c for c in CLASSES}
 
@@ -94,16 +100,16 @@ class Case:
 
 def timed_config(verdict=None):
     """A `timing: cpu` file's verdict settings: `verdict` (default: VerdictSettings()) timed on the host clock
-    (cpu_timing), with three trials of the check set, so that the timed calls have three variants of their inputs
-    (kernelrl.sandbox.timed_mix). Any settings dataclass with those fields (the deprecated EvalConfig too) comes
-    back as its own type."""
+    (cpu_timing), with three trials of the check set, so that the timed calls have three variants of their
+    inputs (kernelrl.sandbox.timed_mix). Any settings dataclass with those fields (the deprecated EvalConfig
+    too) comes back as its own type."""
     import dataclasses
 
     from kernelrl import VerdictSettings
     from kernelrl.timing.cuda_timer import TimerSettings
 
-    return dataclasses.replace(verdict if verdict is not None else VerdictSettings(), cpu_timing=True, trials=3,
-                               input_sets=("check",),
+    return dataclasses.replace(verdict if verdict is not None else VerdictSettings(), cpu_timing=True,
+                               trials=3, input_sets=("check",),
                                timer=TimerSettings(warmup_ms=5, target_ms=100, min_reps=5, max_reps=1000))
 
 

@@ -2,11 +2,12 @@
 mutated copy). Prints one JSON line naming the kernelrl it imported, then one per case:
 {"name", "status", "message", "rules"} (rules: the static rules that reject it).
 
-    python tests/corpus_runner.py exploits/x01_decoy_kernel.py exploits_values/v02_gelu_sigmoid_approximation.py
-    python tests/corpus_runner.py --device cuda exploits_runtime/g05_graph_replay_matmul.py   # a GPU machine
+    python tests/corpus_runner.py exploits/x01_decoy_kernel.py
+    exploits_values/v02_gelu_sigmoid_approximation.py python tests/corpus_runner.py --device cuda
+    exploits_runtime/g05_graph_replay_matmul.py   # a GPU machine
 
-Static-layer classes are only analyzed (no sandbox); the others are evaluated in CPU mode, with the static rules
-first where their class keeps them on (kernelrl.candidates.rules, the evaluator's own first step). With
+Static-layer classes are only analyzed (no sandbox); the others are evaluated in CPU mode, with the static
+rules first where their class keeps them on (kernelrl.candidates.rules, the evaluator's own first step). With
 `--device cuda` each case is evaluated on the GPU as the GPU corpus test does (static rules off, the op
 census's checks off but the case's own)."""
 
@@ -51,7 +52,8 @@ def main(args: list[str]) -> None:
             for timed, policy in kinds:
                 group = [c for c in to_run
                          if (c.header.get("timing") == "cpu", c.header.get("policy", "")) == (timed, policy)]
-                chosen = dataclasses.replace(verdict, runtime_policy={group[0].expect: policy}) if policy else verdict
+                chosen = (dataclasses.replace(verdict, runtime_policy={group[0].expect: policy}) if policy
+                          else verdict)
                 items = [(suite.get(c.problem), c.source()) for c in group]
                 for done in ev.evaluate_indexed(items, kind="code",
                                                 verdict=corpus.timed_config(chosen) if timed else chosen):

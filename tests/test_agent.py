@@ -59,12 +59,13 @@ def test_refinement_fixes_wrong_kernel_on_turn_two(tmp_path, suite, evaluator):
 
 def test_samples_of_a_turn_are_evaluated_together_and_recorded_in_sample_order(tmp_path, suite, evaluator):
     """Without a target speedup nothing stops a turn early, so its samples go through one batch call
-    (`evaluate_indexed`); every attempt is recorded, steps come back in sample order, and the verdicts are the ones
-    a serial run gives."""
+    (`evaluate_indexed`); every attempt is recorded, steps come back in sample order, and the verdicts are the
+    ones a serial run gives."""
     relu = suite.get("level0/1_relu")
     texts = [fenced(WRONG_RELU), "no code here", fenced(example("relu_triton.py")), fenced(WRONG_RELU)]
     replay = write_replay(tmp_path / "script.jsonl",
-                          [{"problem_id": relu.id, "turn": 1, "sample": i, "text": t} for i, t in enumerate(texts)])
+                          [{"problem_id": relu.id, "turn": 1, "sample": i, "text": t}
+                           for i, t in enumerate(texts)])
     batches = []
     original = evaluator.evaluate_indexed
 
@@ -82,8 +83,8 @@ def test_samples_of_a_turn_are_evaluated_together_and_recorded_in_sample_order(t
         del evaluator.evaluate_indexed
     assert batches == [4]  # one call; its format error needs no sandbox (below)
     assert [s.sample for s in outcome.steps] == [0, 1, 2, 3]
-    assert [s.result.status for s in outcome.steps] == [Status.WRONG_OUTPUT, Status.FORMAT_ERROR, Status.CORRECT,
-                                                       Status.WRONG_OUTPUT]
+    assert [s.result.status for s in outcome.steps] == [Status.WRONG_OUTPUT, Status.FORMAT_ERROR,
+                                                        Status.CORRECT, Status.WRONG_OUTPUT]
     assert sorted(s.sample for s in store.steps(relu.id)) == [0, 1, 2, 3]
     assert outcome.best.sample == 2
 
@@ -92,7 +93,8 @@ def test_evolve_mode_prompts_with_prior_kernels_of_similar_problems(tmp_path, su
     relu, leaky = suite.get("level0/1_relu"), suite.get("level0/5_leaky_relu")
     assert set(relu.tags) & set(leaky.tags)  # similar: shared tags
     db = KernelDB(tmp_path / "kernels.sqlite")
-    seed_run = write_replay(tmp_path / "relu.jsonl", [{"problem_id": relu.id, "text": fenced(example("relu_triton.py"))}])
+    seed_run = write_replay(tmp_path / "relu.jsonl",
+                            [{"problem_id": relu.id, "text": fenced(example("relu_triton.py"))}])
     Agent(ReplayPolicy(seed_run), evaluator, AgentConfig(turns=1, samples=1), kernel_db=db).solve(relu)
     leaky_wrong = example("relu_triton.py")  # plain relu: wrong for leaky relu
     script = write_replay(tmp_path / "leaky.jsonl", [
@@ -100,7 +102,8 @@ def test_evolve_mode_prompts_with_prior_kernels_of_similar_problems(tmp_path, su
         {"problem_id": leaky.id, "turn": 2, "text": fenced(leaky_wrong)},
     ])
     outcome = Agent(ReplayPolicy(script), evaluator,
-                    AgentConfig(turns=2, samples=2, mode="evolve", reward="composite"), kernel_db=db).solve(leaky)
+                    AgentConfig(turns=2, samples=2, mode="evolve", reward="composite"),
+                    kernel_db=db).solve(leaky)
     statuses = [s.result.status for s in outcome.steps]
     assert statuses[:2] == [Status.FORMAT_ERROR, Status.FORMAT_ERROR]
     first_prompt = outcome.steps[0].messages[-1]["content"]
@@ -146,26 +149,31 @@ def test_cli_agent_with_replay(tmp_path):
         {"problem_id": "level0/1_relu", "turn": 2, "text": fenced(example("relu_triton.py"))},
     ])
     args = [sys.executable, "-m", "kernelrl.cli", "agent", "level0/1_relu", "--policy", f"replay:{script}",
-            "--turns", "2", "--samples", "1", "--device", "cpu", "--trials", "2", "--run-dir", str(tmp_path / "run"),
-            "--kernel-db", str(tmp_path / "k.sqlite"), "--reward", "makora:delta=1.5", "--json"]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+            "--turns", "2", "--samples", "1", "--device", "cpu", "--trials", "2",
+            "--run-dir", str(tmp_path / "run"), "--kernel-db", str(tmp_path / "k.sqlite"),
+            "--reward", "makora:delta=1.5", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["solved"] and summary["best"]["turn"] == 2
     # sigmoid(1 + 0 - 1.5)
     assert summary["best"]["reward"] == pytest.approx(1 / (1 + 2.718281828459045 ** 0.5))
     assert (tmp_path / "run" / "kernels" / "level0" / "1_relu.py").is_file()
-    bad = subprocess.run([*args[:3], "level0/nope", "--policy", f"replay:{script}"], capture_output=True, text=True)
+    bad = subprocess.run([*args[:3], "level0/nope", "--policy", f"replay:{script}"], capture_output=True,
+                         text=True)
     assert bad.returncode == 2 and "level0/nope" in bad.stderr
 
 
 def test_agent_with_llm_judge_term_and_hack_verification(tmp_path, suite, evaluator):
     relu = suite.get("level0/1_relu")
-    script = write_replay(tmp_path / "s.jsonl", [{"problem_id": relu.id, "text": fenced(example("relu_triton.py"))}])
+    script = write_replay(tmp_path / "s.jsonl",
+                          [{"problem_id": relu.id, "text": fenced(example("relu_triton.py"))}])
     from kernelrl.rewards.judge import LLMJudge
 
     warn_judge = LLMJudge(ReplayPolicy(write_replay(tmp_path / "j1.jsonl", [
-        {"text": '{"verdict": "honest"}'}, {"text": '{"correctness": 1, "compilability": 1, "speed": 0.4}'}])))
+        {"text": '{"verdict": "honest"}'},
+        {"text": '{"correctness": 1, "compilability": 1, "speed": 0.4}'}])))
     warned = Agent(ReplayPolicy(script), evaluator, AgentConfig(turns=1, samples=1, reward="tiered"),
                    judge=warn_judge, judge_lambda=0.5, judge_verify="warn").solve(relu)
     assert warned.steps[0].result.status is Status.CORRECT

@@ -124,18 +124,21 @@ def test_degenerate_problem_is_flagged_with_the_right_reason(evaluator, tmp_path
 def test_evaluator_refuses_flagged_problem_unless_told_otherwise(evaluator, tmp_path):
     body, _ = DEGENERATE["identity"]
     problem = problem_file(tmp_path, "identity", body)
-    identity = "import torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x.clone()\n"
+    identity = ("import torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                "        return x.clone()\n")
     result = evaluator.evaluate(problem, identity)
     assert result.status is Status.UNSUPPORTED and result.stage is Stage.REFERENCE
     assert "returns_input" in result.message and "refuse_flagged_problems" in result.feedback
     with evaluator.with_verdict(refuse_flagged_problems=False, static_checks=False,
-                                runtime_policy={"rt-no-kernel-launched": "off", "rt-output-provenance": "off"}) as lenient:
+                                runtime_policy={"rt-no-kernel-launched": "off",
+                                                "rt-output-provenance": "off"}) as lenient:
         assert lenient.evaluate(problem, identity).status is Status.CORRECT
 
 
 def test_waived_flag_is_reported_but_not_refused(evaluator, tmp_path):
     body, _ = DEGENERATE["identity"]
-    waived = 'METADATA = {"audit_waivers": {"returns_input": "a copy kernel is the point"}}\n' + textwrap.dedent(body)
+    waived = ('METADATA = {"audit_waivers": {"returns_input": "a copy '
+              'kernel is the point"}}\n') + textwrap.dedent(body)
     problem = problem_file(tmp_path, "identity_waived", waived)
     audit = evaluator.audit(problem)
     assert [f.flag for f in audit.flags] == ["returns_input"] and audit.flags[0].waived
@@ -156,8 +159,8 @@ DEFAULT_INIT_WEIGHTS = {
     "groupnorm": "self.norm = nn.GroupNorm(4, 32)",
     "batchnorm_eval": "self.norm = nn.BatchNorm1d(32).eval()",
     "rmsnorm": "self.norm = nn.RMSNorm(32)",
-    "scale_buffer": "self.register_buffer('scale', torch.full((32,), 2.0))\n                self.norm = lambda x: x * self.scale",
-}
+    "scale_buffer": "self.register_buffer('scale', torch.full((32,), 2.0))\n"
+                    "                self.norm = lambda x: x * self.scale", }
 
 
 @pytest.mark.parametrize("name", sorted(DEFAULT_INIT_WEIGHTS))

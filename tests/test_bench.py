@@ -1,4 +1,5 @@
-"""Benchmark metrics on hand-built steps; bench + report end to end on a replayed run (real CPU evaluations)."""
+"""Benchmark metrics on hand-built steps; bench + report
+end to end on a replayed run (real CPU evaluations)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ from kernelrl.runs import RunStore, Step, export_sft
 
 def step(problem_id: str, sample: int, turn: int, status: Status, eager: float | None = None,
          inductor: float | None = None, level: int = 1, tokens: int = 10, gpu_s: float = 0.0) -> Step:
-    stage = {Status.CORRECT: Stage.DONE, Status.WRONG_OUTPUT: Stage.CORRECTNESS, Status.FORMAT_ERROR: Stage.EXTRACT,
-             Status.COMPILE_ERROR: Stage.IMPORT}[status]
+    stage = {Status.CORRECT: Stage.DONE, Status.WRONG_OUTPUT: Stage.CORRECTNESS,
+             Status.FORMAT_ERROR: Stage.EXTRACT, Status.COMPILE_ERROR: Stage.IMPORT}[status]
     timing = None
     if status is Status.CORRECT:
         timing = TimingReport(speedup_vs_eager=eager, speedup_vs_inductor=inductor)
@@ -32,8 +33,8 @@ def step(problem_id: str, sample: int, turn: int, status: Status, eager: float |
             timing.candidate = TimingStats(1.0, 1.1, 0.9, 1.3, 0.1, 0.1, 100, 10, "cuda-events")
     from kernelrl.results import Environment
     env = Environment("gpu" if gpu_s else "cpu-interpreter", "dev", "t", None, "3", "0.1")
-    result = EvalResult(status=status, stage=stage, problem_id=problem_id, message=status.value, timing=timing,
-                        environment=env, wall_time_s=gpu_s)
+    result = EvalResult(status=status, stage=stage, problem_id=problem_id, message=status.value,
+                        timing=timing, environment=env, wall_time_s=gpu_s)
     return Step(problem_id=problem_id, sample=sample, turn=turn, messages=[{"role": "user", "content": "x"}],
                 completion=Completion("x", tokens_in=tokens, tokens_out=tokens), code="code", result=result,
                 reward=1.0 if status is Status.CORRECT else -1.0, level=level)
@@ -94,7 +95,8 @@ def evaluator(cpu_evaluator):
 
 
 def test_bench_and_report_from_replayed_solutions(tmp_path, suite, evaluator):
-    problems = [suite.get("level0/1_relu"), suite.get("level0/2_scale_shift"), suite.get("level1/1_row_softmax")]
+    problems = [suite.get("level0/1_relu"), suite.get("level0/2_scale_shift"),
+                suite.get("level1/1_row_softmax")]
     replay, covered = solutions_replay(suite, problems, tmp_path / "solutions.jsonl")
     assert covered == problems
     # softmax: a wrong kernel first; two samples for every problem
@@ -109,7 +111,8 @@ def test_bench_and_report_from_replayed_solutions(tmp_path, suite, evaluator):
                        info={"suite": "builtin"})
     m = result.metrics["all"]
     assert (m.problems, m.attempts, m.solved) == (3, 6, 3)
-    assert m.correct_rate == pytest.approx(5 / 6) and m.pass_at_k["pass@1"] == pytest.approx((1 + 1 + 0.5) / 3)
+    assert (m.correct_rate == pytest.approx(5 / 6)
+            and m.pass_at_k["pass@1"] == pytest.approx((1 + 1 + 0.5) / 3))
     assert m.fast_p_eager["fast_1"] is None  # CPU: nothing timed
     assert result.metrics["level1"].pass_at_k["pass@1"] == pytest.approx(0.5)
     saved = json.loads((run_dir / "metrics.json").read_text())
@@ -117,11 +120,13 @@ def test_bench_and_report_from_replayed_solutions(tmp_path, suite, evaluator):
     kb = json.loads((run_dir / "eval_results.json").read_text())  # two levels: L{level}P{number} keys
     assert sorted(kb) == ["L0P1", "L0P2", "L1P1"] and len(kb["L1P1"]) == 2
     assert [e["correctness"] for e in kb["L1P1"]] == [False, True]
-    assert json.loads((run_dir / "kernelbench" / "level0" / "eval_results.json").read_text())["1"][0]["compiled"]
+    assert json.loads(
+        (run_dir / "kernelbench" / "level0" / "eval_results.json").read_text())["1"][0]["compiled"]
     # resumable: a second run evaluates nothing new
     lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
     again = run_bench(policy, problems, run_dir, evaluator, AgentConfig(turns=1, samples=2))
-    assert again.metrics["all"].attempts == 6 and (run_dir / "trajectories.jsonl").read_text().splitlines() == lines
+    assert (again.metrics["all"].attempts == 6
+            and (run_dir / "trajectories.jsonl").read_text().splitlines() == lines)
     # the report: self-contained HTML with the metrics table, plots and links to the best kernels
     page = write_report(run_dir).read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "Metrics per level" in page
@@ -139,7 +144,8 @@ def test_bench_and_report_from_replayed_solutions(tmp_path, suite, evaluator):
 
 
 def test_bench_solves_problems_concurrently_with_the_same_results(tmp_path, suite, evaluator):
-    problems = [suite.get("level0/1_relu"), suite.get("level0/2_scale_shift"), suite.get("level1/1_row_softmax")]
+    problems = [suite.get("level0/1_relu"), suite.get("level0/2_scale_shift"),
+                suite.get("level1/1_row_softmax")]
     replay, _ = solutions_replay(suite, problems, tmp_path / "solutions.jsonl")
     started = []
     # every problem waits here until all three have started:
@@ -151,8 +157,8 @@ def test_bench_solves_problems_concurrently_with_the_same_results(tmp_path, suit
             started.append(problem.id)
             all_started.wait()
 
-    result = run_bench(ReplayPolicy(replay), problems, tmp_path / "run", evaluator, AgentConfig(turns=1, samples=1),
-                       on_problem=on_problem, problem_concurrency=3)
+    result = run_bench(ReplayPolicy(replay), problems, tmp_path / "run", evaluator,
+                       AgentConfig(turns=1, samples=1), on_problem=on_problem, problem_concurrency=3)
     # problem order, whatever finished first
     assert [o.problem_id for o in result.outcomes] == [p.id for p in problems]
     assert sorted(started) == sorted(p.id for p in problems)
@@ -163,16 +169,16 @@ def test_bench_solves_problems_concurrently_with_the_same_results(tmp_path, suit
 
 
 def cli(*args, cwd=None, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernelrl.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run([sys.executable, "-m", "kernelrl.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd, env={**os.environ, "COLUMNS": "200"})
 
 
 @pytest.mark.slow  # two kernelrl processes, each starting its own judge
 def test_cli_bench_solutions_then_report(tmp_path):
     run_dir = tmp_path / "run"
     bench = cli("bench", "--policy", "solutions", "--split", "all", "--problem", "level0/1_relu", "--problem",
-                "level0/4_silu", "--device", "cpu", "--trials", "2", "--run-dir", run_dir, "--kernel-db",
-                tmp_path / "k.sqlite", "--jobs", "2")
+                "level0/4_silu", "--device", "cpu", "--trials", "2", "--run-dir", run_dir,
+                "--kernel-db", tmp_path / "k.sqlite", "--jobs", "2")
     assert bench.returncode == 0, bench.stderr
     assert "pass@1" in bench.stdout and "100.0%" in bench.stdout and (run_dir / "report.html").is_file()
     assert len((run_dir / "solutions_replay.jsonl").read_text().splitlines()) == 2

@@ -1,5 +1,5 @@
-"""kernelrl.cache: keys, SQLite stores (real files in tmp_path), failure modes, and the Evaluator's use of them
-(a few real CPU evaluations with the Triton interpreter)."""
+"""kernelrl.cache: keys, SQLite stores (real files in tmp_path), failure modes, and the Evaluator's use of
+them (a few real CPU evaluations with the Triton interpreter)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ ENV = Environment(mode="gpu", device_name="NVIDIA H100 80GB HBM3", torch_version
                   triton_version="3.6.0", python_version="3.12.3", kernelrl_version="0.1.0")
 CODE = example("relu_triton.py")
 # the same program: comments, blank lines, a docstring and different spacing
-CODE_REFORMATTED = '"""A docstring."""\n# a comment\n\n' + CODE.replace("\n\n", "\n\n\n# more\n").replace(" = ", "  =  ")
+CODE_REFORMATTED = ('"""A docstring."""\n# a comment\n\n'
+                    + CODE.replace("\n\n", "\n\n\n# more\n").replace(" = ", "  =  "))
 
 
 @pytest.fixture
@@ -50,7 +51,8 @@ def _stats(median: float, source: str = "measured") -> TimingStats:
                        wall_median_ms=median * 1.02, source=source)
 
 
-def _result(status: Status, stage: Stage = Stage.DONE, message: str = "m", timing: TimingReport | None = None):
+def _result(status: Status, stage: Stage = Stage.DONE, message: str = "m",
+            timing: TimingReport | None = None):
     return EvalResult(status=status, stage=stage, problem_id="level0/1_relu", message=message, timing=timing)
 
 
@@ -78,7 +80,8 @@ def test_result_key_changes_with_every_part():
         result_key("p" * 64, CODE, ENV, {**settings, "seed": 7}, "build1"),
         result_key("p" * 64, CODE, ENV, settings, "build2"),
         *(result_key("p" * 64, CODE, dataclasses.replace(ENV, **{f: "other"}), settings, "build1")
-          for f in ("mode", "device_name", "torch_version", "triton_version", "python_version", "kernelrl_version")),
+          for f in ("mode", "device_name", "torch_version", "triton_version", "python_version",
+                    "kernelrl_version")),
     ]
     assert len({key, *variants}) == len(variants) + 1
 
@@ -97,10 +100,11 @@ def test_evaluator_key_covers_verdict_settings_not_device_or_cache_dir(tmp_path,
         base = key()
         assert key(moved) == base
         changed = {
-            "trials": 3, "input_sets": ("check",), "tolerances": {"float32": (1e-3, 1e-3)}, "static_checks": False,
-            "rule_policy": {"no-torch-fallback": "warn"}, "runtime_policy": {"rt-deferred-write": "warn"},
-            "timer": TimerSettings(min_reps=50), "seed": 3, "timing": False, "inductor_baseline": False,
-            "run_timeout_s": 10.0, "memory_limit_gb": 2.0, "timing_variants": 3,
+            "trials": 3, "input_sets": ("check",), "tolerances": {"float32": (1e-3, 1e-3)},
+            "static_checks": False, "rule_policy": {"no-torch-fallback": "warn"},
+            "runtime_policy": {"rt-deferred-write": "warn"}, "timer": TimerSettings(min_reps=50), "seed": 3,
+            "timing": False, "inductor_baseline": False, "run_timeout_s": 10.0, "memory_limit_gb": 2.0,
+            "timing_variants": 3,
         }
         keys = {name: key(**{name: value}) for name, value in changed.items()}
         keys["isolate_network"] = key(open_network)  # an evaluator setting that can change a verdict
@@ -128,20 +132,24 @@ def test_kernelrl_build_changes_with_verdict_code(tmp_path):
 
 
 def test_which_verdicts_are_cached():
-    assert result_cacheable(_result(Status.CORRECT, timing=TimingReport(unavailable_reason="cpu-interpreter mode")))
+    assert result_cacheable(_result(Status.CORRECT,
+                                    timing=TimingReport(unavailable_reason="cpu-interpreter mode")))
     assert result_cacheable(_result(Status.WRONG_OUTPUT, Stage.CORRECTNESS))
     assert result_cacheable(_result(Status.COMPILE_ERROR, Stage.IMPORT))
     assert result_cacheable(_result(Status.FORMAT_ERROR, Stage.STATIC))
     assert result_cacheable(_result(Status.UNSUPPORTED, Stage.REFERENCE))
     assert result_cacheable(_result(Status.HACK_DETECTED, Stage.STATIC))
     assert result_cacheable(_result(Status.HACK_DETECTED, Stage.CORRECTNESS))
-    assert result_cacheable(_result(Status.RUNTIME_ERROR, Stage.CORRECTNESS, "IndexError while running forward"))
+    assert result_cacheable(_result(Status.RUNTIME_ERROR, Stage.CORRECTNESS,
+                                    "IndexError while running forward"))
     assert not result_cacheable(_result(Status.TIMEOUT, Stage.CORRECTNESS))
     assert not result_cacheable(_result(Status.CRASHED, Stage.CORRECTNESS))
     assert not result_cacheable(_result(Status.HACK_DETECTED, Stage.TIMING))  # measured, noisy
     assert not result_cacheable(_result(Status.RUNTIME_ERROR, Stage.REFERENCE))  # the judge's failure
-    assert not result_cacheable(_result(Status.RUNTIME_ERROR, Stage.CORRECTNESS, "OutOfMemoryError: CUDA out of memory"))
-    assert not result_cacheable(_result(Status.CORRECT, timing=TimingReport(unavailable_reason="baselines failed: x")))
+    assert not result_cacheable(_result(Status.RUNTIME_ERROR, Stage.CORRECTNESS,
+                                        "OutOfMemoryError: CUDA out of memory"))
+    assert not result_cacheable(_result(Status.CORRECT,
+                                        timing=TimingReport(unavailable_reason="baselines failed: x")))
 
 
 # -- stores --------------------------------------------------------------------------------------------------

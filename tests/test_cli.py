@@ -79,7 +79,8 @@ def test_eval_batch_writes_jsonl(tmp_path):
     (solutions / "level0").mkdir(parents=True)
     shutil.copy(EXAMPLES / "relu_abort.py", solutions / "level0" / "1_relu.py")
     out = tmp_path / "results.jsonl"
-    proc = cli("eval", "--suite", suite, "--solutions", solutions, "--out", out, "--device", "cpu", "--trials", "2")
+    proc = cli("eval", "--suite", suite, "--solutions", solutions, "--out", out, "--device", "cpu",
+               "--trials", "2")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = out.read_text().splitlines()
     assert len(lines) == 1
@@ -100,13 +101,15 @@ def test_eval_batch_in_parallel_keeps_every_verdict(tmp_path):
         shutil.copy(BUILTIN / "level0" / f"{name}.py", suite / "level0" / f"{name}.py")
     for name in ("1_relu", "2_scale_shift"):
         shutil.copy(BUILTIN / "solutions" / "level0" / f"{name}.py", solutions / "level0" / f"{name}.py")
-    (solutions / "level0" / "4_silu.py").write_text("Here is my kernel:\n```python\nprint('no ModelNew')\n```\n")
+    (solutions / "level0" / "4_silu.py").write_text("Here is my kernel:\n```python\n"
+                                                    "print('no ModelNew')\n```\n")
     out = tmp_path / "results.jsonl"
-    proc = cli("eval", "--suite", suite, "--solutions", solutions, "--out", out, "--device", "cpu", "--trials", "2",
-               "--jobs", "3", "--json")
+    proc = cli("eval", "--suite", suite, "--solutions", solutions, "--out", out, "--device", "cpu",
+               "--trials", "2", "--jobs", "3", "--json")
     assert proc.returncode == 1, proc.stdout + proc.stderr  # one format error
     summary = json.loads(proc.stdout)
-    assert [r["problem_id"] for r in summary["results"]] == ["level0/1_relu", "level0/2_scale_shift", "level0/4_silu"]
+    assert [r["problem_id"] for r in summary["results"]] == ["level0/1_relu", "level0/2_scale_shift",
+                                                             "level0/4_silu"]
     assert [r["status"] for r in summary["results"]] == ["correct", "correct", "format_error"]
     assert len(out.read_text().splitlines()) == 3
 
@@ -126,8 +129,9 @@ def test_bad_input_exits_2_without_traceback(tmp_path):
 def test_usage_error_exits_2():
     """PROBLEM SOLUTION_FILE, or --solutions DIR: anything else is a usage error that says which it takes."""
     solution = EXAMPLES / "relu_triton.py"
-    for args in ([], ["--suite", "builtin"], ["level0/1_relu"], ["level0/1_relu", solution, "--out", "r.jsonl"],
-                 ["level0/1_relu", solution, "--jobs", "2"], ["level0/1_relu", solution, "--solutions", EXAMPLES],
+    for args in ([], ["--suite", "builtin"], ["level0/1_relu"],
+                 ["level0/1_relu", solution, "--out", "r.jsonl"], ["level0/1_relu", solution, "--jobs", "2"],
+                 ["level0/1_relu", solution, "--solutions", EXAMPLES],
                  [RELU, solution, "--suite", "builtin"]):
         proc = cli("eval", *args)
         assert proc.returncode == 2, (args, proc.stdout + proc.stderr)
@@ -147,13 +151,15 @@ NO_GPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}  # no GPU visible, on any machine
 
 @pytest.mark.slow  # a kernelrl process that starts its own judge
 def test_eval_accepts_a_problem_id(tmp_path):
-    proc = cli("eval", "level0/1_relu", EXAMPLES / "relu_triton.py", "--json", "--device", "cpu", "--trials", "2")
+    proc = cli("eval", "level0/1_relu", EXAMPLES / "relu_triton.py", "--json", "--device", "cpu",
+               "--trials", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["problem_id"] == "level0/1_relu"
     suite = tmp_path / "suite"
     (suite / "level0").mkdir(parents=True)
     shutil.copy(RELU, suite / "level0" / "1_relu.py")
-    other = cli("eval", "level0/2_scale_shift", EXAMPLES / "relu_triton.py", "--suite", suite, "--device", "cpu")
+    other = cli("eval", "level0/2_scale_shift", EXAMPLES / "relu_triton.py", "--suite", suite,
+                "--device", "cpu")
     assert other.returncode == 2  # --suite chooses the suite the id refers to
     assert "level0/2_scale_shift is neither a problem file nor a problem id of suite" in other.stderr
 
@@ -204,13 +210,15 @@ def _tree(root: Path) -> set[str]:
 
 @pytest.mark.slow  # kernelrl processes
 def test_rejected_commands_leave_no_files(tmp_path):
-    """Usage errors and bad input are found before a run directory, kernel database or results file is made."""
+    """Usage errors and bad input are found before a run
+    directory, kernel database or results file is made."""
     work = tmp_path / "work"
     (work / "solutions").mkdir(parents=True)
     shutil.copy(EXAMPLES / "relu_triton.py", work / "solutions" / "1_relu.py")
     script = work / "script.jsonl"
     script.write_text(json.dumps({"problem_id": "level0/1_relu", "text": "no code"}) + "\n")
-    env = {"KERNELRL_KERNEL_DB": str(work / "kernels.sqlite"), "XDG_CACHE_HOME": str(work / "cache"), **NO_GPU_ENV}
+    env = {"KERNELRL_KERNEL_DB": str(work / "kernels.sqlite"), "XDG_CACHE_HOME": str(work / "cache"),
+           **NO_GPU_ENV}
     before = _tree(work)
     rejected = [
         ["agent", "level0/1_relu", "--policy", "replay:missing.jsonl"],  # the policy cannot start
@@ -237,7 +245,8 @@ def test_audit_selects_problems_by_id_and_prefix():
     audited = [json.loads(line)["problem_id"] for line in proc.stdout.splitlines()]
     assert audited == ["level0/2_scale_shift", "level0/1_relu"]
     nothing = cli("audit", "--only", "level9/", "--device", "cpu")
-    assert nothing.returncode == 2 and "no problem of suite builtin has an id starting with 'level9/'" in nothing.stderr
+    assert nothing.returncode == 2 and ("no problem of suite builtin has an id "
+                                        "starting with 'level9/'") in nothing.stderr
     for suite in (BUILTIN, "builtin"):  # a suite where a problem goes: the error says how to name it
         directory = cli("audit", suite, "--device", "cpu")
         assert directory.returncode == 2 and f"--suite {suite}" in directory.stderr
@@ -260,7 +269,8 @@ def test_tables_fit_80_columns_and_keep_full_ids():
         assert code == 0, out
         lines = out.splitlines()
         assert max(len(line) for line in lines) <= 80
-        listed = [line.strip(" │┃").split()[0] for line in lines if line.strip(" │┃").startswith("level")]
+        listed = [line.strip(" │┃").split()[0] for line in lines
+                  if line.strip(" │┃").startswith("level")]
         assert listed == ids  # every id whole, one per row
         assert "…" not in out and "not shown at 80 columns: " in out and "sha256" not in lines[1]
         code, out = _run_in_process("rules", columns=columns)
@@ -283,9 +293,10 @@ def test_result_tables_keep_long_ids_at_80_columns():
     results = [kernelrl.EvalResult(status=kernelrl.Status.WRONG_OUTPUT, stage=kernelrl.Stage.CORRECTNESS,
                                    problem_id=pid, message="output 0 differs: " + "max abs err 0.5; " * 8)
                for pid in (fits, too_long)]
-    summaries = [ProblemSummary(problem_id=pid, level=3, samples=4, attempts=12, correct_samples=1, solved=True,
-                                best_status="correct", best_reward=1.25, best_sample=2, best_turn=3,
-                                speedup_vs_eager=1.5, speedup_vs_inductor=0.9, tokens=1000, eval_seconds=10.0)
+    summaries = [ProblemSummary(problem_id=pid, level=3, samples=4, attempts=12, correct_samples=1,
+                                solved=True, best_status="correct", best_reward=1.25, best_sample=2,
+                                best_turn=3, speedup_vs_eager=1.5, speedup_vs_inductor=0.9, tokens=1000,
+                                eval_seconds=10.0)
                  for pid in (fits, too_long)]
     tables = [lambda c, n: render.batch_table(c, "s", results[:n]),
               lambda c, n: render.run_problems_table(c, summaries[:n])]

@@ -1,5 +1,5 @@
-"""Every command's --help at 80 columns: each option name shown in full (no "…" cutting one), and the exit-code
-epilogue only where its codes apply."""
+"""Every command's --help at 80 columns: each option name shown in full (no "…" cutting one), and the
+exit-code epilogue only where its codes apply."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ COMMANDS = list(commands())
 
 
 def help_at_80(path: tuple[str, ...]) -> str:
-    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"}, terminal_width=80)
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"},
+                                terminal_width=80)
     assert result.exit_code == 0, result.output
     return result.output
 

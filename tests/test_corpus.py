@@ -1,6 +1,7 @@
-"""The exploit corpus's shape (tests/corpus.py): every directory and file-name prefix is a declared class, every
-class and every runtime check has at least one file (a new exploit class without a corpus file is not done), and
-the classes that have no other test runner here (wrong values, sandbox forgeries) get their verdicts checked."""
+"""The exploit corpus's shape (tests/corpus.py): every directory and file-name prefix is a declared class,
+every class and every runtime check has at least one file (a new exploit class without a corpus file is not
+done), and the classes that have no other test runner here (wrong values, sandbox forgeries) get their
+verdicts checked."""
 
 from __future__ import annotations
 
@@ -15,18 +16,20 @@ CASES = corpus.all_cases()
 
 # runtime checks whose exploit cannot be a corpus file (yet), each with where it is tested instead
 RUNTIME_CHECKS_WITHOUT_A_FILE = {
-    "rt-output-aliases-input": "needs a problem whose output equals its input, which the problem audit refuses; "
-                               "test_runtime_exploits.test_output_aliasing_an_input_is_caught_on_cpu builds one",
-    "rt-timer-inconsistent": "no exploit reaches it (the timer's functions are captured before the import and "
-                             "patching them is rejected statically); tests/unit/timing/test_cuda_timer.py "
-                             "tests events_exceed_wall",
-}
+    "rt-output-aliases-input": "needs a problem whose output equals its "
+                               "input, which the problem audit refuses; "
+                               "test_runtime_exploits.test_output_aliasing_an_input_is_caught_on_cpu "
+                               "builds one",
+    "rt-timer-inconsistent": "no exploit reaches it (the timer's functions are captured before the import "
+                             "and patching them is rejected statically); "
+                             "tests/unit/timing/test_cuda_timer.py tests events_exceed_wall", }
 
 
 def test_every_corpus_directory_and_file_belongs_to_a_declared_class():
     declared = {c.directory for c in corpus.CLASSES}
     found = {d.name for d in corpus.directories()}
-    assert found == declared, f"corpus directories not declared in tests/corpus.py CLASSES: {found ^ declared}"
+    assert found == declared, ("corpus directories not declared in tests/corpus.py "
+                               f"CLASSES: {found ^ declared}")
     strays = [c.name for c in CASES if not corpus.NAME.fullmatch(c.path.name)
               or (c.path.parent.name, c.path.name[0]) not in corpus.BY_KEY]
     assert not strays, f"files whose directory and prefix are no declared class: {strays}"
@@ -48,7 +51,8 @@ def test_every_runtime_check_has_a_corpus_file():
     covered = {c.expect for c in CASES if c.cls.directory == "exploits_runtime"}
     missing = sorted(set(RUNTIME_CHECKS) - covered - set(RUNTIME_CHECKS_WITHOUT_A_FILE))
     assert not missing, f"runtime checks without an exploit file in tests/exploits_runtime: {missing}"
-    assert not covered & set(RUNTIME_CHECKS_WITHOUT_A_FILE), "a file exists now: drop the check from the exceptions"
+    assert not covered & set(RUNTIME_CHECKS_WITHOUT_A_FILE), ("a file exists now: drop the "
+                                                              "check from the exceptions")
 
 
 # -- the classes without another runner: wrong values (static rules on) and sandbox forgeries (static rules
@@ -68,4 +72,5 @@ def test_value_and_sandbox_cases_get_their_verdict(evaluator, case):
         assert not [f.rule for f in analyze_rules(case.source()) if f.policy == "reject"]
     result = evaluator.evaluate(load_suite().get(case.problem), case.source())
     verdict = {"status": result.status.value, "message": result.message, "rules": []}
-    assert corpus.holds(case, verdict), (case.expect, case.header.get("reason"), result.status, result.message)
+    assert corpus.holds(case, verdict), (case.expect, case.header.get("reason"), result.status,
+                                         result.message)

@@ -32,7 +32,8 @@ def test_config_validation() -> None:
 
 
 def test_from_problems_tiers_and_start() -> None:
-    problems = [SimpleNamespace(id="x", level=2, difficulty=None), SimpleNamespace(id="y", level=None, difficulty=3),
+    problems = [SimpleNamespace(id="x", level=2, difficulty=None),
+                SimpleNamespace(id="y", level=None, difficulty=3),
                 SimpleNamespace(id="z", level=1, difficulty=1)]
     assert dict(Curriculum.from_problems(problems).tiers) == {"x": 2, "y": 0, "z": 1}
     by_difficulty = Curriculum.from_problems(problems, CurriculumConfig(key="difficulty"))
@@ -72,7 +73,8 @@ def test_promotion_on_scripted_solve_rate() -> None:
 
 
 def test_window_promotion_check() -> None:
-    # the rate counts the last `window` attempts only: all attempts (3 of 7) would not pass 0.75, the last 4 do
+    # the rate counts the last `window` attempts only: all
+    # attempts (3 of 7) would not pass 0.75, the last 4 do
     c = Curriculum(TIERS, CurriculumConfig(window=4, min_attempts=4, promote_threshold=0.75, **NO_SKIP))
     c.record("a0", [False] * 4)
     c.record("a0", [True] * 3)
@@ -95,7 +97,8 @@ def test_record_unknown_problem_raises() -> None:
 
 
 def test_skip_solved_window() -> None:
-    c = Curriculum(TIERS, CurriculumConfig(skip_solved_after=2, skip_hopeless_after=None, retry_probability=0))
+    c = Curriculum(TIERS,
+                   CurriculumConfig(skip_solved_after=2, skip_hopeless_after=None, retry_probability=0))
     c.record("a0", [True, True])
     assert "a0" in c.eligible()  # one all-correct group is not enough
     c.record("a0", [True, True])
@@ -111,7 +114,8 @@ def test_skip_solved_window() -> None:
 
 
 def test_set_aside_hopeless_window() -> None:
-    c = Curriculum(TIERS, CurriculumConfig(skip_solved_after=None, skip_hopeless_after=3, retry_probability=0))
+    c = Curriculum(TIERS,
+                   CurriculumConfig(skip_solved_after=None, skip_hopeless_after=3, retry_probability=0))
     for _ in range(2):
         c.record("b0", [False, False])
     assert "b0" in c.eligible()

@@ -1,8 +1,8 @@
 """End-to-end evaluations on the CPU (Triton interpreter): the verdicts of the trust model.
 
-The session's CPU evaluator serves every test in this module (with this module's verdict settings), in order, so
-the last test also shows it still evaluates correctly after candidates that crashed, hung, exited, flooded stdout
-and ran out of memory.
+The session's CPU evaluator serves every test in this module (with this module's verdict settings), in order,
+so the last test also shows it still evaluates correctly after candidates that crashed, hung, exited, flooded
+stdout and ran out of memory.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ RUN_TIMEOUT_S = 20.0
 @pytest.fixture(scope="module")
 def evaluator(cpu_evaluator):
     # static checks off: these candidates test the sandbox, which must hold for code the rules would miss
-    return cpu_evaluator.with_verdict(VerdictSettings(run_timeout_s=RUN_TIMEOUT_S, compile_timeout_s=RUN_TIMEOUT_S,
-                                                      memory_limit_gb=4, trials=3, static_checks=False))
+    return cpu_evaluator.with_verdict(VerdictSettings(run_timeout_s=RUN_TIMEOUT_S,
+                                                      compile_timeout_s=RUN_TIMEOUT_S, memory_limit_gb=4,
+                                                      trials=3, static_checks=False))
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,8 @@ def test_correct_elementwise_kernel(evaluator, relu):
     assert result.status is Status.CORRECT, result.feedback
     assert result.stage is Stage.DONE and result.compiled and result.correct
     assert result.correctness.trials_passed == result.correctness.trials_run == 3
-    assert (result.correctness.atol, result.correctness.rtol, result.correctness.dtype) == (1e-4, 1e-4, "float32")
+    assert (result.correctness.atol, result.correctness.rtol, result.correctness.dtype) \
+        == (1e-4, 1e-4, "float32")
     assert (result.environment.mode, result.environment.trust) == ("cpu-interpreter", "interpreter")
     assert result.timing.candidate is None and "cpu-interpreter" in result.timing.unavailable_reason
     # where the time went: every phase the run reached, none negative, together within the wall time
@@ -274,8 +276,8 @@ def test_judge_death_is_survived(evaluator, tmp_path, relu):
 
 
 def test_an_audit_the_judge_did_not_finish_is_not_remembered(evaluator, tmp_path):
-    """A judge that died (or a GPU out of memory while a trainer shares it) says nothing about the problem: the
-    next evaluation audits again instead of refusing the problem for the evaluator's lifetime."""
+    """A judge that died (or a GPU out of memory while a trainer shares it) says nothing about the problem:
+    the next evaluation audits again instead of refusing the problem for the evaluator's lifetime."""
     marker = tmp_path / "judge_died_once"
     problem = _problem_with_forward(
         tmp_path / "dies_once.py",
@@ -379,8 +381,8 @@ def test_evaluate_many_takes_code_completions_and_prose_and_keeps_input_order(ev
     ]
     assert isinstance(evaluator, Scorer)
     results = list(evaluator.evaluate_many(items, ordered=True))
-    assert [r.status for r in results] == [Status.CORRECT, Status.FORMAT_ERROR, Status.CORRECT, Status.WRONG_OUTPUT,
-                                           Status.FORMAT_ERROR, Status.CORRECT]
+    assert [r.status for r in results] == [Status.CORRECT, Status.FORMAT_ERROR, Status.CORRECT,
+                                           Status.WRONG_OUTPUT, Status.FORMAT_ERROR, Status.CORRECT]
     for fmt in (results[1], results[4]):
         assert fmt.stage is Stage.EXTRACT and fmt.phases_s == {} and "ModelNew" in fmt.feedback
     # the fenced completion was evaluated as the code inside it

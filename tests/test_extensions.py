@@ -121,7 +121,8 @@ CHEATING = example("relu_triton.py") + "\n\ndef cheat():\n    return None\n"
 
 
 def test_a_static_rule_from_a_user_module(usermod):
-    findings = [f for f in analyze_rules(CHEATING, extra_rules=[f"{usermod}:NO_CHEAT"]) if f.rule == "user-no-cheat"]
+    findings = [f for f in analyze_rules(CHEATING, extra_rules=[f"{usermod}:NO_CHEAT"])
+                if f.rule == "user-no-cheat"]
     line = CHEATING.splitlines().index("def cheat():") + 1
     assert [(f.policy, f.line, f.detail) for f in findings] == [("reject", line, "defines cheat()")]
     assert analyze_rules(CHEATING, extra_rules=[f"{usermod}:RULES"]) == analyze_rules(

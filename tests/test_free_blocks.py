@@ -1,6 +1,6 @@
-"""The stub's poison of the allocator's free blocks before each trial (kernelrl.sandbox.free_blocks): every free
-block of the stream is filled, and the device memory reserved (what the GPU memory admission charges) does not
-grow. GPU only: the CUDA caching allocator is the thing under test."""
+"""The stub's poison of the allocator's free blocks before each trial (kernelrl.sandbox.free_blocks): every
+free block of the stream is filled, and the device memory reserved (what the GPU memory admission charges)
+does not grow. GPU only: the CUDA caching allocator is the thing under test."""
 
 from __future__ import annotations
 

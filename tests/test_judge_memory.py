@@ -1,5 +1,6 @@
-"""The judge's memory per evaluation: inputs a draw reproduces are drawn again when needed instead of held, and a
-timed call's reference is computed when its output is compared (GPU memory admission charges what it holds)."""
+"""The judge's memory per evaluation: inputs a draw reproduces are drawn
+again when needed instead of held, and a timed call's reference is computed
+when its output is compared (GPU memory admission charges what it holds)."""
 
 import torch
 
@@ -12,18 +13,21 @@ DOUBLE = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
           "def get_inputs():\n    return [{draw}]\ndef get_init_inputs():\n    return []\n")
 
 
-def _prepare(judge: Judge, tmp_path, name: str, draw: str, timed_mix: bool = False, metadata: str = "") -> dict:
+def _prepare(judge: Judge, tmp_path, name: str, draw: str, timed_mix: bool = False,
+             metadata: str = "") -> dict:
     path = tmp_path / f"{name}.py"
     path.write_text(DOUBLE.format(draw=draw) + metadata)
     (tmp_path / f"in_{name}").mkdir()
     return judge.prepare({"eval_id": name, "problem_path": str(path), "problem_sha256": name * 8,
                           "master_seed": 11, "min_trials": 2, "input_sets": [],
-                          "in_dir": str(tmp_path / f"in_{name}"), "timing_variants": 3, "timed_mix": timed_mix})
+                          "in_dir": str(tmp_path / f"in_{name}"), "timing_variants": 3,
+                          "timed_mix": timed_mix})
 
 
 def test_mixed_timed_calls_need_two_variants_and_a_rotation_keeps_its_count(tmp_path):
-    """Each timed call's inputs are a fresh mix of two pristine variants: a third would only cost device memory for
-    the evaluation's whole life. A rotation (timed_mix off, or a problem that opts out) keeps every variant."""
+    """Each timed call's inputs are a fresh mix of two pristine variants: a
+    third would only cost device memory for the evaluation's whole life. A
+    rotation (timed_mix off, or a problem that opts out) keeps every variant."""
     judge = Judge("cpu")
     timed_only = {}
     for name, mix, metadata in (("mixed", True, ""), ("rotated", False, ""),
@@ -102,8 +106,10 @@ def test_the_first_wave_charge_counts_the_bench_set_only_when_an_evaluation_hold
     problem = suite.get("level1/1_row_softmax")
     # the problem's audit as the evaluator caches it, keyed by (sha256, tolerances, k): for this test only
     audit = ProblemAudit(problem.id, problem.sha256, timing_set_bytes=2 * GiB)
-    monkeypatch.setattr(cpu_evaluator, "_audits", {(problem.sha256, "[]", VerdictSettings().reference_error_k): audit})
-    expected = {(False, True): first_need(2 * GiB, 1), (True, False): first_need(2 * GiB, 2), (False, False): None}
+    monkeypatch.setattr(cpu_evaluator, "_audits",
+                        {(problem.sha256, "[]", VerdictSettings().reference_error_k): audit})
+    expected = {(False, True): first_need(2 * GiB, 1), (True, False): first_need(2 * GiB, 2),
+                (False, False): None}
     for (timing, bench), need in expected.items():
         verdict = VerdictSettings(timing=timing, bench_correctness=bench)
         assert cpu_evaluator._first_need(problem, verdict) == need, (timing, bench)

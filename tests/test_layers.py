@@ -43,7 +43,8 @@ def _room(path: Path) -> str | None:
 
 
 def _kernelrl_imports(path: Path) -> list[tuple[int, str]]:
-    """(line, room) of every `kernelrl.<room>` import in the module, at any depth (function-level ones too)."""
+    """(line, room) of every `kernelrl.<room>` import in
+    the module, at any depth (function-level ones too)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         names: list[str] = []

@@ -1,9 +1,10 @@
-"""Mutation tests of the checker: each mutant in tests/mutants.py (a skipped comparison, a looser tolerance, a
-disabled static or runtime check) is applied to a copy of the kernelrl package, the corpus files declared to kill
-it are run against the copy in a subprocess (tests/corpus_runner.py, PYTHONPATH on the copy), and at least one of
-them must get a verdict its header no longer accepts. A mutant that survives is a check the corpus does not test.
-The killers' verdicts on the unmutated package are the corpus tests' own (test_rules, test_runtime_exploits,
-test_corpus); a mutant's controls must keep theirs, so a broken run never passes for a kill."""
+"""Mutation tests of the checker: each mutant in tests/mutants.py (a skipped comparison, a looser
+tolerance, a disabled static or runtime check) is applied to a copy of the kernelrl package, the
+corpus files declared to kill it are run against the copy in a subprocess (tests/corpus_runner.py,
+PYTHONPATH on the copy), and at least one of them must get a verdict its header no longer accepts.
+A mutant that survives is a check the corpus does not test. The killers' verdicts on the unmutated
+package are the corpus tests' own (test_rules, test_runtime_exploits, test_corpus); a mutant's
+controls must keep theirs, so a broken run never passes for a kill."""
 
 from __future__ import annotations
 
@@ -56,8 +57,8 @@ def mutated_copy(tmp_path: Path, mutant: Mutant | None) -> Path:
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=IDS)
 def test_the_mutant_applies_to_the_current_code(mutant):
-    """Its function and anchor exist (exactly once), the edit changes the file and still compiles: a refactor that
-    moves the code fails here, loudly, instead of leaving a mutant that silently mutates nothing."""
+    """Its function and anchor exist (exactly once), the edit changes the file and still compiles: a refactor
+    that moves the code fails here, loudly, instead of leaving a mutant that silently mutates nothing."""
     source = (PACKAGE / mutant.path).read_text()
     mutated = mutate(source, mutant)
     assert mutated != source
@@ -71,7 +72,8 @@ def test_the_mutant_names_corpus_files(mutant):
         assert c.path.is_file(), f"{mutant.id}: no corpus file {name}"
         assert c.device == "cpu", f"{mutant.id}: {name} runs only on a GPU; CI has none"
         if mutant.layer == "static":
-            assert c.cls.layer == "static", f"{mutant.id} edits the static layer: {name} is evaluated, not analyzed"
+            assert c.cls.layer == "static", (f"{mutant.id} edits the static layer: {name} is "
+                                             "evaluated, not analyzed")
     assert mutant.killers, f"{mutant.id} declares no corpus file that kills it"
 
 
@@ -98,7 +100,8 @@ def test_a_mutant_whose_code_moved_raises():
 
 def _run_mutant(mutant: Mutant, root: Path) -> tuple[dict[str, dict], float]:
     started = time.monotonic()
-    return run_corpus(mutated_copy(root, mutant), [*mutant.killers, *mutant.controls]), time.monotonic() - started
+    return (run_corpus(mutated_copy(root, mutant), [*mutant.killers, *mutant.controls]),
+            time.monotonic() - started)
 
 
 @pytest.fixture(scope="module")
@@ -116,16 +119,18 @@ def runs(request, tmp_path_factory):
 def test_the_corpus_kills_the_mutant(mutant, runs):
     verdicts, seconds = runs[mutant.id].result()
     broken = [n for n in mutant.controls if not corpus.holds(corpus.case(n), verdicts[n])]
-    assert not broken, f"{mutant.id}: controls changed verdict, the run is unsound: {[verdicts[n] for n in broken]}"
+    assert not broken, (f"{mutant.id}: controls changed verdict, the run is unsound: "
+                        f"{[verdicts[n] for n in broken]}")
     killed = [n for n in mutant.killers if not corpus.holds(corpus.case(n), verdicts[n])]
     print(f"\n{mutant.id} ({mutant.fault}): killed by {killed or 'NONE'} "
           f"[{', '.join(verdicts[n]['status'] for n in mutant.killers)}] in {seconds:.1f} s")
-    assert killed, (f"mutant {mutant.id} survived ({mutant.fault}): every declared corpus file kept its verdict "
-                    f"{[verdicts[n] for n in mutant.killers]}")
+    assert killed, (f"mutant {mutant.id} survived ({mutant.fault}): every declared corpus file kept its "
+                    f"verdict {[verdicts[n] for n in mutant.killers]}")
 
 
 def test_the_unmutated_copy_keeps_every_static_killers_verdict(tmp_path):
-    """The static killers' verdicts from an unmutated copy through the same runner: what the mutants change."""
+    """The static killers' verdicts from an unmutated copy
+    through the same runner: what the mutants change."""
     names = sorted({n for m in MUTANTS if m.layer == "static" for n in (*m.killers, *m.controls)})
     verdicts = run_corpus(mutated_copy(tmp_path, None), names)
     assert [n for n in names if not corpus.holds(corpus.case(n), verdicts[n])] == []

@@ -1,5 +1,5 @@
-"""The tolerance model (kernelrl.verify.tolerance): an honest kernel is not failed for disagreeing with the fp32
-reference's own rounding, a wrong kernel stays wrong_output, the result says which model judged it, and a
+"""The tolerance model (kernelrl.verify.tolerance): an honest kernel is not failed for disagreeing with the
+fp32 reference's own rounding, a wrong kernel stays wrong_output, the result says which model judged it, and a
 marginal wrong_output is not kept in the result cache."""
 
 from __future__ import annotations
@@ -91,9 +91,9 @@ def test_timed_call_outputs_sampled_or_whole_are_judged_under_the_model():
 
 
 def test_long_matvec_honest_blocked_sum_fails_allclose_but_passes_the_model():
-    """What the H100 saw, on this CPU: a 24,576-term fp32 matrix-vector product summed in another (Triton-like,
-    blocked) order differs from torch's fp32 answer beyond atol at some element, and is no further from the
-    float64 answer than the reference is."""
+    """What the H100 saw, on this CPU: a 24,576-term fp32 matrix-vector product summed in another
+    (Triton-like, blocked) order differs from torch's fp32 answer beyond atol at some element, and is no
+    further from the float64 answer than the reference is."""
     generator = torch.Generator().manual_seed(0)
     a, x = torch.randn(2048, 24576, generator=generator), torch.randn(24576, generator=generator)
     ref = a @ x
@@ -188,8 +188,8 @@ def test_tolerance_model_names_and_wire_fields_round_trip():
     assert p.CompareReply(mismatch=None).to_dict() == {"ok": True, "mismatch": None}
     result = EvalResult(status=Status.WRONG_OUTPUT, stage=Stage.CORRECTNESS, problem_id="x", message="m",
                         correctness=CorrectnessReport(
-                            trials_run=1, trials_passed=0, trials_planned=2, seeds_sha256="s", atol=1e-4, rtol=1e-4,
-                            dtype="float32", tolerance_model="allclose|float64-reference(k=3)",
+                            trials_run=1, trials_passed=0, trials_planned=2, seeds_sha256="s", atol=1e-4,
+                            rtol=1e-4, dtype="float32", tolerance_model="allclose|float64-reference(k=3)",
                             trials_within_reference_error=1,
                             mismatch=Mismatch(trial=0, output_index=0, reason="values", detail="d",
                                               tolerance_ratio=2.5, reference_error=1e-4)))
@@ -208,8 +208,8 @@ def test_marginal_wrong_output_is_not_cacheable():
         mismatch = Mismatch(trial=0, output_index=0, reason=reason, detail="d", tolerance_ratio=ratio)
         return EvalResult(status=Status.WRONG_OUTPUT, stage=Stage.CORRECTNESS, problem_id="x", message="m",
                           correctness=CorrectnessReport(trials_run=1, trials_passed=0, trials_planned=1,
-                                                        seeds_sha256="s", atol=1e-4, rtol=1e-4, dtype="float32",
-                                                        mismatch=mismatch))
+                                                        seeds_sha256="s", atol=1e-4, rtol=1e-4,
+                                                        dtype="float32", mismatch=mismatch))
 
     assert not result_cacheable(wrong("values", 1.2))  # the H100 case: 1.2e-4 off at 1e-4
     assert not result_cacheable(wrong("values", MARGINAL_FACTOR))
@@ -267,7 +267,8 @@ WRONG_MATVEC = {  # genuine bugs in the reference solution of level1/6_matvec
     "off_by_one": ("col_mask = cols < K", "col_mask = cols < K - 1"),
     "wrong_reduction": ("tl.sum(acc, axis=1)", "tl.max(acc, axis=1)"),
     "skipped_element": ("mask=row_mask)", "mask=row_mask & (rows != 0))"),
-    "fp16_intermediates": ("acc += a * x[None, :]", "acc += (a.to(tl.float16) * x.to(tl.float16)[None, :]).to(tl.float32)"),
+    "fp16_intermediates": ("acc += a * x[None, :]",
+                           "acc += (a.to(tl.float16) * x.to(tl.float16)[None, :]).to(tl.float32)"),
 }
 
 
@@ -287,7 +288,8 @@ def test_accurate_kernel_against_an_inexact_reference_is_correct_and_says_why(ev
     problem = load_problem(path)
     two_pass = textwrap.dedent(TWO_PASS_VARIANCE)
     # the honest kernel and the same kernel dividing by n - 1 (0.4% off), in one batch
-    result, unbiased = evaluator.evaluate_many([(problem, two_pass), (problem, two_pass.replace("DDOF=0", "DDOF=1"))],
+    result, unbiased = evaluator.evaluate_many([(problem, two_pass),
+                                                (problem, two_pass.replace("DDOF=0", "DDOF=1"))],
                                                kind="code", ordered=True)
     assert result.status is Status.CORRECT, result.feedback
     assert result.correctness.tolerance_model == "allclose|float64-reference(k=3)"
@@ -341,7 +343,8 @@ def test_audit_judges_trivial_answers_under_the_same_model():
 
     assert output_flags(run, fresh, 1e-4, 1e-4) == []
     assert output_flags(run, fresh, 1e-4, 1e-4, errors_of=errors_of, k=0.0) == []
-    flags = {flag for flag, _ in output_flags(run, fresh, 1e-4, 1e-4, errors_of=errors_of, k=REFERENCE_ERROR_K)}
+    flags = {flag for flag, _ in output_flags(run, fresh, 1e-4, 1e-4, errors_of=errors_of,
+                                              k=REFERENCE_ERROR_K)}
     assert "zeros_pass" in flags
     # the judge's float64 errors for the audit's inputs: computed once per model, Nones when it cannot
     references = FloatReferences()

@@ -25,7 +25,8 @@ def test_replay_matches_problem_turn_and_sample(tmp_path):
         {"text": "generic-1"}, {"text": "generic-2"},
     ])
     policy = ReplayPolicy(path)
-    assert [c.text for c in policy.generate(MESSAGES, n=2, tags={"problem_id": "a", "turn": 1, "samples": [0, 1]})] \
+    assert [c.text for c in policy.generate(MESSAGES, n=2,
+                                            tags={"problem_id": "a", "turn": 1, "samples": [0, 1]})] \
         == ["a1", "a1"]
     two = policy.generate(MESSAGES, n=2, tags={"problem_id": "a", "turn": 2, "samples": [0, 1]})
     assert [c.text for c in two] == ["a2", "a2s1"] and two[1].tokens_out == 7
@@ -44,7 +45,8 @@ def test_replay_matches_problem_turn_and_sample(tmp_path):
 
 
 class ChatServer:
-    """A minimal OpenAI chat-completions server on 127.0.0.1: n choices, usage tokens, and scripted failures."""
+    """A minimal OpenAI chat-completions server on 127.0.0.1:
+    n choices, usage tokens, and scripted failures."""
 
     def __init__(self, failures: list[int]):
         self.failures = list(failures)  # status codes to answer before succeeding
@@ -64,15 +66,18 @@ class ChatServer:
                     return self._send(404, {"error": {"message": "not found"}})
                 if outer.failures:
                     code = outer.failures.pop(0)
-                    return self._send(code, {"error": {"message": f"scripted {code}", "type": "server_error"}},
+                    return self._send(code,
+                                      {"error": {"message": f"scripted {code}", "type": "server_error"}},
                                       {"Retry-After": "0"} if code == 429 else {})
                 n = int(body.get("n", 1))
                 choices = [{"index": i, "finish_reason": "stop" if i % 2 == 0 else "length",
-                            "message": {"role": "assistant", "content": f"choice {i} for {body['messages'][-1]['content']}"}}
+                            "message": {"role": "assistant",
+                                        "content": f"choice {i} for {body['messages'][-1]['content']}"}}
                            for i in range(n)]
-                self._send(200, {"id": "cmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                                 "choices": choices,
-                                 "usage": {"prompt_tokens": 12, "completion_tokens": 5 * n, "total_tokens": 12 + 5 * n}})
+                self._send(200, {"id": "cmpl-1", "object": "chat.completion", "created": 0,
+                                 "model": body["model"], "choices": choices,
+                                 "usage": {"prompt_tokens": 12, "completion_tokens": 5 * n,
+                                           "total_tokens": 12 + 5 * n}})
 
             def _send(self, code, payload, headers=None):
                 data = json.dumps(payload).encode()
@@ -110,11 +115,12 @@ def test_openai_client_against_local_server(monkeypatch):
         assert all(c.tokens_in == 12 and c.tokens_out == 5 and c.model == "tiny-model" for c in out)
         assert len(server.requests) == 3  # 500, 429, then success
         sent = server.requests[-1]
-        assert (sent["n"], sent["temperature"], sent["max_tokens"], sent["model"]) == (3, 0.5, 64, "tiny-model")
+        assert (sent["n"], sent["temperature"], sent["max_tokens"], sent["model"]) \
+            == (3, 0.5, 64, "tiny-model")
         assert sent["messages"] == MESSAGES
         assert server.headers[-1]["Authorization"] == "Bearer sk-test-123"
-        assert (policy.usage.requests, policy.usage.retries, policy.usage.tokens_in, policy.usage.tokens_out) == (
-            1, 2, 12, 15)
+        assert (policy.usage.requests, policy.usage.retries, policy.usage.tokens_in,
+                policy.usage.tokens_out) == (1, 2, 12, 15)
     with ChatServer(failures=[503, 503, 503]) as server:
         policy = make_policy("openai:m", base_url=server.url, api_key_env="KERNELRL_TEST_KEY", max_retries=2,
                              backoff_s=0.01)
@@ -138,7 +144,8 @@ def test_openai_policy_concurrency_limit_and_threads(monkeypatch):
     with ChatServer(failures=[]) as server:
         policy = make_policy("openai:m", base_url=server.url, max_concurrency=2)  # localhost: no key needed
         with ThreadPoolExecutor(4) as pool:
-            outs = list(pool.map(lambda i: policy.generate([{"role": "user", "content": f"q{i}"}], n=2), range(6)))
+            outs = list(pool.map(lambda i: policy.generate([{"role": "user", "content": f"q{i}"}], n=2),
+                                 range(6)))
         assert [o[0].text for o in outs] == [f"choice 0 for q{i}" for i in range(6)]
         assert policy.usage.requests == 6 and policy.usage.tokens_out == 60
 

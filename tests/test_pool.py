@@ -22,7 +22,8 @@ from kernelrl.sandbox.isolation import pid_namespace_prefix
 from kernelrl.sandbox.runner import run_child
 
 # the pool's timing and failure paths: in the full suite (`make test`), not the edit loop (`make test-fast`)
-pytestmark = [pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)"),
+pytestmark = [pytest.mark.skipif(not pid_namespace_prefix(),
+                                 reason="the warm pool needs PID namespaces (unshare)"),
               pytest.mark.slow]
 
 SECRET = "KERNELRL_TEST_SECRET_VALUE_7f3a"
@@ -129,10 +130,10 @@ TWO_TRIALS = VerdictSettings(trials=2, static_checks=False)
 @pytest.fixture(scope="module")
 def pooled():
     """This module's warm pool, its own rather than the shared cpu_evaluator: the secret must be in the
-    environment before its zygote starts, and the tests below kill its zygote and standbys. Its slots are sized
-    here, not from the host's free memory or cores: three sandboxes in flight (and the three standbys), each with
-    a compile slot, so a batch goes past a hanging candidate on any host (the memory bound's own tests are in
-    test_scheduling.py)."""
+    environment before its zygote starts, and the tests below kill its zygote and standbys. Its slots are
+    sized here, not from the host's free memory or cores: three sandboxes in flight (and the three standbys),
+    each with a compile slot, so a batch goes past a hanging candidate on any host (the memory bound's own
+    tests are in test_scheduling.py)."""
     # the zygote and its children must never see the verdict process's environment
     os.environ[SECRET] = SECRET
     try:
@@ -146,7 +147,8 @@ def pooled():
 
 @pytest.fixture(scope="module")
 def fresh():
-    """An evaluator without the warm pool (a fresh process per candidate): the pool is an evaluator setting."""
+    """An evaluator without the warm pool (a fresh process
+    per candidate): the pool is an evaluator setting."""
     with Evaluator(device="cpu", warm_pool=False, result_cache=False) as ev:
         yield ev
 
@@ -188,7 +190,8 @@ def test_the_zygote_has_imported_what_a_first_trial_would_import():
     import subprocess
 
     probe = ("import sys\nfrom kernelrl.sandbox import zygote\nzygote._warm_imports()\n"
-             "print(sorted(m for m in ('torch._dynamo', 'triton.compiler.code_generator', 'kernelrl.sandbox.opcensus',"
+             "print(sorted(m for m in ('torch._dynamo', 'triton.compiler.code_generator', "
+             "'kernelrl.sandbox.opcensus',"
              " 'kernelrl.sandbox.frontend') if m not in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -242,10 +245,11 @@ def test_without_standbys_each_candidate_is_forked_on_demand(no_standbys, relu):
 
 
 def test_the_address_space_cap_is_what_the_candidate_may_add_to_the_sandbox(no_standbys, fresh, relu):
-    """On the CPU, memory_limit_gb caps the address space on top of what the sandbox has mapped when the candidate
-    starts: a CUDA build of torch maps ~4 GB before any candidate code (H100 host), where an absolute 4 GiB cap failed
-    every CPU-mode import (no thread could start). The candidate sees a cap above the limit by what torch maps (here
-    ~0.9 GB), and a reservation of more than the limit is still refused (untouched pages: no RSS for the watchdog)."""
+    """On the CPU, memory_limit_gb caps the address space on top of what the sandbox has mapped when the
+    candidate starts: a CUDA build of torch maps ~4 GB before any candidate code (H100 host), where an
+    absolute 4 GiB cap failed every CPU-mode import (no thread could start). The candidate sees a cap above
+    the limit by what torch maps (here ~0.9 GB), and a reservation of more than the limit is still refused
+    (untouched pages: no RSS for the watchdog)."""
     limit = 4 << 30
     probe = c.relu_candidate("return relu(x)", module_extra=f"""
 import resource
@@ -253,7 +257,8 @@ _CAP = resource.getrlimit(resource.RLIMIT_AS)[0]
 if _CAP <= {limit} + (512 << 20):
     raise ValueError(f"address-space cap {{_CAP}} leaves the candidate less than its limit")
 """)
-    greedy = c.relu_candidate("return relu(x)", module_extra=f"\nimport mmap\n_ROOM = mmap.mmap(-1, {limit + (2 << 30)})\n")
+    greedy = c.relu_candidate("return relu(x)",
+                              module_extra=f"\nimport mmap\n_ROOM = mmap.mmap(-1, {limit + (2 << 30)})\n")
     verdict = VerdictSettings(trials=2, static_checks=False, memory_limit_gb=limit / (1 << 30))
     for pooled, ev in ((True, no_standbys), (False, fresh)):
         assert ev.settings.warm_pool is pooled
@@ -286,7 +291,8 @@ def test_no_state_leaks_between_consecutive_candidates(pooled, relu):
     # and concurrently: the inspector next to polluters in one batch
     items = [(relu, POLLUTER), (relu, INSPECTOR)] * 2
     results = list(pooled.evaluate_many(items, ordered=True))
-    assert [r.status for r in results] == [Status.HACK_DETECTED, Status.CORRECT] * 2, [r.feedback for r in results]
+    assert [r.status for r in results] == [Status.HACK_DETECTED, Status.CORRECT] * 2, \
+        [r.feedback for r in results]
 
 
 def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
@@ -295,7 +301,8 @@ def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
              (relu, good)]
     order, started = [], time.monotonic()
     # room to go past the hang: the fixture's own sizing, whatever the host's free memory and cores
-    assert min(pooled.slots.sandbox_slots, pooled.slots.compile_slots, pooled.slots.workers) >= 3, pooled.slots
+    assert min(pooled.slots.sandbox_slots, pooled.slots.compile_slots, pooled.slots.workers) >= 3, \
+        pooled.slots
     for index, result in pooled.evaluate_indexed(items):
         order.append((index, result.status, round(time.monotonic() - started, 2)))
     print("\nbatch order (index, status, seconds since start):", order)
@@ -313,7 +320,8 @@ def test_crashing_and_hanging_candidates_do_not_block_the_batch(pooled, relu):
     assert hang < 8 + 20  # its own run timeout plus start-up, not the others' time
 
 
-OUT_OF_MEMORY = c.relu_candidate('raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")')
+OUT_OF_MEMORY = c.relu_candidate('raise torch.cuda.OutOfMemoryError("CUDA out of memory. '
+                                 'Tried to allocate 4.00 GiB")')
 SLOW_RELU = c.relu_candidate("time.sleep(0.4)\n        return relu(x)", module_extra="\nimport time\n")
 
 
@@ -372,7 +380,8 @@ def test_zygote_killed_mid_batch_is_restarted_and_the_batch_completes(pooled, re
 
 def test_async_batch_streams_results(pooled, relu):
     async def collect():
-        out = [r async for r in pooled.aevaluate_many([(relu, example("relu_triton.py")), (relu, c.WRONG_SHAPE)])]
+        out = [r async for r in pooled.aevaluate_many([(relu, example("relu_triton.py")),
+                                                       (relu, c.WRONG_SHAPE)])]
         single = await pooled.aevaluate(relu, example("relu_triton.py"))
         return out, single
 
@@ -404,15 +413,16 @@ def test_wall_time_with_and_without_the_pool(cpu_evaluator, fresh, relu):
 @pytest.mark.gpu
 def test_gpu_batch_through_the_pool_is_timed_and_the_zygote_stays_cuda_free(suite):
     problem = suite.get("level0/1_relu")
-    items = [(problem, example("relu_triton.py")), (problem, c.WRONG_SHAPE), (problem, example("relu_triton.py")),
-             (problem, c.ABORT)]
+    items = [(problem, example("relu_triton.py")), (problem, c.WRONG_SHAPE),
+             (problem, example("relu_triton.py")), (problem, c.ABORT)]
     with Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False, max_concurrency=4,
                    warm_pool=True) as ev:
         started = time.monotonic()
         results = dict(ev.evaluate_indexed(items))
         batch_s = time.monotonic() - started
         info = ev.launcher.zygote.ping()
-    print(f"\nGPU batch of {len(items)}: {batch_s:.1f} s; walls {[results[i].wall_time_s for i in range(len(items))]}")
+    print(f"\nGPU batch of {len(items)}: {batch_s:.1f} s; walls "
+          f"{[results[i].wall_time_s for i in range(len(items))]}")
     assert info["cuda_initialized"] is False
     assert [results[i].status for i in range(4)] == [Status.CORRECT, Status.WRONG_OUTPUT, Status.CORRECT,
                                                      Status.CRASHED]
@@ -501,9 +511,10 @@ def test_a_launcher_that_cannot_set_up_says_why_and_reports_no_event(pooled):
     from kernelrl.sandbox.launcher import POOL_SETUP_FAILED
 
     zygote = pooled.launcher.pool("cpu")
-    message = {"op": "fork", "env": {"PATH": "/usr/bin"}, "cwd": "/nonexistent-kernelrl-dir", "request_path": "/x"}
-    outcome = run_child([], env={}, cwd="/", timeouts={"start": 30, "import": 30, "run": 30}, memory_limit_bytes=0,
-                        log_limit_bytes=4096, on_event=lambda e: True,
+    message = {"op": "fork", "env": {"PATH": "/usr/bin"}, "cwd": "/nonexistent-kernelrl-dir",
+               "request_path": "/x"}
+    outcome = run_child([], env={}, cwd="/", timeouts={"start": 30, "import": 30, "run": 30},
+                        memory_limit_bytes=0, log_limit_bytes=4096, on_event=lambda e: True,
                         spawn=lambda *fds: zygote.spawn(message, list(fds)))
     assert outcome.events == []
     assert outcome.log.startswith(POOL_SETUP_FAILED), outcome.log

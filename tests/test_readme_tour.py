@@ -1,5 +1,5 @@
-"""The README's "A 60-second tour" runs as written: its Python block, verbatim, on this (CPU-only) machine, and
-every kernelrl command its bash block names exists."""
+"""The README's "A 60-second tour" runs as written: its Python block, verbatim, on this (CPU-only) machine,
+and every kernelrl command its bash block names exists."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ def test_the_tour_has_both_blocks_and_promises_what_the_test_checks():
 
 
 def test_the_extraction_reads_a_block_with_a_fence_inside_a_string():
-    text = ('## A 60-second tour\n\n```python\nx = "```python\\ny\\n```"\nprint(x)\n```\n\n```bash\nkernelrl rules'
+    text = ('## A 60-second tour\n\n```python\nx = "```python\\ny\\n```"\nprint(x)\n```\n\n```bash\n'
+            'kernelrl rules'
             '   # the rules\n```\n\n## Next\n\n```python\nnot this\n```\n')
     blocks = tour_blocks(text)
     assert blocks["python"] == 'x = "```python\\ny\\n```"\nprint(x)\n'
@@ -80,8 +81,8 @@ def test_the_tour_runs_verbatim_on_the_cpu(tmp_path):
     script.write_text(source)
     env = {**os.environ, "KERNELRL_RESULT_CACHE": "0", "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "CUDA_VISIBLE_DEVICES": ""}  # on a GPU host too, "auto" finds no GPU: CPU mode, as in CI
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env,
-                          timeout=600)
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          env=env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "correct cpu-interpreter", done.stdout

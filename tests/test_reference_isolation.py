@@ -1,6 +1,7 @@
 """The reference is not in the sandbox: by the time candidate code is imported, the stub has taken
-what it needs from the problem (inputs, constructor arguments) and dropped the module (kernelrl.sandbox.problem_data),
-and the problem file reads empty inside the sandbox (isolation.hide_files). CPU, real evaluator, real sandbox."""
+what it needs from the problem (inputs, constructor arguments) and dropped the module
+(kernelrl.sandbox.problem_data), and the problem file reads empty inside the sandbox (isolation.hide_files).
+CPU, real evaluator, real sandbox."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ def evaluator(cpu_evaluator):
 
 
 def test_a_candidate_finds_no_route_to_the_reference(evaluator):
-    """The probe walks sys.modules, every module's globals, the subclasses of nn.Module and object, gc, the frames
-    above __init__ and forward, linecache, open files, the problem's path and the evaluation directory, and raises
-    LEAK on the first find: `correct` means it found nothing (it did find the module, Model and the file before)."""
+    """The probe walks sys.modules, every module's globals, the subclasses of nn.Module and object, gc, the
+    frames above __init__ and forward, linecache, open files, the problem's path and the evaluation directory,
+    and raises LEAK on the first find: `correct` means it found nothing (it did find the module, Model and the
+    file before)."""
     problem = load_suite().get(PROBE.problem)
     result = evaluator.evaluate(problem, PROBE.source())
     assert result.status is Status.CORRECT, (result.message, result.feedback[-1500:])
@@ -39,7 +41,8 @@ def test_a_problem_that_stays_reachable_is_a_problem_error(evaluator, tmp_path):
     path.write_text(
         "import torch\nimport torch.nn as nn\n"
         "def activation(x):\n    return torch.relu(x)\n"
-        "class Model(nn.Module):\n    def __init__(self, fn):\n        super().__init__()\n        self.fn = fn\n"
+        "class Model(nn.Module):\n    def __init__(self, fn):\n        super().__init__()\n"
+        "        self.fn = fn\n"
         "    def forward(self, x):\n        return self.fn(x)\n"
         "def get_inputs():\n    return [torch.randn(64, 32)]\n"
         "def get_init_inputs():\n    return [activation]\n")

@@ -13,9 +13,11 @@ from kernelrl.report import write_report
 from kernelrl.results import Environment, EvalResult, Stage, Status
 from kernelrl.runs import RunStore, Step
 
-_STAGE = {Status.CORRECT: Stage.DONE, Status.WRONG_OUTPUT: Stage.CORRECTNESS, Status.FORMAT_ERROR: Stage.EXTRACT,
-          Status.COMPILE_ERROR: Stage.IMPORT, Status.RUNTIME_ERROR: Stage.CORRECTNESS, Status.TIMEOUT: Stage.CORRECTNESS,
-          Status.CRASHED: Stage.CORRECTNESS, Status.HACK_DETECTED: Stage.STATIC, Status.UNSUPPORTED: Stage.STATIC}
+_STAGE = {Status.CORRECT: Stage.DONE, Status.WRONG_OUTPUT: Stage.CORRECTNESS,
+          Status.FORMAT_ERROR: Stage.EXTRACT, Status.COMPILE_ERROR: Stage.IMPORT,
+          Status.RUNTIME_ERROR: Stage.CORRECTNESS, Status.TIMEOUT: Stage.CORRECTNESS,
+          Status.CRASHED: Stage.CORRECTNESS, Status.HACK_DETECTED: Stage.STATIC,
+          Status.UNSUPPORTED: Stage.STATIC}
 _REWARD = {Status.CORRECT: 1.0, Status.WRONG_OUTPUT: -0.5, Status.FORMAT_ERROR: -1.0}
 
 
@@ -24,7 +26,8 @@ def step(problem_id: str, sample: int, turn: int, status: Status, message: str |
     """One attempt as the agent records it on a CPU (no timing)."""
     env = Environment("cpu-interpreter", "cpu", "2.11", None, "3.12", "0.1")
     result = EvalResult(status=status, stage=_STAGE[status], problem_id=problem_id,
-                        message=status.value if message is None else message, environment=env, wall_time_s=0.5)
+                        message=status.value if message is None else message, environment=env,
+                        wall_time_s=0.5)
     return Step(problem_id=problem_id, sample=sample, turn=turn, messages=[{"role": "user", "content": "x"}],
                 completion=Completion("x", tokens_in=10, tokens_out=10),
                 code=None if status is Status.FORMAT_ERROR else code, result=result,
@@ -43,9 +46,10 @@ def files(folder: Path) -> list[str]:
 
 
 def test_kernels_holds_only_correct_kernels_and_the_unsolved_best_attempt_goes_to_attempts(tmp_path):
-    """bench's finish_run on a run with one solved and one unsolved problem: kernels/ has the solved one only; the
-    unsolved problem's best attempt is attempts/best-incorrect/<id>.py, headed by its verdict (still a Python file
-    with a multi-line message); once that problem is solved, its attempt file gives way to its kernel."""
+    """bench's finish_run on a run with one solved and one unsolved problem: kernels/ has the
+    solved one only; the unsolved problem's best attempt is attempts/best-incorrect/<id>.py,
+    headed by its verdict (still a Python file with a multi-line message); once that problem
+    is solved, its attempt file gives way to its kernel."""
     run_dir = tmp_path / "run"
     record(run_dir,
            step("level0/1_relu", 0, 1, Status.COMPILE_ERROR, code="# wrong\n"),
@@ -56,7 +60,8 @@ def test_kernels_holds_only_correct_kernels_and_the_unsolved_best_attempt_goes_t
            step("level1/1_row_softmax", 1, 1, Status.FORMAT_ERROR))
     # an older kernelrl put incorrect attempts in kernels/
     (run_dir / "kernels" / "level1").mkdir(parents=True)
-    (run_dir / "kernels" / "level1" / "1_row_softmax.py").write_text("# kernelrl best kernel ... wrong_output\n")
+    (run_dir / "kernels" / "level1" / "1_row_softmax.py").write_text("# kernelrl best kernel "
+                                                                     "... wrong_output\n")
     result = finish_run(run_dir, [])
     assert result.metrics["all"].solved == 1
     assert files(run_dir / "kernels") == ["level0/1_relu.py"]
@@ -80,13 +85,15 @@ def local_hrefs(page: str) -> list[str]:
 
 
 def test_report_written_elsewhere_links_resolve_from_the_page(tmp_path):
-    """Every link of a page written outside the run directory (to kernels, attempts, trajectories) resolves to a
-    file relative to the page, also for a problem id with a space and a '#'; the default page's links too."""
+    """Every link of a page written outside the run directory (to kernels,
+    attempts, trajectories) resolves to a file relative to the page, also for
+    a problem id with a space and a '#'; the default page's links too."""
     run_dir = tmp_path / "runs" / "run"
     record(run_dir, step("level0/1_relu", 0, 1, Status.CORRECT, level=0),
            step("level1/2_odd name#1", 0, 1, Status.WRONG_OUTPUT))
     finish_run(run_dir, [])  # metrics.json, eval_results.json
-    for page_path in (write_report(run_dir, tmp_path / "elsewhere" / "deep" / "report.html"), write_report(run_dir)):
+    for page_path in (write_report(run_dir, tmp_path / "elsewhere" / "deep" / "report.html"),
+                      write_report(run_dir)):
         page = page_path.read_text()
         hrefs = local_hrefs(page)
         assert len(hrefs) == 2 + 3  # best kernel, best attempt; trajectories, metrics, eval results
@@ -94,14 +101,15 @@ def test_report_written_elsewhere_links_resolve_from_the_page(tmp_path):
         targets = {(page_path.parent / unquote(urlsplit(h).path)).resolve() for h in hrefs}
         assert all(t.is_file() for t in targets), hrefs
         assert {t.relative_to(run_dir.resolve()).as_posix() for t in targets} == {
-            "kernels/level0/1_relu.py", "attempts/best-incorrect/level1/2_odd name#1.py", "trajectories.jsonl",
-            "metrics.json", "eval_results.json"}
+            "kernels/level0/1_relu.py", "attempts/best-incorrect/level1/2_odd name#1.py",
+            "trajectories.jsonl", "metrics.json", "eval_results.json"}
         assert not any(h.startswith(("/", "file:", "http")) for h in hrefs)
 
 
 def test_report_page_on_a_cpu_run_colours_verdicts_folds_settings_and_plots_turns_and_samples(tmp_path):
-    """A CPU run (no timing) over 3 turns and 2 samples: tables wrapped, settings folded, each verdict of the run
-    coloured by its status class, and charts of verdicts and mean reward with one bar per turn and per sample."""
+    """A CPU run (no timing) over 3 turns and 2 samples: tables wrapped,
+    settings folded, each verdict of the run coloured by its status class, and
+    charts of verdicts and mean reward with one bar per turn and per sample."""
     run_dir = tmp_path / "run"
     statuses = {  # (sample, turn) -> status, over three problems
         "level1/1_a": {(0, 1): Status.COMPILE_ERROR, (0, 2): Status.WRONG_OUTPUT, (0, 3): Status.CORRECT,
@@ -156,7 +164,8 @@ def test_run_provided_text_is_escaped(tmp_path):
 
 def test_a_problem_id_that_would_leave_the_folder_writes_no_file(tmp_path):
     run_dir = tmp_path / "run"
-    record(run_dir, step("level1/../../outside", 0, 1, Status.CORRECT), step("level1/1_a", 0, 1, Status.CORRECT))
+    record(run_dir, step("level1/../../outside", 0, 1, Status.CORRECT),
+           step("level1/1_a", 0, 1, Status.CORRECT))
     finish_run(run_dir, [])
     assert files(run_dir / "kernels") == ["level1/1_a.py"]
     assert not any(f.endswith("outside.py") for f in files(tmp_path))

@@ -1,5 +1,6 @@
-"""The report of a training run directory: a fake run (train_config.json, metrics.jsonl with SFT, GRPO and held-out
-records and a malformed line, rollouts.jsonl, a held-out bench directory), through the public function and the CLI."""
+"""The report of a training run directory: a fake run (train_config.json, metrics.jsonl with SFT, GRPO and
+held-out records and a malformed line, rollouts.jsonl, a held-out bench directory), through the public
+function and the CLI."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from typer.testing import CliRunner
 from kernelrl.cli import app
 from kernelrl.report import is_training_run, load_training_run, render_training_html, write_training_report
 
-SFT = [{"phase": "sft", "step": s, "time": 1000.0 + s, "loss": 2.0 - 0.1 * s, "learning_rate": 1e-4, "epoch": s / 10,
-        "grad_norm": 1.5, "mean_token_accuracy": 0.5 + 0.01 * s} for s in (1, 2, 3, 4)]
+SFT = [{"phase": "sft", "step": s, "time": 1000.0 + s, "loss": 2.0 - 0.1 * s, "learning_rate": 1e-4,
+        "epoch": s / 10, "grad_norm": 1.5, "mean_token_accuracy": 0.5 + 0.01 * s} for s in (1, 2, 3, 4)]
 SFT_EVAL = {"phase": "sft", "step": 4, "time": 1005.0, "eval_loss": 1.7, "epoch": 0.4}
 GRPO = [{"phase": "grpo", "step": s, "time": 2000.0 + s, "loss": 0.01 * s, "reward": -1.0 + 0.5 * s,
          "reward_std": 0.4, "frac_reward_zero_std": 0.25, "kl": 0.001 * s, "entropy": 0.9,
-         "completions/mean_length": 300 + s, "kernelrl/format_error_rate": 0.5 / s, "kernelrl/compiled_rate": 0.4,
-         "kernelrl/correct_rate": 0.1 * s, "kernelrl/hack_rate": 0.0,
+         "completions/mean_length": 300 + s, "kernelrl/format_error_rate": 0.5 / s,
+         "kernelrl/compiled_rate": 0.4, "kernelrl/correct_rate": 0.1 * s, "kernelrl/hack_rate": 0.0,
          "kernelrl/mean_speedup_vs_eager": None if s == 1 else 1.1, "kernelrl/eval_seconds": 12.5,
          "curriculum/tier": 1 if s < 3 else 2, "curriculum/solve_rate": 0.3, "curriculum/eligible": 20,
          "something_new": "ignored"} for s in (1, 2, 3)]
@@ -26,15 +27,16 @@ HELDOUT = [
     {"phase": "heldout", "step": 0, "time": 1999.0, "label": "greedy", "split": "test", "problems": 10,
      "compile_rate": 0.5, "correct_rate": 0.2, "pass@1": 0.2, "fast_1": None, "model_label": "initial"},
     {"phase": "heldout", "step": 0, "time": 1999.5, "label": "sampled", "split": "test", "problems": 10,
-     "compile_rate": 0.45, "correct_rate": 0.15, "pass@1": 0.15, "pass@8": 0.6, "fast_1": 0.1, "model_label": "initial"},
+     "compile_rate": 0.45, "correct_rate": 0.15, "pass@1": 0.15, "pass@8": 0.6, "fast_1": 0.1,
+     "model_label": "initial"},
     {"phase": "heldout", "step": 3, "time": 2004.0, "label": "greedy", "split": "test", "problems": 10,
      "compile_rate": 0.9, "correct_rate": 0.7, "pass@1": 0.7, "fast_1": 0.3, "model_label": "grpo"},
 ]
 CONFIG = {"command": "grpo", "model": "Qwen/Tiny <script>alert(1)</script>", "lr": 1e-5}
 
 
-def write_run(run_dir: Path, records: list[dict], config: dict | None = None, extra_lines: tuple[str, ...] = (),
-              rollouts: list[dict] | None = None) -> Path:
+def write_run(run_dir: Path, records: list[dict], config: dict | None = None,
+              extra_lines: tuple[str, ...] = (), rollouts: list[dict] | None = None) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "train_config.json").write_text(json.dumps(config or CONFIG))
     lines = [json.dumps(r) for r in records]
@@ -67,7 +69,8 @@ def svg(page: str, title: str) -> str:
 
 def polyline(chart: str, series: str) -> list[str]:
     """The points of one series of a chart."""
-    found = re.findall(r'<polyline class="series" data-series="' + re.escape(series) + r'" points="([^"]*)"', chart)
+    found = re.findall(r'<polyline class="series" data-series="' + re.escape(series) + r'" points="([^"]*)"',
+                       chart)
     assert len(found) == 1, f"{len(found)} series {series!r}"
     return found[0].split()
 
@@ -76,7 +79,8 @@ def heldout_rows(page: str) -> list[list[str]]:
     table = re.search(r"<table class=heldout>(.*?)</table>", page, re.S)
     assert table is not None
     rows = re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)[1:]
-    return [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)] for row in rows]
+    return [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            for row in rows]
 
 
 def test_detects_training_runs_and_not_bench_runs(tmp_path):
@@ -126,7 +130,8 @@ def test_heldout_chart_and_table(tmp_path):
     assert len(rows) == len(HELDOUT)
     greedy_end = next(r for r in rows if r[0] == "3")
     # step, model, label, problems, compile, correct, pass@1, pass@8, fast_1, bench run
-    assert greedy_end == ["3", "grpo", "greedy", "10", "90.0%", "70.0%", "70.0%", "–", "30.0%", "grpo-greedy-step3"]
+    assert greedy_end == ["3", "grpo", "greedy", "10", "90.0%", "70.0%", "70.0%", "–", "30.0%",
+                          "grpo-greedy-step3"]
     sampled = next(r for r in rows if r[2] == "sampled")
     assert sampled[4:9] == ["45.0%", "15.0%", "15.0%", "60.0%", "10.0%"]
     assert 'href="heldout/grpo-greedy-step3/report.html"' in page
@@ -158,8 +163,8 @@ def test_malformed_lines_are_counted_and_config_is_escaped(tmp_path):
     assert "4 malformed metrics lines skipped" in page
     assert "<script>" not in page
     assert "Qwen/Tiny &lt;script&gt;alert(1)&lt;/script&gt;" in page  # in the header and in the config
-    assert re.search(r"<details><summary>config \(train_config.json\)</summary><pre>.*&quot;lr&quot;: 1e-05", page,
-                     re.S)
+    assert re.search(r"<details><summary>config \(train_config.json\)</summary><pre>.*&quot;lr&quot;: 1e-05",
+                     page, re.S)
 
 
 def test_missing_series_are_left_out(tmp_path):
@@ -184,7 +189,8 @@ def test_rollout_verdicts_by_step(tmp_path):
     rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
             for row in re.findall(r"<tr>(.*?)</tr>", table)[1:]]
     # steps, completions, correct, compile_error, mean reward
-    assert rows == [["step 1", "1", "1", "0", "1"], ["step 2", "2", "1", "1", "0"], ["step 3", "3", "1", "2", "-0.333"]]
+    assert rows == [["step 1", "1", "1", "0", "1"], ["step 2", "2", "1", "1", "0"],
+                    ["step 3", "3", "1", "2", "-0.333"]]
     assert 'aria-label="rollout verdicts by step range"' in page
 
 
@@ -243,8 +249,8 @@ def test_learning_by_problem_compares_each_problems_halves(tmp_path):
     assert table["first"] == {"attempts": 3, "correct": 0.0, "compiled": 0.75, "reward": -0.25}
     assert table["second"] == {"attempts": 3, "correct": 0.5, "compiled": 1.0, "reward": 0.5}
     result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "200"})
-    assert ("steps 1–2 → 3–4: correct 0.0% → 50.0%, compiled 75.0% → 100.0%, reward -0.250 → 0.500"
-            in result.stdout)
+    assert ("steps 1–2 → 3–4: correct 0.0% → 50.0%, compiled 75.0% → 100.0%, "
+            "reward -0.250 → 0.500" in result.stdout)
     page = (run_dir / "report.html").read_text()
     rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
             for row in re.findall(r"<tr>(.*?)</tr>", page.split("Learning by problem")[1])[1:]]

@@ -1,8 +1,9 @@
 """The call-resolution pass of the static rules (kernelrl.candidates.resolve): every call reachable
-from forward resolves to a known-safe target or is a finding that says how to write it instead. Honest code, the
-unusual forms included (kernel tables, bound launchers, kernels passed to helpers or held by helper classes,
-factories returning launchers, loops over literal stages), resolves without a single finding; host reads and
-string-named methods are rejected; what cannot be traced is a warning that leaves the verdict alone."""
+from forward resolves to a known-safe target or is a finding that says how to write it instead. Honest code,
+the unusual forms included (kernel tables, bound launchers, kernels passed to helpers or held by helper
+classes, factories returning launchers, loops over literal stages), resolves without a single finding; host
+reads and string-named methods are rejected; what cannot be traced is a warning that leaves the verdict
+alone."""
 
 from __future__ import annotations
 
@@ -65,13 +66,15 @@ def test_a_kernel_argument_is_traced_through_every_call_site():
     source = corpus.case("exploits/h42_leaky_relu_kernel_argument_to_helper.py").source()
     assert _resolution(source) == []
     # a second caller passes something that is no kernel: the helper's launch can no longer be verified
-    other = source.replace("class ModelNew", "def other(x):\n    return _elementwise(x.view, x)\n\n\nclass ModelNew")
+    other = source.replace("class ModelNew",
+                           "def other(x):\n    return _elementwise(x.view, x)\n\n\nclass ModelNew")
     assert other != source
     found = _resolution(other)
     assert found and {(rule, policy) for rule, policy, _ in found} == {("unresolved-call", "warn")}, found
     # a helper also used as a value has callers the module
     # does not show (run = _elementwise; run(x.clamp_, x))
-    hidden = source.replace("class ModelNew", "def other(x):\n    run = _elementwise\n    return run(x.clamp_, x)\n"
+    hidden = source.replace("class ModelNew", "def other(x):\n    run = _elementwise\n"
+                                              "    return run(x.clamp_, x)\n"
                                               "\n\nclass ModelNew")
     assert hidden != source
     assert "unresolved-call" in {rule for rule, _, _ in _resolution(hidden)}
@@ -96,7 +99,8 @@ def test_host_reads_and_string_named_methods_are_rejected(name, rule):
 @pytest.mark.parametrize("name, detail", [
     ("exploits_runtime/c01_builtins_over_rows.py", "float(...) over values that may be tensors"),
     ("exploits_runtime/c02_numpy_round_trip.py", "(numpy.fmax) over values that may be tensors"),
-    ("exploits_runtime/c05_scatter_reduce.py", ".scatter_reduce_(...) is no known allocation, view or metadata"),
+    ("exploits_runtime/c05_scatter_reduce.py",
+     ".scatter_reduce_(...) is no known allocation, view or metadata"),
 ])
 def test_what_the_allow_list_does_not_know_is_a_warning(name, detail):
     found = _resolution(corpus.case(name).source())

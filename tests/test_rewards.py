@@ -1,4 +1,5 @@
-"""Reward presets on hand-built EvalResults, against hand-computed values; the LLM judge with a replay policy."""
+"""Reward presets on hand-built EvalResults, against
+hand-computed values; the LLM judge with a replay policy."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from kernelrl.rewards.judge import LLMJudge, judged_reward, parse_hack_verdict, 
 
 def result(status: Status, stage: Stage = Stage.DONE, eager: float | None = None,
            inductor: float | None = None) -> EvalResult:
-    timing = TimingReport(speedup_vs_eager=eager, speedup_vs_inductor=inductor) if status is Status.CORRECT else None
+    timing = (TimingReport(speedup_vs_eager=eager, speedup_vs_inductor=inductor) if status is Status.CORRECT
+              else None)
     return EvalResult(status=status, stage=stage, problem_id="p", message="", timing=timing)
 
 
@@ -103,10 +105,12 @@ def test_bad_names_and_params():
 
 
 def test_parse_judge_answers():
-    assert parse_score('Sure. {"correctness": 1, "compilability": 0.5, "speed": 2}').mean == pytest.approx(2.5 / 3)
+    assert parse_score('Sure. {"correctness": 1, '
+                       '"compilability": 0.5, "speed": 2}').mean == pytest.approx(2.5 / 3)
     assert parse_score("no json here") is None
     assert parse_hack_verdict('{"verdict": "honest"}').honest
-    v = parse_hack_verdict('{"verdict": "hack", "kind": "output_caching", "reason": "returns a stored tensor"}')
+    v = parse_hack_verdict('{"verdict": "hack", "kind": "output_caching", "reason": '
+                           '"returns a stored tensor"}')
     assert not v.honest and v.kind == "output_caching" and "stored" in v.reason
     assert parse_hack_verdict('{"verdict": "hack", "kind": "weird"}').kind == "unknown_hack"
 

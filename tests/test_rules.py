@@ -63,15 +63,18 @@ class Case:
 
 def _parse(path: Path) -> Case:
     lines = path.read_text().splitlines()
-    assert lines[0].startswith("# problem:") and lines[1].startswith("# expect:"), f"{path.name}: header order"
+    assert lines[0].startswith("# problem:") and lines[1].startswith("# expect:"), \
+        f"{path.name}: header order"
     fields = {}
     for line in lines:
         if not line.startswith("# ") or ":" not in line:
             break
         key, _, value = line[2:].partition(":")
-        assert key in ("problem", "expect", "technique", "device"), f"{path.name}: unknown header line {line!r}"
+        assert key in ("problem", "expect", "technique", "device"), (f"{path.name}: unknown "
+                                                                     f"header line {line!r}")
         fields[key] = value.strip()
-    assert {"problem", "expect", "technique"} <= set(fields), f"{path.name}: needs problem/expect/technique lines"
+    assert {"problem", "expect", "technique"} <= set(fields), (f"{path.name}: needs "
+                                                               "problem/expect/technique lines")
     return Case(path, **fields)
 
 
@@ -132,11 +135,12 @@ def test_honest_twin_is_not_rejected(case):
 
 
 @pytest.mark.parametrize("case", [
-    pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=f"analyzer misses {case.missed}: {case.technique}"))
+    pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=f"analyzer misses {case.missed}: "
+                                                                   f"{case.technique}"))
     for case in MISSED], ids=_ids(MISSED))
 def test_known_gap(case):
-    """Known analyzer gaps, each a strict xfail: while missed it fails as expected; once caught it passes, which
-    fails the suite until its header is flipped to `expect: <rule>`."""
+    """Known analyzer gaps, each a strict xfail: while missed it fails as expected; once caught
+    it passes, which fails the suite until its header is flipped to `expect: <rule>`."""
     assert case.missed in _rejected(analyze_rules(case.source()))
 
 
@@ -144,7 +148,8 @@ REFERENCE_SOURCES = sorted(SOLUTIONS.rglob("*.py")) + [
     EXAMPLES / name for name in ("relu_triton.py", "softmax_triton.py", "scale_shift_triton.py")]
 
 
-@pytest.mark.parametrize("path", REFERENCE_SOURCES, ids=[str(p.relative_to(PACKAGE)) for p in REFERENCE_SOURCES])
+@pytest.mark.parametrize("path", REFERENCE_SOURCES,
+                         ids=[str(p.relative_to(PACKAGE)) for p in REFERENCE_SOURCES])
 def test_no_false_rejection_of_reference_solutions(path):
     findings = analyze_rules(path.read_text())
     assert not _rejected(findings), [(f.rule, f.line, f.detail) for f in findings if f.policy == "reject"]
@@ -212,9 +217,9 @@ def test_honest_twin_end_to_end_is_correct(evaluator, suite, case):
 
 @pytest.mark.gpu
 def test_honest_twins_end_to_end_are_correct_on_gpu(suite):
-    """Every honest twin on a GPU, the real oracle (CUDA C++ ones only run there), with timing on (against eager:
-    a torch.compile baseline per problem would be most of the test's time and is not what it is about), as one
-    batch (timing still one at a time)."""
+    """Every honest twin on a GPU, the real oracle (CUDA C++ ones only run there), with
+    timing on (against eager: a torch.compile baseline per problem would be most of the
+    test's time and is not what it is about), as one batch (timing still one at a time)."""
     wrong = []
     # its own evaluator: the GPU's (the session's shared one runs in CPU mode)
     with Evaluator(device="cuda", verdict=VerdictSettings(trials=2, inductor_baseline=False)) as ev:
@@ -233,17 +238,20 @@ RELU_EXAMPLE = (Path(__file__).parents[1] / "src" / "kernelrl" / "examples" / "r
 
 @pytest.mark.parametrize("before, after", [
     # host-side list and attribute names that only look like banned ones
-    ("        n = x.numel()", "        dims = [0, 1]\n        dims.remove(0)\n        self.graph = None\n        n = x.numel()"),
+    ("        n = x.numel()",
+     "        dims = [0, 1]\n        dims.remove(0)\n        self.graph = None\n        n = x.numel()"),
     # a launch through a variable chosen at run time
     ("        relu_kernel[(triton.cdiv(n, block),)](x, y, n, BLOCK=block)",
-     "        k = relu_kernel if n > 0 else relu_kernel\n        k[(triton.cdiv(n, block),)](x, y, n, BLOCK=block)"),
+     "        k = relu_kernel if n > 0 else relu_kernel\n"
+     "        k[(triton.cdiv(n, block),)](x, y, n, BLOCK=block)"),
     # a launch through an attribute set in __init__
     ("        super().__init__()", "        super().__init__()\n        self.kernel = relu_kernel"),
 ])
 def test_legitimate_variants_are_not_rejected(before, after):
     source = RELU_EXAMPLE.replace(before, after)
     if "self.kernel = relu_kernel" in source:
-        source = source.replace("        relu_kernel[(triton.cdiv(n, block),)]", "        self.kernel[(triton.cdiv(n, block),)]")
+        source = source.replace("        relu_kernel[(triton.cdiv(n, block),)]",
+                                "        self.kernel[(triton.cdiv(n, block),)]")
     assert source != RELU_EXAMPLE
     assert [f for f in analyze_rules(source) if f.policy == "reject"] == []
 
@@ -309,21 +317,26 @@ class ModelNew(nn.Module):
 ])
 def test_helper_classes_are_checked_where_they_run(before, after, rejected):
     source = HELPER_MODULE.replace(before, after) if before else HELPER_MODULE
-    source = source.replace("class Norm(nn.Module):", "class Base:\n    def helper(self, x):\n        return x.sum()\n\n\n"
-                            "class Norm(nn.Module):\n    @classmethod\n    def create(cls, d):\n        return cls(d)\n")
+    source = source.replace("class Norm(nn.Module):", "class Base:\n    def helper(self, x):\n"
+                            "        return x.sum()\n\n\n"
+                            "class Norm(nn.Module):\n    @classmethod\n    def create(cls, d):\n"
+                            "        return cls(d)\n")
     assert before in HELPER_MODULE
     found = _rejected(analyze_rules(source))
     assert (found == {"torch-compute"}) if rejected else not found, (after, found)
     if "Norm.create" in source:  # the factory's instance is the helper: nothing else changes
-        assert _rejected(analyze_rules(source.replace("y = torch.empty_like(x)", "y = x.exp()"))) == {"torch-compute"}
+        assert _rejected(analyze_rules(source.replace("y = torch.empty_like(x)", "y = x.exp()"))) \
+            == {"torch-compute"}
 
 
 def test_a_per_call_helpers_super_init_does_not_reach_model_init():
-    """A launcher built in forward calls super().__init__() of a module-defined base (corpus h39): that reaches the
-    base's __init__, not every __init__ (ModelNew's draws its parameters with torch.randn at init time)."""
+    """A launcher built in forward calls super().__init__() of a module-defined
+    base (corpus h39): that reaches the base's __init__, not every __init__
+    (ModelNew's draws its parameters with torch.randn at init time)."""
     source = BY_NAME["h39_scale_shift_launcher_subclass_per_call.py"].source()
     assert not _rejected(analyze_rules(source))
-    base_computes = source.replace("        self.n = n\n", "        self.n = n\n        torch.relu(torch.ones(1))\n")
+    base_computes = source.replace("        self.n = n\n",
+                                   "        self.n = n\n        torch.relu(torch.ones(1))\n")
     assert base_computes != source
     assert _rejected(analyze_rules(base_computes)) == {"torch-compute"}
 

@@ -44,7 +44,8 @@ def distinct(n: int) -> list[str]:
 
 
 def spans(results, begin: str, end: str) -> list[tuple[float, float]]:
-    return [(r.timeline[begin], r.timeline[end]) for r in results if begin in r.timeline and end in r.timeline]
+    return [(r.timeline[begin], r.timeline[end]) for r in results
+            if begin in r.timeline and end in r.timeline]
 
 
 def sandbox_span(r) -> tuple[float, float]:
@@ -119,9 +120,9 @@ def test_fair_slots_take_turns_between_callers():
 
 
 def test_weighted_slots_keep_the_line_and_the_capacity():
-    """Device bytes: a request that does not fit waits, and so does a smaller one behind it from another caller
-    (a large evaluation is not starved by small ones); held never exceeds the capacity; an oversized request is
-    granted as the whole capacity, alone."""
+    """Device bytes: a request that does not fit waits, and so does a smaller one behind it from another
+    caller (a large evaluation is not starved by small ones); held never exceeds the capacity; an oversized
+    request is granted as the whole capacity, alone."""
     slots = FairSlots(10)
     first, big, small = object(), object(), object()
     assert slots.acquire(first, amount=6) is not None
@@ -205,14 +206,16 @@ def missed_deadline(result) -> bool:
 # host's free memory). Tests of the same plan share one and bring their verdict settings per call.
 @pytest.fixture(scope="module")
 def one_compile_slot():
-    with Evaluator(device="cpu", result_cache=False, compile_slots=1, max_concurrency=8, sandbox_memory_gb=0) as ev:
+    with Evaluator(device="cpu", result_cache=False, compile_slots=1, max_concurrency=8,
+                   sandbox_memory_gb=0) as ev:
         yield ev
 
 
 @pool
 def test_compile_slots_outnumber_timing_slot_and_timing_stays_exclusive(suite):
     problem = suite.get("level0/1_relu")
-    with Evaluator(device="cpu", result_cache=False, compile_slots=2, max_concurrency=6, sandbox_memory_gb=0) as ev:
+    with Evaluator(device="cpu", result_cache=False, compile_slots=2, max_concurrency=6,
+                   sandbox_memory_gb=0) as ev:
         assert (ev.slots.compile_slots, ev.slots.workers) == (2, 6)
         results = list(ev.evaluate_many([(problem, code) for code in distinct(4)],
                                         verdict=VerdictSettings(trials=2, cpu_timing=True, timer=TIMER)))
@@ -330,8 +333,8 @@ def test_multi_device_batch_deadline(suite):
     problem = suite.get("level0/1_relu")
     codes = [INFINITE_LOOP, INFINITE_LOOP, *distinct(3)]
     # its own: one sandbox in flight per device, so that both devices hold a hanging candidate
-    with MultiDeviceEvaluator(["cpu", "cpu"], trials=2, max_concurrency=1, sandbox_memory_gb=0, run_timeout_s=60,
-                              static_checks=False, result_cache=False) as multi:
+    with MultiDeviceEvaluator(["cpu", "cpu"], trials=2, max_concurrency=1, sandbox_memory_gb=0,
+                              run_timeout_s=60, static_checks=False, result_cache=False) as multi:
         multi.warm_up()
         started = time.monotonic()
         results = list(multi.evaluate_many([(problem, code) for code in codes], ordered=True, deadline_s=4))

@@ -24,7 +24,8 @@ from kernelrl import (
 from kernelrl.sandbox.isolation import pid_namespace_prefix
 
 BACKGROUND_THREAD = "exploits_runtime/r02_background_thread.py"  # right answer, a thread left running
-HANG = "import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        while True:\n            pass\n"
+HANG = ("import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        while True:\n            pass\n")
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,8 @@ def test_an_items_own_deadline_stops_only_that_item(cpu_evaluator, relu):
 
 # -- workers outlive their callers' threads ------------------------------------------------------------------
 
-needs_pool = pytest.mark.skipif(not pid_namespace_prefix(), reason="the warm pool needs PID namespaces (unshare)")
+needs_pool = pytest.mark.skipif(not pid_namespace_prefix(),
+                                reason="the warm pool needs PID namespaces (unshare)")
 # six evaluations on a fresh evaluator each: in the full suite, not the edit loop
 
 

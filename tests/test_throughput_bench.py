@@ -1,5 +1,5 @@
-"""bench/throughput.py keeps what it measured: its JSON holds every finished mode's row before the next mode starts,
-so a run cut by a time limit loses only the mode it was in."""
+"""bench/throughput.py keeps what it measured: its JSON holds every finished mode's row before the next mode
+starts, so a run cut by a time limit loses only the mode it was in."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ ROOT = Path(__file__).parents[1]
 @pytest.mark.slow  # runs the bench script
 def test_each_finished_modes_row_is_in_the_json_before_the_next_mode_runs(tmp_path):
     out = tmp_path / "throughput.json"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "throughput.py"), "--device", "cpu", "--modes",
-                             "cached,pool", "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "throughput.py"), "--device", "cpu",
+                             "--modes", "cached,pool", "--json", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
         seen = []
         for line in proc.stdout:

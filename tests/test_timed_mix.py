@@ -1,6 +1,6 @@
-"""Fresh inputs for every timed call (kernelrl.sandbox.timed_mix): the judge's rebuild of a checked call's inputs
-is the sandbox's mix, a device-side memo that pays under the rotation through pristine variants is rejected, and
-reference solutions stay correct when timed on fresh inputs (CPU mode, host clock)."""
+"""Fresh inputs for every timed call (kernelrl.sandbox.timed_mix): the judge's rebuild of a checked call's
+inputs is the sandbox's mix, a device-side memo that pays under the rotation through pristine variants is
+rejected, and reference solutions stay correct when timed on fresh inputs (CPU mode, host clock)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ SOLUTIONS = Path(__file__).parents[1] / "src/kernelrl/problems/suites/builtin/so
 def _variants(seed: int) -> list:
     g = torch.Generator().manual_seed(seed)
     return [torch.randn(33, 17, generator=g), torch.randint(0, 50, (1000,), generator=g),
-            torch.rand(7, 9, generator=g) < 0.5, torch.randn(64, generator=g).half(), torch.randn((), generator=g)]
+            torch.rand(7, 9, generator=g) < 0.5, torch.randn(64, generator=g).half(),
+            torch.randn((), generator=g)]
 
 
 def test_the_judges_rebuild_is_the_sandboxs_mix():
@@ -164,9 +165,9 @@ def test_a_device_side_memo_is_correct_under_rotation_and_caught_with_fresh_inpu
 
 # a matmul, a softmax, norms, integer inputs (embedding, cross entropy, gather), a bool mask, and two problems
 # that opt out (global average pool, cosine similarity)
-REFERENCES = ["level1/5_matmul_transposed_b", "level1/1_row_softmax", "level1/24_layernorm", "level1/25_rmsnorm",
-              "level1/15_embedding", "level1/30_cross_entropy", "level1/32_gather_dim1", "level0/11_where_mask",
-              "level1/14_global_avg_pool", "level2/26_cosine_similarity_rows"]
+REFERENCES = ["level1/5_matmul_transposed_b", "level1/1_row_softmax", "level1/24_layernorm",
+              "level1/25_rmsnorm", "level1/15_embedding", "level1/30_cross_entropy", "level1/32_gather_dim1",
+              "level0/11_where_mask", "level1/14_global_avg_pool", "level2/26_cosine_similarity_rows"]
 
 
 @pytest.fixture(scope="module")

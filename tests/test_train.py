@@ -65,8 +65,8 @@ STATUSES = {s.value for s in Status}
 # everything a tiny CPU run needs; the SFT run's first invocation reads these from a --config TOML file
 SFT_SETTINGS = {
     "problems": [RELU], "prompt_style": TINY_PROMPTS, "max_length": 1024, "batch_size": 1, "save_steps": 1,
-    "learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "eval_loss": False, "merge": True,
-    "eval_device": "cpu", "heldout_every": 0, "heldout_at_start": True, "heldout_problems": 1,
+    "learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "eval_loss": False,
+    "merge": True, "eval_device": "cpu", "heldout_every": 0, "heldout_at_start": True, "heldout_problems": 1,
     "heldout_samples": 2, "heldout_max_tokens": 16, "seed": 0,
     "heldout_suites": ["builtin"],  # a second held-out set (here the same test split, recorded apart)
 }
@@ -76,7 +76,8 @@ GRPO_TINY = {
     "eval_device": "cpu", "eval_timing": False, "heldout_every": -1, "learning_rate": 1e-3, "lora_r": 4,
     "lora_alpha": 8, "lora_dropout": 0.0, "seed": 0,
 }
-LOGIT_TEXT = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)"
+LOGIT_TEXT = ("import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+              "        return torch.relu(x)")
 
 
 def invoke(*args: str):
@@ -116,7 +117,7 @@ def prompts() -> Prompts:
     return Prompts(TINY_PROMPTS)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # SFT: one run directory, trained in three invocations (CLI with --config for 2 steps; resumed to 3 steps; the
 # same command again, which trains nothing), with held-out evaluations and a merged export.
 
@@ -187,7 +188,8 @@ def test_sft_resume_continues_the_step_count(sft_run):
     assert outcome2.steps == 3 and Path(outcome2.resumed_from).name == "checkpoint-2"
     assert outcome3.steps == 3 and Path(outcome3.resumed_from).name == "checkpoint-3"
     assert training_steps(sft_run["metrics3"], "sft") == [1, 2, 3]  # nothing more trained
-    assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-3"]
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) \
+        == ["checkpoint-2", "checkpoint-3"]
     config2 = sft_run["config2"]
     assert config2["max_steps"] == 3 and config2["command"] == "sft"
     assert config2["previous"]["max_steps"] == 2 and config2["previous"]["command"] == "sft"
@@ -239,15 +241,16 @@ def test_cli_config_file_values_are_used_and_the_command_line_wins(sft_run):
     assert adapter["r"] == 4 and adapter["lora_alpha"] == 8  # and used
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # GRPO: one step with a reward that differs between completions whatever their verdict
 
 
 @pytest.fixture(scope="module")
 def grpo_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("grpo") / "run"
-    config = GRPOConfig(**GRPO_TINY, run_dir=str(run_dir), problems=(RELU, SCALE_SHIFT), max_completion_length=32,
-                        reward="train_rewards:text_hash", curriculum=True, micro_batch=1, continuous_batching=True)
+    config = GRPOConfig(**GRPO_TINY, run_dir=str(run_dir), problems=(RELU, SCALE_SHIFT),
+                        max_completion_length=32, reward="train_rewards:text_hash", curriculum=True,
+                        micro_batch=1, continuous_batching=True)
     # micro_batch 1: the step's 2 completions in 2 accumulated passes; generated with transformers' continuous
     # batching (the two-stage runs below generate the default way)
     return config, run_grpo(config)
@@ -259,7 +262,8 @@ def test_grpo_step_rewards_real_verdicts_and_updates_the_adapter(grpo_run, suite
     run_dir = Path(config.run_dir)
     assert outcome.steps == 1 and outcome.resumed_from is None
     rollouts = jsonl(run_dir / "rollouts.jsonl")
-    assert len(rollouts) == 2 and {r["step"] for r in rollouts} == {1} and {r["stage"] for r in rollouts} == {None}
+    assert (len(rollouts) == 2 and {r["step"] for r in rollouts} == {1}
+            and {r["stage"] for r in rollouts} == {None})
     assert len({r["problem_id"] for r in rollouts}) == 1  # one group: 2 completions of one prompt
     problem = suite.get(rollouts[0]["problem_id"])
     assert problem.id in (RELU, SCALE_SHIFT)
@@ -327,12 +331,13 @@ def test_grpo_resume_of_a_finished_run_trains_no_more(grpo_run):
 
 
 def test_no_verdict_completions_get_no_reward_or_their_groups_mean(tmp_path, suite, prompts, cpu_evaluator):
-    """An evaluation that says nothing about the code (here the problem's reference fails in the judge, as on a GPU
-    a trainer filled) neither rewards nor punishes the completion: None (TRL gives it advantage 0), or with
-    missing='neutral' its group's mean; it is logged as such."""
+    """An evaluation that says nothing about the code (here the problem's reference fails in the judge, as on
+    a GPU a trainer filled) neither rewards nor punishes the completion: None (TRL gives it advantage 0), or
+    with missing='neutral' its group's mean; it is logged as such."""
     relu = suite.get(RELU)
     broken_path = tmp_path / "broken.py"
-    broken_path.write_text(relu.path.read_text().replace("return torch.relu(x)", "raise RuntimeError('ref bug')"))
+    broken_path.write_text(relu.path.read_text().replace("return torch.relu(x)",
+                                                         "raise RuntimeError('ref bug')"))
     broken = load_problem(broken_path)
     solution = fenced(suite.solution_path(relu).read_text())
     rollouts, logged = tmp_path / "rollouts.jsonl", {}
@@ -353,7 +358,8 @@ def test_no_verdict_completions_get_no_reward_or_their_groups_mean(tmp_path, sui
     # the curriculum hears the verdicts only
     assert groups[0] == {RELU: [True, False, True], "broken": [False]}
     recorded = jsonl(rollouts)[5:]
-    assert [r["status"] for r in recorded] == ["correct", "format_error", "correct", "format_error", "runtime_error"]
+    assert [r["status"] for r in recorded] == ["correct", "format_error", "correct", "format_error",
+                                               "runtime_error"]
     assert {r["round"] for r in recorded} == {2}  # a dynamic-sampling round, scored like the first
     assert "reference failed" in recorded[4]["message"] and recorded[4]["reward"] is None
     assert recorded[4]["no_verdict"] and not recorded[3]["no_verdict"]
@@ -389,7 +395,8 @@ def test_dynamic_sampling_resamples_groups_with_fewer_than_two_verdicts():
 
 
 def test_training_memory_cap_applies_when_the_evaluator_shares_the_gpu():
-    assert evaluator_shares_gpu("auto", 0) and evaluator_shares_gpu("cuda", 0) and evaluator_shares_gpu("cuda:1", 1)
+    assert (evaluator_shares_gpu("auto", 0) and evaluator_shares_gpu("cuda", 0)
+            and evaluator_shares_gpu("cuda:1", 1))
     assert not evaluator_shares_gpu("cpu", 0) and not evaluator_shares_gpu("cuda:1", 0)
     assert not evaluator_shares_gpu("auto", 1)
     # the evaluator's GPU memory budget beside a trainer capped at 0.6 of an 80 GiB card: 0.8 of the other 0.4
@@ -426,7 +433,7 @@ def test_rewards_can_skip_the_bench_sized_inputs_but_heldout_evaluations_check_t
         session.close()
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Two-stage
 
 
@@ -451,7 +458,8 @@ def test_two_stage_trains_stage_2_on_stage_1s_correct_kernels(tmp_path, suite, p
     problem = suite.get(RELU)
     solution = suite.solution_path(problem).read_text()
     with cpu_evaluator.with_verdict(timing=False) as evaluator:
-        reward = KernelReward(evaluator, {RELU: problem}, frontend.reward, rollouts=front_rollouts, stage="frontend")
+        reward = KernelReward(evaluator, {RELU: problem}, frontend.reward, rollouts=front_rollouts,
+                              stage="frontend")
         scored = asyncio.run(reward(prompts=[prompts.initial(problem)],
                                     completions=[[{"role": "assistant", "content": fenced(solution)}]],
                                     problem_id=[RELU], trainer_state=SimpleNamespace(global_step=0)))
@@ -471,13 +479,14 @@ def test_two_stage_trains_stage_2_on_stage_1s_correct_kernels(tmp_path, suite, p
     assert config["command"] == "grpo-midend" and config["rows"] == 1
     assert config["adapter"] == str(run_dir / "frontend" / "adapter")
     mid = jsonl(run_dir / "midend" / "rollouts.jsonl")
-    assert len(mid) == 2 and {r["stage"] for r in mid} == {"midend"} and {r["problem_id"] for r in mid} == {RELU}
+    assert (len(mid) == 2 and {r["stage"] for r in mid} == {"midend"}
+            and {r["problem_id"] for r in mid} == {RELU})
     for record in mid:
         assert solution.strip() in record["prompt"][-1]["content"]
         assert record["status"] != "correct" and record["reward"] == -10.0  # the midend preset's failure
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The test split never enters training data
 
 
@@ -536,14 +545,15 @@ def test_the_test_split_never_enters_a_training_set(suite, prompts, family_suite
         check_no_test_leak([{"problem_id": "level0/99_nothing"}], suite)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The command line
 
 
 @pytest.mark.slow
 def test_sft_stopped_between_save_steps_keeps_its_last_step(tmp_path, monkeypatch):
-    """Ctrl-C after step 2 of 3 (saves every 50): checkpoint-2 and its adapter stay in the run directory, and the
-    same command resumes there; the resumed run ends at max_steps before a save step and still checkpoints."""
+    """Ctrl-C after step 2 of 3 (saves every 50): checkpoint-2 and its adapter
+    stay in the run directory, and the same command resumes there; the resumed
+    run ends at max_steps before a save step and still checkpoints."""
     from transformers import TrainerCallback
 
     import kernelrl.train.sft as sft_module

@@ -62,7 +62,8 @@ def jsonl(path: Path) -> list[dict]:
 def lora_b(adapter: Path) -> list[torch.Tensor]:
     from safetensors.torch import load_file
 
-    return [w for name, w in load_file(str(adapter / "adapter_model.safetensors")).items() if "lora_B" in name]
+    return [w for name, w in load_file(str(adapter / "adapter_model.safetensors")).items()
+            if "lora_B" in name]
 
 
 def step_records(run_dir: Path) -> list[dict]:
@@ -118,8 +119,9 @@ def test_a_resampled_group_with_a_spread_is_what_the_step_trains_on(tmp_path):
     run_dir = tmp_path / "run"
     # micro-batches of 1 and 2 iterations: TRL keeps old
     # log-probs; beta > 0: reference log-probs too (both spliced)
-    config = GRPOConfig(**TINY, run_dir=str(run_dir), max_steps=1, reward="test_train_dynamic:equal_first_round",
-                        dynamic_sampling=2, micro_batch=1, num_iterations=2, beta=0.04, continuous_batching=True)
+    config = GRPOConfig(**TINY, run_dir=str(run_dir), max_steps=1,
+                        reward="test_train_dynamic:equal_first_round", dynamic_sampling=2, micro_batch=1,
+                        num_iterations=2, beta=0.04, continuous_batching=True)
     outcome = run_grpo(config)
     assert outcome.steps == 1
     rollouts = jsonl(run_dir / "rollouts.jsonl")
@@ -146,8 +148,8 @@ def test_a_group_still_equal_after_n_rounds_stays_and_resume_continues(tmp_path)
     from kernelrl.train.grpo import run_grpo
 
     run_dir = tmp_path / "run"
-    config = GRPOConfig(**TINY, run_dir=str(run_dir), max_steps=1, save_steps=1, reward="test_train_dynamic:constant",
-                        dynamic_sampling=1)
+    config = GRPOConfig(**TINY, run_dir=str(run_dir), max_steps=1, save_steps=1,
+                        reward="test_train_dynamic:constant", dynamic_sampling=1)
     outcome = run_grpo(config)
     rollouts = jsonl(run_dir / "rollouts.jsonl")
     assert [(r["step"], r["round"]) for r in rollouts] == [(1, 1), (1, 1), (1, 2), (1, 2)]

@@ -1,6 +1,6 @@
-"""The training (RL) profile: the settings of `VerdictSettings.training()` and `EvaluatorSettings.training()`, its adaptive stop on the speedup's relative
-standard error (the rule as a unit, the host-clock timer with real samples, and a real evaluation in CPU mode
-with `cpu_timing`), and baselines only from the baseline cache."""
+"""The training (RL) profile: the settings of `VerdictSettings.training()` and `EvaluatorSettings.training()`,
+its adaptive stop on the speedup's relative standard error (the rule as a unit, the host-clock timer with real
+samples, and a real evaluation in CPU mode with `cpu_timing`), and baselines only from the baseline cache."""
 
 from __future__ import annotations
 
@@ -27,13 +27,14 @@ def test_training_profile_settings():
     default, training = VerdictSettings(), VerdictSettings.training()
     own_default, own_training = EvaluatorSettings(), EvaluatorSettings.training()
     assert training.speedup_rse_target == 0.01 and training.baseline_source == "cache"
-    assert training.timer.min_reps == 10 and training.timer.max_ms == 200.0 and training.timer.rse_target is None
+    assert (training.timer.min_reps == 10 and training.timer.max_ms == 200.0
+            and training.timer.rse_target is None)
     # cores and memory decide
     assert own_training.max_concurrency is None and own_training.compile_slots is None
     # correctness and every check as by default
-    same = ("trials", "input_sets", "tolerances", "timing", "inductor_baseline", "static_checks", "rule_policy",
-            "runtime_policy", "timing_variants", "timing_mode", "min_kernel_gpu_fraction", "speed_of_light_margin",
-            "flop_floor_margin", "refuse_flagged_problems", "seed")
+    same = ("trials", "input_sets", "tolerances", "timing", "inductor_baseline", "static_checks",
+            "rule_policy", "runtime_policy", "timing_variants", "timing_mode", "min_kernel_gpu_fraction",
+            "speed_of_light_margin", "flop_floor_margin", "refuse_flagged_problems", "seed")
     assert {k: getattr(training, k) for k in same} == {k: getattr(default, k) for k in same}
     same_own = ("isolate_network", "isolate_processes", "readonly_filesystem", "result_cache")
     assert {k: getattr(own_training, k) for k in same_own} == {k: getattr(own_default, k) for k in same_own}
@@ -90,13 +91,14 @@ def test_host_timer_unreachable_rse_stops_at_max_ms():
     assert raw["stopped"] == "max_ms", raw["stopped"]
     assert raw["host_ms"]["reps"] <= 2 * 60 + 50  # batches are trimmed to what max_ms still holds
     assert time.perf_counter() - started < 5
-    fixed = time_host(_work, clock=time.perf_counter, settings=TimerSettings(warmup_ms=2, target_ms=10, min_reps=7))
+    fixed = time_host(_work, clock=time.perf_counter,
+                      settings=TimerSettings(warmup_ms=2, target_ms=10, min_reps=7))
     assert fixed["stopped"] == "fixed" and len(fixed["times_ms"]) >= 7
 
 
 def _stats(median: float, rse: float | None) -> TimingStats:
-    return TimingStats(median_ms=median, mean_ms=median, min_ms=median, max_ms=median, iqr_ms=0.0, rel_spread=0.0,
-                       reps=50, warmup=3, method="cuda-events", rse=rse)
+    return TimingStats(median_ms=median, mean_ms=median, min_ms=median, max_ms=median, iqr_ms=0.0,
+                       rel_spread=0.0, reps=50, warmup=3, method="cuda-events", rse=rse)
 
 
 def test_baselines_only_from_the_cache(tmp_path, suite):
@@ -111,7 +113,8 @@ def test_baselines_only_from_the_cache(tmp_path, suite):
     assert missed.eager is None and missed.speedup_vs_eager is None
     assert "kernelrl baselines" in missed.unavailable_reason
     # an entry stored under the default profile's timer serves the training profile (same measurement)
-    default_measure = Measurer(VerdictSettings(inductor_baseline=False), None, DeviceGate(), cache, lambda: env)
+    default_measure = Measurer(VerdictSettings(inductor_baseline=False), None, DeviceGate(), cache,
+                               lambda: env)
     cache.put(default_measure.baseline_key(problem), BaselineEntry(eager=_stats(1.0, 0.006), inductor=None))
     hit = measure.baselines(problem, 0, TimingReport(candidate=_stats(0.5, 0.008)))
     assert hit.speedup_vs_eager == pytest.approx(2.0) and hit.speedup_rse == pytest.approx(0.01)
@@ -133,7 +136,8 @@ def test_training_profile_times_until_the_rse_target(suite, cpu_evaluator):
     # CPU mode: no baselines, so the candidate aims for the speedup target / sqrt(2) on its own median (the
     # training profile's evaluator side only sizes batches: one evaluation needs the shared evaluator alone)
     verdict = VerdictSettings.training(trials=2, cpu_timing=True, speedup_rse_target=0.05,
-                                       timer=TimerSettings(warmup_ms=5, min_reps=5, max_reps=5000, max_ms=3000))
+                                       timer=TimerSettings(warmup_ms=5, min_reps=5, max_reps=5000,
+                                                           max_ms=3000))
     result = cpu_evaluator.evaluate(problem, RELU, verdict=verdict)
     assert result.status is Status.CORRECT, result.message
     stats = result.timing.candidate

@@ -1,5 +1,5 @@
-"""A completion cut off by the token limit (its code block never closed) is a format error that says so, never a
-verdict on the partial module: a `forward` cut before its kernel launch would otherwise parse and be judged
+"""A completion cut off by the token limit (its code block never closed) is a format error that says so, never
+a verdict on the partial module: a `forward` cut before its kernel launch would otherwise parse and be judged
 `hack_detected` by the static rules (no-custom-kernel)."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Verdicts unchanged: every corpus file through tests/corpus_runner.py (one CPU evaluator, each class's verdict
-settings per call, as the mutation tests run it) gives the verdict of the committed table (tests/verdict_table.py;
-the reference solutions' rows are checked by test_suite, which evaluates them anyway)."""
+"""Verdicts unchanged: every corpus file through tests/corpus_runner.py (one CPU
+evaluator, each class's verdict settings per call, as the mutation tests run it)
+gives the verdict of the committed table (tests/verdict_table.py; the reference
+solutions' rows are checked by test_suite, which evaluates them anyway)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,13 @@ def test_every_corpus_file_keeps_its_verdict_in_the_table():
     names = sorted(c.name for c in corpus.all_cases())
     table = verdict_table.load()
     assert set(names) <= set(table), f"corpus files missing from the table: {sorted(set(names) - set(table))}"
-    done = subprocess.run([sys.executable, str(HERE / "corpus_runner.py"), *names], capture_output=True, text=True,
-                          env={**os.environ, "KERNELRL_RESULT_CACHE": "0"}, timeout=850, cwd=HERE)
-    got = verdict_table.table_rows([json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")])
+    done = subprocess.run([sys.executable, str(HERE / "corpus_runner.py"), *names], capture_output=True,
+                          text=True, env={**os.environ, "KERNELRL_RESULT_CACHE": "0"}, timeout=850, cwd=HERE)
+    got = verdict_table.table_rows([json.loads(line)
+                                    for line in done.stdout.splitlines() if line.startswith("{")])
     assert len(got) == len(names), f"the runner answered {len(got)} of {len(names)}:\n{done.stderr[-3000:]}"
-    changed = {row["name"]: (table[row["name"]], row["verdict"]) for row in got if table[row["name"]] != row["verdict"]}
+    changed = {row["name"]: (table[row["name"]], row["verdict"])
+               for row in got if table[row["name"]] != row["verdict"]}
     assert not changed, f"verdicts changed (table, now): {changed}"
 
 

@@ -82,8 +82,8 @@ class CorrectnessReport:
     input_sets: list[str] = field(default_factory=list)  # named input sets the trials covered
     mismatch: Mismatch | None = None
     # how outputs were compared (kernelrl.verify.tolerance.tolerance_model): 'allclose', or
-    # 'allclose|float64-reference(k=3)' (an element may also be within k x the reference's own error of the float64
-    # answer); and how many correctness trials passed only thanks to that allowance
+    # 'allclose|float64-reference(k=3)' (an element may also be within k x the reference's own error
+    # of the float64 answer); and how many correctness trials passed only thanks to that allowance
     tolerance_model: str = "allclose"
     trials_within_reference_error: int = 0
 

@@ -1,5 +1,5 @@
-"""A real reward service on loopback for the serve tests: uvicorn on a free port, in a thread of the test process,
-over a scorer the test gives (usually the session's CPU evaluator)."""
+"""A real reward service on loopback for the serve tests: uvicorn on a free port, in a thread of the test
+process, over a scorer the test gives (usually the session's CPU evaluator)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """kernelrl as an OpenEnv environment, served by the reward service on loopback and driven by OpenEnv's own
-client: the task on reset, the verdict's feedback and reward on step, sessions kept apart, the token enforced on
-WebSocket sessions, and evaluations run on the server's event loop through the service."""
+client: the task on reset, the verdict's feedback and reward on step, sessions kept apart, the token enforced
+on WebSocket sessions, and evaluations run on the server's event loop through the service."""
 
 from __future__ import annotations
 
@@ -66,8 +66,8 @@ def test_reset_gives_the_task_and_steps_give_verdict_feedback_and_reward(env_ser
         assert "ModelNew" in task.problem_description and task.system_prompt
         good = env.step(KernelAction(problem_id=RELU.id, code=f"```python\n{RELU_OK}\n```"))
         obs = good.observation
-        assert (obs.status, obs.correctness_pass, obs.compilation_success, obs.no_verdict) == ("correct", True,
-                                                                                            True, False)
+        assert (obs.status, obs.correctness_pass, obs.compilation_success, obs.no_verdict) \
+            == ("correct", True, True, False)
         assert good.done and obs.turn == 1 and "Verdict: correct" in obs.feedback
         assert good.reward == pytest.approx(composite_of(env_server, obs)) and good.reward > 1.0
         state = env.state()
@@ -115,7 +115,8 @@ def test_stateless_http_step_takes_the_problem_from_the_action(env_server):
     body = reply.json()
     assert body["observation"]["problem_id"] == SILU.id and body["observation"]["status"] == "correct"
     assert body["done"] and body["reward"] > 1.0
-    unknown = httpx.post(f"{env_server.url}/openenv/step", json={"action": {"problem_id": "nope", "code": "x"}})
+    unknown = httpx.post(f"{env_server.url}/openenv/step",
+                         json={"action": {"problem_id": "nope", "code": "x"}})
     assert unknown.status_code == 422 and "unknown problem" in unknown.text
 
 
@@ -146,7 +147,8 @@ def test_sessions_need_the_token_when_the_service_has_one(cpu_evaluator):
         url = f"{served.url}/openenv"
         with pytest.raises(ConnectionError), KernelEnvClient(url).sync() as env:
             env.reset(problem_id=RELU.id)
-        with pytest.raises(ConnectionError), KernelEnvClient(url, token="wrong-token-of-some-length").sync() as env:
+        with pytest.raises(ConnectionError), \
+                KernelEnvClient(url, token="wrong-token-of-some-length").sync() as env:
             env.reset(problem_id=RELU.id)
         assert httpx.post(f"{url}/reset", json={"problem_id": RELU.id}).status_code == 401
         with KernelEnvClient(url, token=token).sync() as env:

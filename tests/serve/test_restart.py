@@ -1,5 +1,6 @@
-"""`kernelrl serve` as users start it: a server killed with SIGKILL and started again on the same journal still
-answers every verdict it had answered, without evaluating again; what the command refuses before it starts."""
+"""`kernelrl serve` as users start it: a server killed with SIGKILL and
+started again on the same journal still answers every verdict it had answered,
+without evaluating again; what the command refuses before it starts."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ SOLUTION = SUITE.solution_path(RELU).read_text()
 
 
 def start(port: int, journal, token_file) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "kernelrl.cli", "serve", "--device", "cpu", "--port", str(port),
-                             "--journal", str(journal), "--token-file", str(token_file), "--no-cache"],
+    return subprocess.Popen([sys.executable, "-m", "kernelrl.cli", "serve", "--device", "cpu",
+                             "--port", str(port), "--journal", str(journal), "--token-file", str(token_file),
+                             "--no-cache"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -46,7 +48,8 @@ def metric(text: str, name: str) -> float:
 @pytest.mark.slow
 def test_a_killed_server_restarted_on_its_journal_answers_what_it_had_answered(tmp_path):
     token_file = tmp_path / "token"
-    subprocess.run([sys.executable, "-m", "kernelrl.cli", "serve", "--new-token", str(token_file)], check=True)
+    subprocess.run([sys.executable, "-m", "kernelrl.cli", "serve", "--new-token", str(token_file)],
+                   check=True)
     assert oct(token_file.stat().st_mode & 0o777) == "0o600"
     headers = {"Authorization": f"Bearer {token_file.read_text().strip()}", "Idempotency-Key": "step-3"}
     journal, port = tmp_path / "journal.sqlite", free_port()
@@ -57,7 +60,8 @@ def test_a_killed_server_restarted_on_its_journal_answers_what_it_had_answered(t
     first = start(port, journal, token_file)
     try:
         wait_ready(first, url)
-        answered = httpx.post(f"{url}/v1/evaluate", json=request, headers=headers, timeout=300).json()["results"]
+        answered = httpx.post(f"{url}/v1/evaluate", json=request, headers=headers,
+                              timeout=300).json()["results"]
         assert [a["result"]["status"] for a in answered] == ["correct", "wrong_output", "format_error"]
     finally:
         os.kill(first.pid, signal.SIGKILL)
@@ -65,7 +69,8 @@ def test_a_killed_server_restarted_on_its_journal_answers_what_it_had_answered(t
     second = start(port, journal, token_file)
     try:
         wait_ready(second, url)
-        replayed = httpx.post(f"{url}/v1/evaluate", json=request, headers=headers, timeout=300).json()["results"]
+        replayed = httpx.post(f"{url}/v1/evaluate", json=request, headers=headers,
+                              timeout=300).json()["results"]
         assert replayed == answered
         metrics = httpx.get(f"{url}/metrics", headers=headers).text
         assert metric(metrics, "kernelrl_verdicts_total") == 0  # nothing was evaluated again
@@ -76,7 +81,8 @@ def test_a_killed_server_restarted_on_its_journal_answers_what_it_had_answered(t
 
 
 def test_serve_refuses_an_open_address_without_a_token():
-    done = subprocess.run([sys.executable, "-m", "kernelrl.cli", "serve", "--host", "0.0.0.0", "--device", "cpu"],
+    done = subprocess.run([sys.executable, "-m", "kernelrl.cli", "serve", "--host", "0.0.0.0",
+                           "--device", "cpu"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "--token-file" in done.stderr

@@ -1,5 +1,5 @@
-"""The reward service over real components (uvicorn on loopback, the CPU evaluator, SQLite): the same verdicts as
-in-process, and what it refuses, holds, replays and deduplicates."""
+"""The reward service over real components (uvicorn on loopback, the CPU evaluator, SQLite): the same verdicts
+as in-process, and what it refuses, holds, replays and deduplicates."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ class Counting(ScorerBase):
 
 
 def body(*texts: str, problem=RELU, **extra) -> dict:
-    return {"items": [{"id": k, "problem": {"id": problem.id}, "code": t} for k, t in enumerate(texts)], **extra}
+    return {"items": [{"id": k, "problem": {"id": problem.id}, "code": t} for k, t in enumerate(texts)],
+            **extra}
 
 
 def statuses(response: httpx.Response) -> list[str]:
@@ -117,10 +118,12 @@ def test_no_token_is_401_and_nothing_is_evaluated(cpu_evaluator):
     ({**body(SOLUTION), "verdict": {"extra_rules": ["evil:RULE"]}}, 422, "does not take ['extra_rules']"),
     ({**body(SOLUTION), "verdict": {"trials": 0}}, 422, "trials must be at least 1"),
     ({"items": [{"problem": {"id": "level9/none"}, "code": "x"}]}, 422, "unknown problem 'level9/none'"),
-    ({"items": [{"problem": {"id": RELU.id, "sha256": "0" * 64}, "code": "x"}]}, 422, "differs between client"),
+    ({"items": [{"problem": {"id": RELU.id, "sha256": "0" * 64}, "code": "x"}]}, 422,
+     "differs between client"),
     ({"items": [{"problem": {"id": RELU.id}, "code": "x"}], "surprise": 1}, 422, "surprise"),
     (body(*["x"] * 9), 413, "at most 8"),
-    ({"items": [{"problem": {"id": RELU.id}, "code": "#" * 5000}]}, 422, "over the server's limit of 4096 bytes"),
+    ({"items": [{"problem": {"id": RELU.id}, "code": "#" * 5000}]}, 422,
+     "over the server's limit of 4096 bytes"),
     ({"items": [{"problem": {"id": RELU.id}, "code": "#" * 70_000}]}, 413, "request body"),
 ])
 def test_bad_requests_say_what_is_wrong_and_evaluate_nothing(cpu_evaluator, payload, status, says):
@@ -145,14 +148,16 @@ def test_problem_sources_and_module_rewards_are_refused_without_trust(cpu_evalua
         assert refused.status_code == 422 and "--trust-sources" in refused.json()["detail"]
         module = httpx.post(f"{served.url}/v1/reward", json={**body(SOLUTION), "reward": "os:system"})
         assert module.status_code == 422 and "unknown reward 'os:system'" in module.json()["detail"]
-        preset = httpx.post(f"{served.url}/v1/reward", json={**body(SOLUTION), "reward": "kernelrl.rewards:tiered"})
+        preset = httpx.post(f"{served.url}/v1/reward",
+                            json={**body(SOLUTION), "reward": "kernelrl.rewards:tiered"})
         assert preset.status_code == 422
         assert counting.items == 0 and not marker.exists()
         named = httpx.post(f"{served.url}/v1/reward", json={**body(SOLUTION), "reward": "fast"}, timeout=300)
         assert named.status_code == 200 and named.json()["rewards"][0] is not None
     with serve(counting, settings=ServiceSettings(trust_problem_sources=True)) as trusting:
         mine = httpx.post(f"{trusting.url}/v1/evaluate", timeout=300,
-                          json={"items": [{"problem": {"id": "mine", "source": RELU.source}, "code": SOLUTION}]})
+                          json={"items": [{"problem": {"id": "mine", "source": RELU.source},
+                                           "code": SOLUTION}]})
         assert statuses(mine) == ["correct"]
 
 
@@ -161,7 +166,8 @@ def test_a_flood_gets_429_with_retry_after_and_the_client_recovers(cpu_evaluator
     settings = ServiceSettings(max_batch=2, max_queued_items=2)
     with serve(cpu_evaluator, settings=settings) as served:
         first = threading.Thread(target=httpx.post, args=(f"{served.url}/v1/evaluate",),
-                                 kwargs={"json": body(variant(SOLUTION, 10), variant(SOLUTION, 11)), "timeout": 300})
+                                 kwargs={"json": body(variant(SOLUTION, 10), variant(SOLUTION, 11)),
+                                         "timeout": 300})
         first.start()
         end = time.monotonic() + 30
         while served.service.outstanding < 2 and time.monotonic() < end:
@@ -218,7 +224,8 @@ def test_duplicate_completions_of_a_group_are_evaluated_once(cpu_evaluator):
 def test_verdict_settings_per_request_are_part_of_the_key(cpu_evaluator):
     counting = Counting(cpu_evaluator)
     with serve(counting) as served, Client(served.url) as client:
-        two = client.evaluate(RELU, variant(SOLUTION, 40), verdict=dataclasses.replace(client.verdict, trials=2))
+        two = client.evaluate(RELU, variant(SOLUTION, 40),
+                              verdict=dataclasses.replace(client.verdict, trials=2))
         four = client.with_verdict(trials=4).evaluate(RELU, variant(SOLUTION, 40))
         assert (two.correctness.trials_planned, four.correctness.trials_planned) == (2, 4)
         assert counting.items == 2

@@ -1,7 +1,7 @@
 """The slime route against what slime sends and reads: `--rm-type remote_rm --rm-url .../slime/reward` posts
-`{"prompt", "response", "label"}` (slime/rollout/rm_hub `remote_rm`), takes the JSON reply as the sample's reward
-and, with `--reward-key score`, trains on `reply["score"]`; a non-2xx reply makes it retry, so a full queue is
-held, not refused."""
+`{"prompt", "response", "label"}` (slime/rollout/rm_hub `remote_rm`), takes the JSON reply as the sample's
+reward and, with `--reward-key score`, trains on `reply["score"]`; a non-2xx reply makes it retry, so a full
+queue is held, not refused."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def test_slime_reads_the_composite_reward_under_its_reward_key(cpu_evaluator, cp
         assert body["score"] == pytest.approx(expected[text])
     assert [replies[t].json()["status"] for t in (CORRECT, WRONG, NO_CODE)] == ["correct", "wrong_output",
                                                                                 "format_error"]
-    assert replies[CORRECT].json()["score"] > replies[WRONG].json()["score"] > replies[NO_CODE].json()["score"]
+    assert (replies[CORRECT].json()["score"] > replies[WRONG].json()["score"]
+            > replies[NO_CODE].json()["score"])
     assert replies[CORRECT].json()["correct"] is True and replies[WRONG].json()["correct"] is False
     chat = slime_post(cpu_server.url, CORRECT, prompt=[{"role": "user", "content": PROMPT}])  # a chat prompt
     assert chat.status_code == 200 and chat.json()["score"] == pytest.approx(expected[CORRECT])
@@ -65,7 +66,8 @@ def test_a_full_queue_holds_slime_then_answers_a_neutral_score_not_429(cpu_evalu
             while served.service.outstanding < 1:
                 assert time.monotonic() < end, "the first request never took the queue's slot"
                 time.sleep(0.01)
-            refused = httpx.post(evaluate, json={"items": [{"problem": {"id": RELU.id}, "completion": WRONG}]})
+            refused = httpx.post(evaluate,
+                                 json={"items": [{"problem": {"id": RELU.id}, "completion": WRONG}]})
             assert refused.status_code == 429  # the queue is full: kernelrl's own route refuses
             started = time.monotonic()
             held = slime_post(served.url, WRONG)

@@ -1,6 +1,6 @@
 """The benchmark driver: the agent over a list of problems into a resumable run directory, then metrics
-(`metrics.json`), the KernelBench-compatible `eval_results.json`, the best kernels (`kernels/`, correct only) and
-each unsolved problem's best attempt (`attempts/best-incorrect/`)."""
+(`metrics.json`), the KernelBench-compatible `eval_results.json`, the best kernels (`kernels/`, correct only)
+and each unsolved problem's best attempt (`attempts/best-incorrect/`)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ class BenchResult:
     eval_results: Path
 
 
-def solutions_replay(suite: Suite, problems: Sequence[Problem], path: str | Path) -> tuple[Path, list[Problem]]:
+def solutions_replay(suite: Suite, problems: Sequence[Problem],
+                     path: str | Path) -> tuple[Path, list[Problem]]:
     """Write a replay file serving each problem's reference solution (as a fenced completion, every turn and
     sample). Returns the file and the problems that have a solution."""
     records, covered = [], []
@@ -49,14 +50,15 @@ def solutions_replay(suite: Suite, problems: Sequence[Problem], path: str | Path
 
 
 def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, evaluator: Scorer,
-              config: AgentConfig | None = None, prompts: Prompts | None = None, kernel_db: KernelDB | None = None,
-              info: dict[str, Any] | None = None, on_step: Callable[[Step], None] | None = None,
+              config: AgentConfig | None = None, prompts: Prompts | None = None,
+              kernel_db: KernelDB | None = None, info: dict[str, Any] | None = None,
+              on_step: Callable[[Step], None] | None = None,
               on_problem: Callable[[Problem, ProblemOutcome | None], None] | None = None,
               problem_concurrency: int = 1, **agent_options: Any) -> BenchResult:
-    """Run (or resume) a benchmark. Finished (problem, sample, turn) attempts recorded in `run_dir` are reused,
-    not generated or evaluated again. `problem_concurrency` problems are solved at once (their evaluations
-    share the evaluator's sandboxes; GPU timing stays one at a time; `on_step`/`on_problem` are then called
-    from worker threads). `agent_options` go to `Agent` (judge, judge_lambda, judge_verify)."""
+    """Run (or resume) a benchmark. Finished (problem, sample, turn) attempts recorded in `run_dir` are
+    reused, not generated or evaluated again. `problem_concurrency` problems are solved at once (their
+    evaluations share the evaluator's sandboxes; GPU timing stays one at a time; `on_step`/`on_problem` are
+    then called from worker threads). `agent_options` go to `Agent` (judge, judge_lambda, judge_verify)."""
     if not problems:
         raise ValueError("no problems to benchmark")
     if problem_concurrency < 1:
@@ -65,8 +67,8 @@ def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, 
     store = RunStore(run_dir)
     store.write_config({"policy": policy.name, "agent": dataclasses.asdict(config),
                         "problems": [p.id for p in problems], **(info or {})})
-    agent = Agent(policy, evaluator, config, prompts=prompts, store=store, kernel_db=kernel_db, on_step=on_step,
-                  **agent_options)
+    agent = Agent(policy, evaluator, config, prompts=prompts, store=store, kernel_db=kernel_db,
+                  on_step=on_step, **agent_options)
 
     def solve(problem: Problem) -> ProblemOutcome:
         if on_problem is not None:
@@ -92,9 +94,10 @@ def run_bench(policy: Policy, problems: Sequence[Problem], run_dir: str | Path, 
     return finish_run(store.run_dir, outcomes, {p.id for p in problems})
 
 
-def finish_run(run_dir: Path, outcomes: list[ProblemOutcome], problem_ids: set[str] | None = None) -> BenchResult:
-    """Compute and write the run's metrics, KernelBench export, best kernels (kernels/<id>.py, correct only) and
-    unsolved problems' best attempts (attempts/best-incorrect/<id>.py), from what the store holds."""
+def finish_run(run_dir: Path, outcomes: list[ProblemOutcome],
+               problem_ids: set[str] | None = None) -> BenchResult:
+    """Compute and write the run's metrics, KernelBench export, best kernels (kernels/<id>.py, correct only)
+    and unsolved problems' best attempts (attempts/best-incorrect/<id>.py), from what the store holds."""
     steps = RunStore(run_dir).steps()
     if problem_ids is not None:
         steps = [s for s in steps if s.problem_id in problem_ids]

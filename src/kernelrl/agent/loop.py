@@ -1,7 +1,7 @@
 """The agent: per problem, K refinement turns x N parallel samples, scored by a reward preset.
 
-Refine mode: sample s starts from the first-turn prompt; at each later turn it is asked to improve its own last
-kernel given the evaluator's feedback. A chain stops once it is correct and no speedup was measured (CPU
+Refine mode: sample s starts from the first-turn prompt; at each later turn it is asked to improve its own
+last kernel given the evaluator's feedback. A chain stops once it is correct and no speedup was measured (CPU
 interpreter: nothing left to improve measurably); with timings, correct chains keep optimizing.
 
 Evolve mode: a population of this problem's evaluated kernels (best `population` by reward, distinct code);
@@ -98,9 +98,9 @@ class Agent:
     """Runs the refinement loop for problems with one policy and one evaluator."""
 
     def __init__(self, policy: Policy, evaluator: Scorer, config: AgentConfig | None = None,
-                 prompts: Prompts | None = None, store: RunStore | None = None, kernel_db: KernelDB | None = None,
-                 on_step: Callable[[Step], None] | None = None, judge: LLMJudge | None = None,
-                 judge_lambda: float = 0.0, judge_verify: str = "off") -> None:
+                 prompts: Prompts | None = None, store: RunStore | None = None,
+                 kernel_db: KernelDB | None = None, on_step: Callable[[Step], None] | None = None,
+                 judge: LLMJudge | None = None, judge_lambda: float = 0.0, judge_verify: str = "off") -> None:
         """`judge` (optional): with `judge_lambda` > 0 the reward is r + lambda*J (see rewards.judge);
         `judge_verify` 'warn' records the judge's hack finding on correct kernels, 'enforce' also turns the
         verdict into hack_detected, 'off' does neither."""
@@ -133,7 +133,8 @@ class Agent:
         if result is None:
             result = self.evaluator.evaluate_one(problem, candidate)
         if self.judge is not None and self.judge_verify != "off" and code is not None:
-            result = verify_with_judge(result, problem, code, self.judge, enforce=self.judge_verify == "enforce")
+            result = verify_with_judge(result, problem, code, self.judge,
+                                       enforce=self.judge_verify == "enforce")
         if self._judged is not None:
             reward = self._judged(result, problem, code)
         else:
@@ -187,7 +188,8 @@ class Agent:
             if stopped or not new:
                 break
         if self.store is not None and stopped:
-            self.store.mark_problem(problem.id, {"finished_at_turn": max(s.turn for s in steps), "stopped_early": True})
+            self.store.mark_problem(problem.id,
+                                    {"finished_at_turn": max(s.turn for s in steps), "stopped_early": True})
         return ProblemOutcome(problem.id, steps, best_step(steps), stopped)
 
     def _turn(self, problem: Problem, turn: int, history: list[Step],
@@ -230,7 +232,8 @@ class Agent:
         items = [(problem, completion.text) for _, _, completion, _ in attempts]
         for k, result in self.evaluator.evaluate_indexed(items, kind="completion"):
             sample, messages, completion, parent = attempts[k]
-            steps[k] = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent), result)
+            steps[k] = self._evaluate(problem, sample, turn, messages, completion, _parent_tag(parent),
+                                      result)
         return [steps[i] for i in range(len(attempts))]
 
     def _inspirations(self, problem: Problem, exclude: set[str]) -> list:
@@ -249,7 +252,8 @@ class Agent:
                     block = self.prompts.render("inspiration.md", kernels="\n".join(
                         f"\n### {i.problem_id} (reward {i.reward:.3g})\n\n```python\n{i.code.strip()}\n```"
                         for i in inspirations))
-                    messages = [messages[0], {"role": "user", "content": messages[1]["content"] + "\n" + block}]
+                    messages = [messages[0],
+                                {"role": "user", "content": messages[1]["content"] + "\n" + block}]
             return {s: (messages, None) for s in samples}
         if self.config.mode == "refine":
             plan = {}

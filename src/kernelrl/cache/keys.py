@@ -15,7 +15,8 @@ from kernelrl.results import Environment
 _KEY_VERSION = 1  # bump when the key's layout changes
 # the parts of the package whose code decides a verdict
 # (problems/suites/ excluded: problems enter by their hash)
-_VERDICT_CODE = ("evaluate.py", "results.py", "candidates", "sandbox", "verify", "timing", "problems", "cache")
+_VERDICT_CODE = ("evaluate.py", "results.py", "candidates", "sandbox", "verify", "timing", "problems",
+                 "cache")
 
 
 def _digest(document: Any) -> str:
@@ -83,11 +84,13 @@ def _environment(env: Environment) -> dict[str, Any]:
             "triton": env.triton_version, "python": env.python_version, "kernelrl": env.kernelrl_version}
 
 
-def result_key(problem_sha256: str, code: str, env: Environment, settings: Mapping[str, Any], build: str) -> str:
+def result_key(problem_sha256: str, code: str, env: Environment, settings: Mapping[str, Any],
+               build: str) -> str:
     """Key of a verdict: problem, canonical candidate, device and versions, the verdict-changing settings
     (the VerdictSettings and the verdict-changing EvaluatorSettings, seed included) and the kernelrl build."""
-    return _digest({"v": _KEY_VERSION, "kind": "result", "problem": problem_sha256, "code": canonical_code(code),
-                    "env": _environment(env), "settings": dict(settings), "build": build})
+    return _digest({"v": _KEY_VERSION, "kind": "result", "problem": problem_sha256,
+                    "code": canonical_code(code), "env": _environment(env), "settings": dict(settings),
+                    "build": build})
 
 
 def timing_set_of(problem_source: str) -> str:

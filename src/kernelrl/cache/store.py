@@ -51,7 +51,8 @@ class _Store:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None,
+                                   check_same_thread=False)
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
@@ -71,7 +72,8 @@ class _Store:
             self._disabled = f"{type(exc).__name__}: {exc}"
             self.close()
         warnings.warn(f"kernelrl cache {self.path}: {action} failed ({type(exc).__name__}: {exc}); "
-                      f"{'skipped' if transient else 'continuing without this cache'}", CacheWarning, stacklevel=4)
+                      f"{'skipped' if transient else 'continuing without this cache'}", CacheWarning,
+                      stacklevel=4)
 
     def get(self, key: str) -> str | None:
         with self._lock:
@@ -127,21 +129,24 @@ _TRANSIENT_TIMING = ("baselines failed", "the candidate's timing report is unusa
 def result_cacheable(result: EvalResult) -> bool:
     """Whether a verdict is a property of the code (kept) rather than of this run's machine state (not kept).
 
-    Kept: format/compile errors, unsupported, wrong outputs, runtime errors raised by the candidate, static and
-    correctness-stage hacks, correct verdicts. Not kept: timeouts and crashes (a loaded machine, the OOM killer
-    or a dying sandbox can cause them), out-of-memory errors, failures of the problem's reference (the judge),
-    hacks found by timing checks (measurements with noise), correct verdicts whose timing failed for
-    reasons outside the candidate (the judge's baselines), and marginal wrong outputs (the worst element within
-    kernelrl.verify.tolerance.MARGINAL_FACTOR of its allowance: another draw of the secret inputs may pass)."""
+    Kept: format/compile errors, unsupported, wrong outputs, runtime errors raised by the candidate,
+    static and correctness-stage hacks, correct verdicts. Not kept: timeouts and crashes (a loaded
+    machine, the OOM killer or a dying sandbox can cause them), out-of-memory errors, failures of
+    the problem's reference (the judge), hacks found by timing checks (measurements with noise),
+    correct verdicts whose timing failed for reasons outside the candidate (the judge's baselines),
+    and marginal wrong outputs (the worst element within kernelrl.verify.tolerance.MARGINAL_FACTOR
+    of its allowance: another draw of the secret inputs may pass)."""
     status = result.status
-    if status is Status.WRONG_OUTPUT and result.correctness is not None and result.correctness.mismatch is not None:
+    if status is Status.WRONG_OUTPUT and result.correctness is not None \
+            and result.correctness.mismatch is not None:
         mismatch = result.correctness.mismatch
         return not is_marginal(mismatch.reason, mismatch.tolerance_ratio)
     if status in (Status.TIMEOUT, Status.CRASHED):
         return False
     if status is Status.RUNTIME_ERROR:
         text = f"{result.message}\n{result.feedback}".lower()
-        return result.stage is not Stage.REFERENCE and "out of memory" not in text and "memoryerror" not in text
+        return (result.stage is not Stage.REFERENCE and "out of memory" not in text
+                and "memoryerror" not in text)
     if status is Status.HACK_DETECTED:
         return result.stage is not Stage.TIMING
     if status is Status.CORRECT and result.timing is not None and result.timing.unavailable_reason:
@@ -228,7 +233,8 @@ class BaselineCache(_Cache):
     FILE = "baselines.sqlite"
 
     def get(self, key: str, need_inductor: bool = False) -> BaselineEntry | None:
-        """The stored times (or None, a miss); with `need_inductor`, an entry timed without Inductor misses."""
+        """The stored times (or None, a miss); with
+        `need_inductor`, an entry timed without Inductor misses."""
         text = self._store.get(key)
         entry = None
         if text is not None:

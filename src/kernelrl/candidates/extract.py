@@ -10,8 +10,8 @@ from typing import Literal
 
 from kernelrl.pyparse import parse_python
 
-# ``` or ~~~ fences with an optional language tag; an unterminated last fence runs to the end (truncated output:
-# group 4, the closing fence, is then None)
+# ``` or ~~~ fences with an optional language tag; an unterminated last fence runs to the end (truncated
+# output: group 4, the closing fence, is then None)
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:(^[ \t]*\1[ \t]*$)|\Z)", re.S | re.M)
 _DEFINES_MODELNEW = re.compile(r"^\s*class\s+ModelNew\b", re.M)
 _NOT_PYTHON = {"cpp", "c++", "cuda", "c", "cu", "bash", "sh", "shell", "text", "json", "yaml", "console"}
@@ -83,9 +83,9 @@ def is_completion(text: str) -> bool:
 class Candidate:
     """What a policy (or a user) handed in, and the code the evaluator runs from it.
 
-    `code` is None when a completion holds no block that defines `ModelNew`, or when that block is never closed
-    (a truncated answer); `error` then says why (the `format_error` verdict's feedback), and nothing needs a
-    sandbox.
+    `code` is None when a completion holds no block that defines `ModelNew`, or when that block is never
+    closed (a truncated answer); `error` then says why (the `format_error` verdict's feedback), and nothing
+    needs a sandbox.
     """
 
     text: str

@@ -1,8 +1,8 @@
 """The candidate module's index and what runs from `ModelNew.forward`, read from its AST (never executed): the
 facts the static rules (kernelrl.candidates.rules) check. Reachability starts at forward and follows calls and
-references through module-level functions, methods, module-defined helper classes, kernels' decorators and what
-called module-level names and attributes were bound to (over-approximating: a method name reaches every method of
-that name)."""
+references through module-level functions, methods, module-defined helper classes, kernels' decorators and
+what called module-level names and attributes were bound to (over-approximating: a method name reaches every
+method of that name)."""
 
 from __future__ import annotations
 
@@ -30,19 +30,21 @@ COMPUTE_METHODS = frozenset({
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "cumprod", "softmax",
     "log_softmax", "matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "einsum", "relu", "relu_",
     "gelu", "silu", "sigmoid", "tanh", "exp", "exp_", "log", "log1p", "sqrt", "rsqrt", "pow", "norm", "var",
-    "std", "topk", "sort", "clamp", "clamp_", "clip", "abs", "sin", "cos", "erf", "add", "add_", "sub", "sub_",
-    "mul", "mul_", "div", "div_", "addcmul", "maximum", "minimum", "logsumexp", "layer_norm", "conv1d",
-    "conv2d", "linear", "masked_fill", "masked_fill_", "where", "lerp", "square", "reciprocal", "neg",
-    "cross_entropy", "mse_loss", "gather", "scatter", "scatter_add", "index_select", "embedding", "baddbmm_",
-    "logical_and", "logical_or", "eq", "ne", "gt", "lt", "ge", "le", "all", "any", "count_nonzero",
-    "group_norm", "batch_norm", "avg_pool2d", "max_pool2d", "adaptive_avg_pool2d", "scaled_dot_product_attention",
-    "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "softplus", "hardtanh", "elu", "leaky_relu",
-    "sigmoid_", "tanh_", "floor", "ceil", "round", "sign", "trunc", "frac", "fmod", "remainder",
+    "std", "topk", "sort", "clamp", "clamp_", "clip", "abs", "sin", "cos", "erf", "add", "add_", "sub",
+    "sub_", "mul", "mul_", "div", "div_", "addcmul", "maximum", "minimum", "logsumexp", "layer_norm",
+    "conv1d", "conv2d", "linear", "masked_fill", "masked_fill_", "where", "lerp", "square", "reciprocal",
+    "neg", "cross_entropy", "mse_loss", "gather", "scatter", "scatter_add", "index_select", "embedding",
+    "baddbmm_", "logical_and", "logical_or", "eq", "ne", "gt", "lt", "ge", "le", "all", "any",
+    "count_nonzero", "group_norm", "batch_norm", "avg_pool2d", "max_pool2d", "adaptive_avg_pool2d",
+    "scaled_dot_product_attention", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "softplus",
+    "hardtanh", "elu", "leaky_relu", "sigmoid_", "tanh_", "floor", "ceil", "round", "sign", "trunc", "frac",
+    "fmod", "remainder",
 })
 # triton's decorators that make a kernel
 TRITON_JIT = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
 # nn layers whose call runs PyTorch compute (nn.Parameter and containers are fine)
-NN_CONTAINERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Identity"})
+NN_CONTAINERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict",
+                           "Identity"})
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -68,8 +70,8 @@ def is_jit(fn: ast.FunctionDef) -> bool:
 
 def python_containers(tree: ast.Module) -> set[str]:
     """Names only ever bound to a new Python set, list or dict (`seen = set()`), anywhere in the module: their
-    .add(...) or .sort() is no tensor method. A name bound any other way anywhere (a parameter, a loop, an import,
-    a tensor, `del`) does not count, nor does any once `set`, `list` or `dict` themselves are rebound.
+    .add(...) or .sort() is no tensor method. A name bound any other way anywhere (a parameter, a loop, an
+    import, a tensor, `del`) does not count, nor does any once `set`, `list` or `dict` themselves are rebound.
     Attributes count as `self.NAME` under the same rule (`container_attributes`)."""
     bindings = name_bindings(tree)
     bound = {name for name, _ in bindings}
@@ -180,7 +182,8 @@ class ModuleIndex:
             names = [t.id for t in node.targets if isinstance(t, ast.Name)]
             if isinstance(node.value, ast.Call):
                 called = self.resolve(dotted_name(node.value.func) or "")
-                if called.startswith("torch.utils.cpp_extension.") and called.split(".")[-1] in ("load_inline", "load"):
+                if called.startswith("torch.utils.cpp_extension.") \
+                        and called.split(".")[-1] in ("load_inline", "load"):
                     self.extensions.update(names)
                 elif called in ("triton.jit", "triton.language.jit") and node.value.args:
                     impl = dotted_name(node.value.args[0])
@@ -204,17 +207,18 @@ class ModuleIndex:
         return self.resolve(dotted_name(target) or "")
 
     def built_class(self, value: ast.expr | None) -> ast.ClassDef | None:
-        """The module-defined class an expression builds: `Helper(...)`, or a factory on it, `Helper.create(...)`
-        (a classmethod or staticmethod is taken to return an instance of its class)."""
+        """The module-defined class an expression builds: `Helper(...)`, or a factory on it,
+        `Helper.create(...)` (a classmethod or staticmethod is taken to return an instance of its class)."""
         func = value.func if isinstance(value, ast.Call) else None
         if isinstance(func, ast.Attribute):
             func = func.value
         return self.classes.get(func.id) if isinstance(func, ast.Name) else None
 
     def helper_attributes(self) -> set[str]:
-        """Attribute names only ever bound (`x.attr = value`, anywhere) to an instance of a module-defined class:
-        `self.norm(x)` with `self.norm = TritonRMSNorm(d)` calls that helper, not the tensor method `.norm`. An
-        attribute also bound any other way (unpacking, a loop, another value, a class-level name) does not count."""
+        """Attribute names only ever bound (`x.attr = value`, anywhere) to an instance of a module-defined
+        class: `self.norm(x)` with `self.norm = TritonRMSNorm(d)` calls that helper, not the tensor method
+        `.norm`. An attribute also bound any other way (unpacking, a loop, another value, a class-level name)
+        does not count."""
         good: set[str] = set()
         bad: set[str] = set()
         direct = {id(t) for n in ast.walk(self.tree) if isinstance(n, ast.Assign) and
@@ -239,7 +243,8 @@ class ModuleIndex:
             c = todo.pop()
             if all(c is not f for f in found):
                 found.append(c)
-                todo.extend(self.classes[b.id] for b in c.bases if isinstance(b, ast.Name) and b.id in self.classes)
+                todo.extend(self.classes[b.id] for b in c.bases
+                            if isinstance(b, ast.Name) and b.id in self.classes)
         return found
 
     def resolve(self, dotted: str) -> str:
@@ -275,7 +280,8 @@ class ModuleIndex:
 
 def launchers(body: ast.AST) -> dict[str, ast.expr]:
     """`launch = kernel[grid]` in body: name -> the subscript it is bound to (a call of it is a launch)."""
-    return {t.id: n.value for n in ast.walk(body) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Subscript)
+    return {t.id: n.value for n in ast.walk(body)
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Subscript)
             for t in n.targets if isinstance(t, ast.Name)}
 
 
@@ -315,8 +321,9 @@ def _entry_points(mod: ModuleIndex, model: ast.ClassDef) -> list[ast.FunctionDef
     methods = mod.methods(model)
     starts = [methods[n] for n in ("forward", "__call__") if n in methods]
     for node in ast.walk(model):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in ("forward", "__call__")
-                                                for t in node.targets):
+        if isinstance(node, ast.Assign) \
+                and any(isinstance(t, ast.Attribute) and t.attr in ("forward", "__call__")
+                        for t in node.targets):
             target = dotted_name(node.value) or ""
             if target.split(".")[-1] in methods:
                 starts.append(methods[target.split(".")[-1]])
@@ -380,12 +387,13 @@ class _Reach:
         self.seen.add(id(fn))
         self.bodies.append(fn)
         bound = launchers(fn)
-        # what a called attribute or name holds was built outside forward (`self.norm = Helper(d)` in __init__):
-        # calling it runs the helper's forward/__call__ (below), not its __init__ again; a lambda's body in it
-        # runs when called, so a class built there does run its __init__
+        # what a called attribute or name holds was built outside forward (`self.norm = Helper(d)` in
+        # __init__): calling it runs the helper's forward/__call__ (below), not its __init__ again; a lambda's
+        # body in it runs when called, so a class built there does run its __init__
         built_elsewhere: set[int] = set()
         if id(fn) in self.held_values:
-            deferred = {id(n) for lam in ast.walk(fn) if isinstance(lam, ast.Lambda) for n in ast.walk(lam.body)}
+            deferred = {id(n) for lam in ast.walk(fn) if isinstance(lam, ast.Lambda)
+                        for n in ast.walk(lam.body)}
             built_elsewhere = {id(n) for n in ast.walk(fn)} - deferred
         for node in ast.walk(fn):
             self._named(node)

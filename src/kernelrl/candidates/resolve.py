@@ -3,14 +3,15 @@ layer of the static rules. A call resolves to a known-safe target or becomes a f
 detail says what could not be verified and how to write it instead.
 
 Known-safe: a Triton launch in any form whose kernel is traced to the module's `@triton.jit` functions
-(`kernel[grid](...)`, a kernel table `TABLE[k][grid](...)`, a bound launcher `launch = kernel[grid]`, a kernel
-held in an attribute, passed to a helper as an argument or returned by a factory), a `load_inline` function,
-the module's own functions, classes, instances and methods (kernelrl.candidates.reach analyzes their bodies
-too), allocation/view/metadata calls (`ALLOWED_TORCH_CALLS`, `TENSOR_METHODS`), Triton's host helpers, `math`,
-and Python builtins, the ones that compute on tensors (`max`, `sum`, `float`, ...) only over values shown to be
-host values (shapes, ints, constants). PyTorch compute is the torch-compute rule's and is left to it here.
-Values are traced through bindings in the enclosing functions, the module, attributes assigned anywhere
-(`self.k = kernel`), literal tables, call sites (for parameters), `functools.partial` and factories' returns."""
+(`kernel[grid](...)`, a kernel table `TABLE[k][grid](...)`, a bound launcher `launch = kernel[grid]`, a
+kernel held in an attribute, passed to a helper as an argument or returned by a factory), a `load_inline`
+function, the module's own functions, classes, instances and methods (kernelrl.candidates.reach analyzes
+their bodies too), allocation/view/metadata calls (`ALLOWED_TORCH_CALLS`, `TENSOR_METHODS`), Triton's
+host helpers, `math`, and Python builtins, the ones that compute on tensors (`max`, `sum`, `float`, ...)
+only over values shown to be host values (shapes, ints, constants). PyTorch compute is the torch-compute
+rule's and is left to it here. Values are traced through bindings in the enclosing functions, the module,
+attributes assigned anywhere (`self.k = kernel`), literal tables, call sites (for parameters),
+`functools.partial` and factories' returns."""
 
 from __future__ import annotations
 
@@ -27,52 +28,55 @@ from kernelrl.candidates.reach import ALLOWED_TORCH_CALLS, COMPUTE_METHODS, Modu
 # which also decides whether a `.to`/`.float()` changes the dtype)
 TENSOR_METHODS = frozenset({
     "contiguous", "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "unsqueeze", "squeeze",
-    "permute", "transpose", "t", "expand", "expand_as", "narrow", "select", "split", "chunk", "unbind", "movedim",
-    "swapaxes", "swapdims", "unfold", "as_strided", "diagonal", "tensor_split", "detach", "size", "stride", "numel",
-    "nelement", "dim", "ndimension", "element_size", "data_ptr", "storage_offset", "is_contiguous",
-    "is_floating_point", "is_complex", "get_device", "new_empty", "new_zeros", "new_ones", "new_full",
-    "new_empty_strided", "new_tensor", "zero_", "fill_", "clone", "copy_", "to", "float", "half", "bfloat16",
-    "double", "int", "long", "short", "bool", "type", "type_as", "cuda", "cpu", "requires_grad_", "squeeze_",
-    "unsqueeze_", "t_", "transpose_", "resize_", "as_strided_",
+    "permute", "transpose", "t", "expand", "expand_as", "narrow", "select", "split", "chunk", "unbind",
+    "movedim", "swapaxes", "swapdims", "unfold", "as_strided", "diagonal", "tensor_split", "detach", "size",
+    "stride", "numel", "nelement", "dim", "ndimension", "element_size", "data_ptr", "storage_offset",
+    "is_contiguous", "is_floating_point", "is_complex", "get_device", "new_empty", "new_zeros", "new_ones",
+    "new_full", "new_empty_strided", "new_tensor", "zero_", "fill_", "clone", "copy_", "to", "float", "half",
+    "bfloat16", "double", "int", "long", "short", "bool", "type", "type_as", "cuda", "cpu", "requires_grad_",
+    "squeeze_", "unsqueeze_", "t_", "transpose_", "resize_", "as_strided_",
 })
 # methods of Python containers and strings that tensors do not have (a tensor method of the same name, `sort`,
 # `add`, is torch-compute's to judge)
 PYTHON_METHODS = frozenset({
     "append", "extend", "insert", "pop", "remove", "clear", "items", "keys", "values", "get", "setdefault",
-    "update", "copy", "discard", "union", "intersection", "difference", "issubset", "join", "format", "startswith",
-    "endswith", "strip", "lower", "upper", "replace", "count", "index", "__init__",
+    "update", "copy", "discard", "union", "intersection", "difference", "issubset", "join", "format",
+    "startswith", "endswith", "strip", "lower", "upper", "replace", "count", "index", "__init__",
 })
 # methods of a Triton kernel object: a launch by another spelling, or a hook (whose function reach analyzes)
 KERNEL_METHODS = frozenset({"run", "warmup", "add_pre_run_hook"})
 # Python-level routes to tensor values (the census counts them at run time as rt-host-read)
-HOST_READ_METHODS = frozenset({"tolist", "numpy", "item", "apply_", "map_", "map2_", "__array__", "__dlpack__"})
+HOST_READ_METHODS = frozenset({"tolist", "numpy", "item", "apply_", "map_", "map2_", "__array__",
+                               "__dlpack__"})
 # builtins that never compute on a tensor's values (iterating
 # one yields views; its rows are checked where used)
 SAFE_BUILTINS = frozenset({
-    "len", "range", "enumerate", "zip", "tuple", "list", "dict", "set", "frozenset", "isinstance", "issubclass",
-    "hasattr", "getattr", "type", "super", "iter", "next", "reversed", "slice", "id", "hash", "callable", "object",
-    "property", "staticmethod", "classmethod", "map", "filter", "NotImplemented",
+    "len", "range", "enumerate", "zip", "tuple", "list", "dict", "set", "frozenset", "isinstance",
+    "issubclass", "hasattr", "getattr", "type", "super", "iter", "next", "reversed", "slice", "id", "hash",
+    "callable", "object", "property", "staticmethod", "classmethod", "map", "filter", "NotImplemented",
 })
 # builtins that compute on tensors (max(t, 0), sum(rows), float(t), print(t)) and are fine on host values
 VALUE_BUILTINS = frozenset({
-    "abs", "all", "any", "bool", "complex", "divmod", "float", "int", "max", "min", "pow", "round", "sorted", "sum",
-    "str", "repr", "format", "print",
+    "abs", "all", "any", "bool", "complex", "divmod", "float", "int", "max", "min", "pow", "round", "sorted",
+    "sum", "str", "repr", "format", "print",
 })
 # builtins whose result is a host value whatever they are given (a tensor given to float() is a host read,
 # which is that call's finding, not its result's)
-HOST_RESULT_BUILTINS = frozenset({"len", "int", "float", "bool", "isinstance", "hasattr", "callable", "id", "hash",
-                                  "str", "repr", "range", "type"})
-HOST_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"})
-HOST_METHODS = frozenset({"size", "stride", "numel", "nelement", "dim", "ndimension", "element_size", "data_ptr",
-                          "storage_offset", "is_contiguous", "is_floating_point", "is_complex", "get_device"})
-TRITON_CALLS = ("triton.cdiv", "triton.next_power_of_2", "triton.Config", "triton.autotune", "triton.heuristics",
-                "triton.jit", "triton.language.", "triton.runtime.driver.")
+HOST_RESULT_BUILTINS = frozenset({"len", "int", "float", "bool", "isinstance", "hasattr", "callable", "id",
+                                  "hash", "str", "repr", "range", "type"})
+HOST_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad",
+                             "itemsize"})
+HOST_METHODS = frozenset({"size", "stride", "numel", "nelement", "dim", "ndimension", "element_size",
+                          "data_ptr", "storage_offset", "is_contiguous", "is_floating_point", "is_complex",
+                          "get_device"})
+TRITON_CALLS = ("triton.cdiv", "triton.next_power_of_2", "triton.Config", "triton.autotune",
+                "triton.heuristics", "triton.jit", "triton.language.", "triton.runtime.driver.")
 TORCH_CUDA_CALLS = frozenset({"current_device", "device_count", "is_available", "get_device_properties",
                               "get_device_name", "get_device_capability", "device"})
 # standard-library modules whose calls are host bookkeeping
 # (a function they are given is analyzed where named)
-HOST_MODULES = frozenset({"math", "functools", "itertools", "dataclasses", "typing", "collections", "enum", "abc",
-                          "numbers"})
+HOST_MODULES = frozenset({"math", "functools", "itertools", "dataclasses", "typing", "collections", "enum",
+                          "abc", "numbers"})
 STRING_DISPATCH = frozenset({"operator.methodcaller", "operator.attrgetter"})
 EXCEPTIONS = frozenset(name for name in dir(builtins) if name.endswith(("Error", "Exception", "Warning")))
 MAX_DEPTH = 24  # how far values are traced through bindings and call sites
@@ -80,9 +84,9 @@ MAX_DEPTH = 24  # how far values are traced through bindings and call sites
 
 @dataclass(frozen=True)
 class Target:
-    """What an expression may hold: `kind` is kernel, launcher, function, class, instance, extension, container,
-    qualified (an imported name's dotted path), torch-result (what a torch call returned: a tensor, an nn layer),
-    builtin, method (a method name on an unresolved object) or unknown (`name` says why)."""
+    """What an expression may hold: `kind` is kernel, launcher, function, class, instance, extension,
+    container, qualified (an imported name's dotted path), torch-result (what a torch call returned: a tensor,
+    an nn layer), builtin, method (a method name on an unresolved object) or unknown (`name` says why)."""
 
     kind: str
     name: str
@@ -94,8 +98,8 @@ FUNCTION = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 
 
 class Resolver:
-    """Traces values in one candidate module: `targets(expr)` (what an expression may hold) and `is_host(expr)`
-    (whether it is provably a host value, not a tensor)."""
+    """Traces values in one candidate module: `targets(expr)` (what an expression may hold) and
+    `is_host(expr)` (whether it is provably a host value, not a tensor)."""
 
     def __init__(self, mod: ModuleIndex) -> None:
         self.mod = mod
@@ -125,8 +129,9 @@ class Resolver:
         return parent
 
     def bindings(self, fn: FUNCTION) -> dict[str, list[ast.AST]]:
-        """name -> the nodes that bind it in `fn` (parameters, assignments, loops, nested defs, imports), not in
-        the functions nested in it (comprehension variables count: they live in fn's frame since Python 3.12)."""
+        """name -> the nodes that bind it in `fn` (parameters, assignments, loops,
+        nested defs, imports), not in the functions nested in it (comprehension
+        variables count: they live in fn's frame since Python 3.12)."""
         if id(fn) in self._locals:
             return self._locals[id(fn)]
         found: dict[str, list[ast.AST]] = {}
@@ -151,7 +156,8 @@ class Resolver:
         return found
 
     def lookup(self, name: ast.Name) -> tuple[list[ast.AST], FUNCTION | None] | None:
-        """The nodes binding `name` where it is read, and their function (None: module level); None if unbound."""
+        """The nodes binding `name` where it is read, and their
+        function (None: module level); None if unbound."""
         fn = self.scope(name)
         while fn is not None:
             if name.id in (bound := self.bindings(fn)):
@@ -228,7 +234,8 @@ class Resolver:
         if isinstance(parent, ast.Assign | ast.AnnAssign | ast.NamedExpr) and parent.value is not None:
             return self.targets(parent.value)
         index = None
-        if isinstance(parent, ast.Tuple | ast.List) and node in parent.elts:  # `for kernel, dst in ((k1, a), ...)`
+        # `for kernel, dst in ((k1, a), ...)`
+        if isinstance(parent, ast.Tuple | ast.List) and node in parent.elts:
             index, node, parent = parent.elts.index(node), parent, self.parents.get(id(parent))
         if isinstance(parent, ast.For | ast.comprehension) and parent.target is node:
             items = self.targets(parent.iter)  # a loop over a literal table holds its elements
@@ -239,7 +246,8 @@ class Resolver:
                 if all(isinstance(e, ast.Tuple | ast.List) and len(e.elts) > index for e in elements):
                     return [t for e in elements for t in self.targets(e.elts[index])]
             return [Target("unknown", f"{name}, a loop variable")]
-        if isinstance(parent, ast.Assign) and index is not None and isinstance(parent.value, ast.Tuple | ast.List) \
+        if isinstance(parent, ast.Assign) and index is not None \
+                and isinstance(parent.value, ast.Tuple | ast.List) \
                 and len(parent.value.elts) > index:
             return self.targets(parent.value.elts[index])  # `kernel, block = relu_kernel, 1024`
         return [Target("unknown", f"{name}, bound by unpacking or a with/except clause")]
@@ -260,8 +268,8 @@ class Resolver:
         return [t for expr in passed for t in self.targets(expr)]
 
     def passed(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, arg: ast.arg) -> list[ast.expr] | None:
-        """The expressions every call of `fn` in the module passes for `arg` (its default where a call omits it);
-        None where a call cannot be matched (star arguments) or there is none (forward, grids, hooks)."""
+        """The expressions every call of `fn` in the module passes for `arg` (its default where a call omits
+        it); None where a call cannot be matched (star arguments) or there is none (forward, grids, hooks)."""
         if self.model is not None and self.parents.get(id(fn)) is self.model:
             return None  # forward's inputs and the constructor's arguments come from the harness
         positional = [*fn.args.posonlyargs, *fn.args.args]
@@ -271,9 +279,11 @@ class Resolver:
         defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d})
         is_method = isinstance(self.parents.get(id(fn)), ast.ClassDef)
         callees = {id(n.func) for n in ast.walk(self.mod.tree) if isinstance(n, ast.Call)}
-        if any(isinstance(n, ast.Name | ast.Attribute) and isinstance(n.ctx, ast.Load) and id(n) not in callees and
-               (n.id if isinstance(n, ast.Name) else n.attr) == fn.name for n in ast.walk(self.mod.tree)):
-            return None  # also used as a value (`f = helper`, `partial(helper, ...)`): callers the module hides
+        if any(isinstance(n, ast.Name | ast.Attribute) and isinstance(n.ctx, ast.Load)
+               and id(n) not in callees and (n.id if isinstance(n, ast.Name) else n.attr) == fn.name
+               for n in ast.walk(self.mod.tree)):
+            # also used as a value (`f = helper`, `partial(helper, ...)`): callers the module hides
+            return None
         found: list[ast.expr] = []
         for call in ast.walk(self.mod.tree):
             if not isinstance(call, ast.Call):
@@ -289,7 +299,8 @@ class Resolver:
                 shift = 1 if is_method and "." in name else 0
             if not calls_it:
                 continue
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            if any(isinstance(a, ast.Starred) for a in call.args) \
+                    or any(k.arg is None for k in call.keywords):
                 return None
             keyword = next((k.value for k in call.keywords if k.arg == arg.arg), None)
             if keyword is not None:
@@ -336,8 +347,8 @@ class Resolver:
             elif base.kind == "container" and isinstance(base.node, ast.Dict | ast.List | ast.Tuple):
                 found.extend(t for e in _elements(base.node) for t in self.targets(e))
             elif base.kind != "launcher":
-                return [Target("unknown", f"{ast.unparse(expr)}, a subscript of something other than a kernel "
-                                          "or a literal table of the module")]
+                return [Target("unknown", f"{ast.unparse(expr)}, a subscript of something other than a "
+                                          "kernel or a literal table of the module")]
         return found or [Target("unknown", f"{ast.unparse(expr)}, a subscript")]
 
     def _result(self, call: ast.Call) -> list[Target]:
@@ -371,8 +382,8 @@ class Resolver:
 
     # -- host values ----------------------------------------------------------------------------------------
     def is_host(self, expr: ast.AST) -> bool:
-        """Whether `expr` is provably a host value (a shape, an int, a constant, a dtype), never a tensor. A cycle
-        (`n = n // 2`) is taken as host: the other bindings decide."""
+        """Whether `expr` is provably a host value (a shape, an int, a constant, a dtype), never a tensor. A
+        cycle (`n = n // 2`) is taken as host: the other bindings decide."""
         if not self._enter("host", expr):
             return True
         try:
@@ -423,7 +434,8 @@ class Resolver:
             if target.kind == "builtin" and target.name in VALUE_BUILTINS and host_args:
                 continue
             name = target.name if target.kind == "qualified" else ""
-            if name.startswith(("triton.", "math.")) or name in ("torch.finfo", "torch.iinfo", "torch.device") or \
+            if name.startswith(("triton.", "math.")) or name in ("torch.finfo", "torch.iinfo",
+                                                                 "torch.device") or \
                     (name.split(".")[0] in ("numpy", "operator") and host_args):
                 continue
             return False
@@ -443,12 +455,14 @@ class Resolver:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.alias):
             return True
         parent = self.parents.get(id(node))
-        if isinstance(parent, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and parent.value is not None:
+        if isinstance(parent, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr) \
+                and parent.value is not None:
             return self.is_host(parent.value)
         if isinstance(parent, ast.For | ast.comprehension):
             return self.is_host(parent.iter) or isinstance(parent.iter, ast.Call) and \
                 dotted_name(parent.iter.func) == "range"
-        if isinstance(parent, ast.Tuple | ast.List):  # unpacking: `M, K = x.shape`, `for i, n in enumerate(dims)`
+        # unpacking: `M, K = x.shape`, `for i, n in enumerate(dims)`
+        if isinstance(parent, ast.Tuple | ast.List):
             while isinstance(parent, ast.Tuple | ast.List | ast.Starred):
                 parent = self.parents.get(id(parent))
             if isinstance(parent, ast.Assign | ast.AnnAssign):
@@ -483,8 +497,9 @@ class CallReport:
 
 
 def resolve_calls(mod: ModuleIndex, bodies: list[ast.AST]) -> CallReport:
-    """Every call in the reachable bodies: the ones that do not resolve to a known-safe target (and getattr with a
-    name built at run time on anything but self/cls) as findings, the launches it traced as launched kernels."""
+    """Every call in the reachable bodies: the ones that do not resolve to a
+    known-safe target (and getattr with a name built at run time on anything
+    but self/cls) as findings, the launches it traced as launched kernels."""
     resolver = Resolver(mod)
     report = CallReport([], set())
     seen: set[int] = set()

@@ -1,8 +1,9 @@
 """Static analysis of candidate source against reward hacking (AST, never executed).
 
-Rules are data: an id, a message a model can learn from, and a default policy (`reject` ends the evaluation
-as `hack_detected`, `warn` records a finding, `off` ignores the rule). `analyze_rules(source)` returns findings;
-what the rules read (the module index, the bodies reachable from `ModelNew.forward`) is kernelrl.candidates.reach.
+Rules are data: an id, a message a model can learn from, and a default policy (`reject`
+ends the evaluation as `hack_detected`, `warn` records a finding, `off` ignores the
+rule). `analyze_rules(source)` returns findings; what the rules read (the module index,
+the bodies reachable from `ModelNew.forward`) is kernelrl.candidates.reach.
 """
 
 from __future__ import annotations
@@ -44,20 +45,21 @@ class Rule:
 # torch.* names that are values rather than compute (dtypes, layouts, classes, constants): the only ones a
 # candidate may use other than by calling them
 TORCH_VALUES = frozenset({
-    "Tensor", "Module", "Generator", "layout", "memory_format", "strided", "contiguous_format", "channels_last",
-    "channels_last_3d", "preserve_format", "pi", "e", "inf", "nan", "version", "__version__",
+    "Tensor", "Module", "Generator", "layout", "memory_format", "strided", "contiguous_format",
+    "channels_last", "channels_last_3d", "preserve_format", "pi", "e", "inf", "nan", "version", "__version__",
 })
-TORCH_DTYPE = re.compile(r"(u?int|float|bfloat|complex|qu?int|bits)\d*(_\w+)?|half|double|long|short|bool|cfloat|"
-                         r"cdouble|chalf")
+TORCH_DTYPE = re.compile(r"(u?int|float|bfloat|complex|qu?int|bits)\d*(_\w+)?|half|double|long|short|bool|"
+                         r"cfloat|cdouble|chalf")
 PATCHABLE_MODULES = frozenset({
-    "torch", "triton", "tl", "time", "builtins", "sys", "os", "F", "nn", "math", "numpy", "np", "gc", "inspect",
-    "functools", "importlib", "kernelrl", "random",
+    "torch", "triton", "tl", "time", "builtins", "sys", "os", "F", "nn", "math", "numpy", "np", "gc",
+    "inspect", "functools", "importlib", "kernelrl", "random",
 })
 BANNED_MODULES = {  # any import whose dotted path contains one of these components
     "threading": "concurrency", "multiprocessing": "concurrency", "concurrent": "concurrency",
     "asyncio": "concurrency", "_thread": "concurrency", "ctypes": "ffi", "cffi": "ffi", "ctypeslib": "ffi",
     "gc": "introspection", "inspect": "introspection", "traceback": "introspection",
-    "importlib": "dynamic-code", "builtins": "dynamic-code", "pickle": "dynamic-code", "marshal": "dynamic-code",
+    "importlib": "dynamic-code", "builtins": "dynamic-code", "pickle": "dynamic-code",
+                  "marshal": "dynamic-code",
     "socket": "network-subprocess", "http": "network-subprocess", "urllib": "network-subprocess",
     "requests": "network-subprocess", "subprocess": "network-subprocess", "ssl": "network-subprocess",
     "shutil": "file-write", "tempfile": "file-write", "signal": "concurrency", "kernelrl": "monkey-patch",
@@ -77,8 +79,8 @@ BANNED_ATTRIBUTES = {
     "__dict__": "introspection", "__builtins__": "monkey-patch", "__setattr__": "monkey-patch",
     "register_forward_hook": "monkey-patch", "register_forward_pre_hook": "monkey-patch",
     "Stream": "streams-events", "Event": "streams-events", "ExternalStream": "streams-events",
-    "CUDAGraph": "streams-events", "write_text": "file-write", "write_bytes": "file-write", "tofile": "file-write",
-    "ctypeslib": "ffi",
+    "CUDAGraph": "streams-events", "write_text": "file-write", "write_bytes": "file-write",
+    "tofile": "file-write", "ctypeslib": "ffi",
     # the harness's hooks and measurement state: wrapped functions' closures, the dispatch-mode stack, the
     # profiler's on/off (a candidate that can tell when it is measured can behave only then)
     "__closure__": "introspection", "cell_contents": "introspection", "__wrapped__": "introspection",
@@ -90,17 +92,19 @@ BANNED_ATTRIBUTES = {
     "_unset_dispatch_mode": "introspection", "_set_dispatch_mode": "introspection",
     "_ExcludeDispatchKeyGuard": "introspection", "_ForceDispatchKeyGuard": "introspection",
     "_DisablePythonDispatcher": "introspection", "_dispatch_tls_set_dispatch_key_excluded": "introspection",
-    "_disable_current_modes": "introspection", "_pop_mode": "introspection", "_pop_mode_temporarily": "introspection",
-    "redispatch": "introspection", "TensorBase": "introspection", "_TensorBase": "introspection",
-    "StorageBase": "introspection", "__mro__": "introspection", "__bases__": "introspection",
+    "_disable_current_modes": "introspection", "_pop_mode": "introspection",
+    "_pop_mode_temporarily": "introspection", "redispatch": "introspection", "TensorBase": "introspection",
+    "_TensorBase": "introspection", "StorageBase": "introspection", "__mro__": "introspection",
+    "__bases__": "introspection",
 }
 # fully qualified names (after import-alias resolution); a trailing '*' matches a prefix
 BANNED_QUALIFIED = {
     "os.fork": "concurrency", "os.system": "network-subprocess", "os.popen": "network-subprocess",
-    "os.spawn*": "network-subprocess", "os.posix_spawn*": "network-subprocess", "os.exec*": "network-subprocess",
-    "os.environ": "environment", "os.getenv": "environment", "os.putenv": "environment",
-    "os.remove": "file-write", "os.unlink": "file-write", "os.rename": "file-write", "os.replace": "file-write",
-    "os.rmdir": "file-write", "os.mkfifo": "file-write", "os.symlink": "file-write", "os.truncate": "file-write",
+    "os.spawn*": "network-subprocess", "os.posix_spawn*": "network-subprocess",
+    "os.exec*": "network-subprocess", "os.environ": "environment", "os.getenv": "environment",
+    "os.putenv": "environment", "os.remove": "file-write", "os.unlink": "file-write",
+    "os.rename": "file-write", "os.replace": "file-write", "os.rmdir": "file-write",
+    "os.mkfifo": "file-write", "os.symlink": "file-write", "os.truncate": "file-write",
     "torch.save": "file-write", "numpy.save*": "file-write", "sys.modules": "introspection",
     "torch.cuda.stream": "streams-events", "torch.cuda.graph": "streams-events",
     "torch.cuda.Stream": "streams-events", "torch.cuda.Event": "streams-events",
@@ -121,7 +125,8 @@ def _qualified_rule(name: str) -> str | None:
 
 CUDA_SOURCE_PATTERNS = (
     (re.compile(r"cudaStreamCreate|cudaStream_t\s+\w+\s*;|cudaStreamNonBlocking"), "creates a CUDA stream"),
-    (re.compile(r"cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize"), "synchronizes the device"),
+    (re.compile(r"cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize"),
+     "synchronizes the device"),
     (re.compile(r"##"), "pastes tokens (##)"),
     (re.compile(r"cudaEventCreate|cudaEventRecord"), "uses CUDA events"),
     (re.compile(r"getStreamFromPool|cudaStreamPerThread|cudaLaunchHostFunc"), "uses a side stream"),
@@ -180,7 +185,8 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: ModuleIndex) -> list[tuple[in
                 root = mod.resolve(base).split(".")[0] if base else ""
                 # numpy over host metadata (np.prod(x.shape)); numpy over tensor values is a host read the
                 # runtime census (kernelrl.sandbox.opcensus) rejects
-                if root in ("triton", "math", "tl", "numpy") or base in mod.extensions or base in mod.containers:
+                if root in ("triton", "math", "tl", "numpy") or base in mod.extensions \
+                        or base in mod.containers:
                     continue
                 found.append((node.lineno, f".{node.func.attr}(...) on a tensor"))  # type unknown: assume one
     return found
@@ -189,21 +195,23 @@ def _torch_compute(bodies: Iterable[ast.AST], mod: ModuleIndex) -> list[tuple[in
 def _torch_values(mod: ModuleIndex) -> list[tuple[int, str]]:
     """(line, what) for torch functions used other than by calling them, anywhere in the module: stored in a
     dict or list, bound to a name, passed as an argument (`TABLE = {"r": torch.relu}`, `launch = torch.relu`,
-    `map(F.relu, ...)`), each can be called where no call of torch is seen. Dtypes, layouts and classes are values;
-    decorators, base classes and annotations are not looked at."""
+    `map(F.relu, ...)`), each can be called where no call of torch is seen. Dtypes, layouts and classes are
+    values; decorators, base classes and annotations are not looked at."""
     skip: set[int] = set()  # called names, bases of longer chains, and subtrees that only describe
     for node in ast.walk(mod.tree):
         if isinstance(node, ast.Call):
             skip.add(id(node.func))
         elif isinstance(node, ast.Attribute):
             skip.add(id(node.value))
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.arg | ast.AnnAssign):
+        elif isinstance(node,
+                        ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.arg | ast.AnnAssign):
             described = [*getattr(node, "decorator_list", []), *getattr(node, "bases", []),
                          getattr(node, "returns", None), getattr(node, "annotation", None)]
             skip.update(id(sub) for part in described if part is not None for sub in ast.walk(part))
     found = []
     for node in ast.walk(mod.tree):
-        if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load) or id(node) in skip:
+        if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load) \
+                or id(node) in skip:
             continue
         dotted = dotted_name(node)
         full = mod.resolve(dotted) if dotted else ""
@@ -211,7 +219,8 @@ def _torch_values(mod: ModuleIndex) -> list[tuple[int, str]]:
         if full == "torch" or full.startswith("torch.") and not (
                 last in ALLOWED_TORCH_CALLS or last in TORCH_VALUES or last in NN_CONTAINERS or
                 TORCH_DTYPE.fullmatch(last) or f"{full}.".startswith(("torch.cuda.", "torch.backends."))):
-            found.append((node.lineno, f"{dotted} used as a value (it can be called where no torch call shows)"))
+            found.append((node.lineno,
+                          f"{dotted} used as a value (it can be called where no torch call shows)"))
     return found
 
 
@@ -219,8 +228,8 @@ def _torch_values(mod: ModuleIndex) -> list[tuple[int, str]]:
 class RuleContext:
     """What every rule's check reads, computed once per candidate: the source, its tree, the module index
     (`resolve` turns a local dotted name into the imported path), ModelNew, the function bodies reachable from
-    its forward and the kernels they launch, the uses of banned names (`uses[rule_id]`) and the reachable calls
-    that do not resolve to a known-safe target (`calls[rule_id]`, kernelrl.candidates.resolve)."""
+    its forward and the kernels they launch, the uses of banned names (`uses[rule_id]`) and the reachable
+    calls that do not resolve to a known-safe target (`calls[rule_id]`, kernelrl.candidates.resolve)."""
 
     source: str
     tree: ast.Module
@@ -260,7 +269,8 @@ def _banned_uses(ctx: RuleContext) -> Iterator[tuple[str, int | None, str]]:
                 names = [f"{node.module or ''}.{a.name}" for a in node.names]
             for name in names:
                 parts = name.split(".")
-                rule = next((BANNED_MODULES[p] for p in parts if p in BANNED_MODULES), None) or _qualified_rule(name)
+                rule = next((BANNED_MODULES[p] for p in parts
+                             if p in BANNED_MODULES), None) or _qualified_rule(name)
                 if rule:
                     yield rule, node.lineno, f"import {name}"
         elif isinstance(node, ast.Name) and node.id == "Model" and isinstance(node.ctx, ast.Load):
@@ -272,8 +282,9 @@ def _banned_uses(ctx: RuleContext) -> Iterator[tuple[str, int | None, str]]:
                 node.args and mod.resolve(dotted_name(node.args[0]) or "").startswith("torch."):
             # super(torch.Tensor, t).tolist(): the C base class's method, past the runtime census's wrappers
             yield "introspection", node.lineno, f"super({dotted_name(node.args[0])}, ...)"
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
-                node.args and mod.resolve(dotted_name(node.args[0]) or "").split(".")[0] in PATCHABLE_MODULES:
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and node.args \
+                and mod.resolve(dotted_name(node.args[0]) or "").split(".")[0] in PATCHABLE_MODULES:
             yield "dynamic-code", node.lineno, f"getattr({dotted_name(node.args[0])}, ...)"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute) and \
                 (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "open":
@@ -281,7 +292,8 @@ def _banned_uses(ctx: RuleContext) -> Iterator[tuple[str, int | None, str]]:
             index = 1 if is_builtin else 0  # open(path, mode) / Path(...).open(mode)
             mode = node.args[index] if len(node.args) > index else next(
                 (k.value for k in node.keywords if k.arg == "mode"), None)
-            if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
+            if isinstance(mode, ast.Constant) and isinstance(mode.value, str) \
+                    and set(mode.value) & set("wax+"):
                 yield "file-write", node.lineno, f"open(..., {mode.value!r})"
             elif mode is not None and not isinstance(mode, ast.Constant):
                 yield "file-write", node.lineno, "open() with a computed mode"
@@ -301,7 +313,8 @@ def _banned_uses(ctx: RuleContext) -> Iterator[tuple[str, int | None, str]]:
                         root = (dotted_name(sub) or "").split(".")[0]
                         if root in PATCHABLE_MODULES or mod.resolve(root).split(".")[0] in PATCHABLE_MODULES:
                             yield "monkey-patch", node.lineno, f"assigns {dotted_name(sub)}"
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/proc/"):
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value.startswith("/proc/"):
             yield "introspection", node.lineno, f"reads {node.value[:40]}"
 
 
@@ -329,7 +342,8 @@ def _check_unreachable_kernel(ctx: RuleContext) -> Finds:
 
 
 def _check_torch_compute(ctx: RuleContext) -> Finds:
-    return [*_torch_compute(ctx.bodies, ctx.module), *_torch_values(ctx.module)] if ctx.model is not None else []
+    return ([*_torch_compute(ctx.bodies, ctx.module), *_torch_values(ctx.module)] if ctx.model is not None
+            else [])
 
 
 def _check_fallback(ctx: RuleContext) -> Finds:
@@ -354,7 +368,8 @@ def _check_cuda_source(ctx: RuleContext) -> Finds:
     if not (mod.extensions or "cpp_extension" in mod.aliases.values() or "load_inline" in ctx.source):
         return
     # CUDA C++ sources, also when assembled from short pieces: search all the module's string literals
-    strings = [n.value for n in ast.walk(ctx.tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    strings = [n.value for n in ast.walk(ctx.tree)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     text, joined = "\n".join(strings), "".join(strings)
     for pattern, what in CUDA_SOURCE_PATTERNS:
         if pattern.search(text) or pattern.search(joined):
@@ -381,8 +396,8 @@ def _check_calls(rule_id: str) -> Callable[[RuleContext], Finds]:
 
 RULES: tuple[Rule, ...] = (
     Rule("no-custom-kernel", "reject",
-         "ModelNew.forward never launches a custom kernel: launch a @triton.jit kernel with kernel[grid](...) "
-         "(or call a load_inline function) from forward.",
+         "ModelNew.forward never launches a custom kernel: launch a @triton.jit kernel with "
+         "kernel[grid](...) (or call a load_inline function) from forward.",
          check=_check_no_custom_kernel),
     Rule("unreachable-kernel", "warn",
          "a kernel is defined but never launched from forward (a decoy does not count as work).",
@@ -426,22 +441,22 @@ RULES: tuple[Rule, ...] = (
     # (kernelrl.candidates.resolve): reject only where no honest candidate does it (the
     # runtime census rejects both too); what cannot be verified is shown, not punished
     Rule("host-read", "reject",
-         "tensor values read on the host (.tolist(), .numpy(), .item(), .apply_(), .map_()) are computation outside "
-         "your kernel: load the values inside the kernel instead.",
+         "tensor values read on the host (.tolist(), .numpy(), .item(), .apply_(), .map_()) are computation "
+         "outside your kernel: load the values inside the kernel instead.",
          check=_check_calls("host-read")),
     Rule("dynamic-attribute", "reject",
          "a method named by a string built at run time (getattr(x, name) with a computed name, "
          "operator.methodcaller/attrgetter) cannot be verified: call the method by its name.",
          check=_check_calls("dynamic-attribute")),
     Rule("unresolved-call", "warn",
-         "a call through a subscript, an argument, a loop variable or another call's result whose target cannot be "
-         "traced cannot be verified: launch the kernel directly (kernel[grid](...), a literal table of your "
-         "kernels, launch = kernel[grid]) or call your own function or helper by name.",
+         "a call through a subscript, an argument, a loop variable or another call's result whose target "
+         "cannot be traced cannot be verified: launch the kernel directly (kernel[grid](...), a literal "
+         "table of your kernels, launch = kernel[grid]) or call your own function or helper by name.",
          check=_check_calls("unresolved-call")),
     Rule("unknown-call", "warn",
-         "a call that is not on the allow-list (kernel launches, allocation, views, shape and dtype queries, your "
-         "own functions, Python builtins over shapes and ints): if it computes on tensor values, do that in your "
-         "kernel; on shapes and ints it is fine.",
+         "a call that is not on the allow-list (kernel launches, allocation, views, shape and dtype queries, "
+         "your own functions, Python builtins over shapes and ints): if it computes on tensor values, do "
+         "that in your kernel; on shapes and ints it is fine.",
          check=_check_calls("unknown-call")),
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}

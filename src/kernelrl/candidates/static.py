@@ -23,11 +23,13 @@ def analyze(source: str) -> StaticReport:
     except SyntaxError as exc:
         line = (exc.text or "").rstrip("\n")
         caret = " " * max((exc.offset or 1) - 1, 0) + "^"
-        message = f'  File "candidate.py", line {exc.lineno}\n    {line}\n    {caret}\n{type(exc).__name__}: {exc.msg}'
+        message = (f'  File "candidate.py", line {exc.lineno}\n    {line}\n    '
+                   f'{caret}\n{type(exc).__name__}: {exc.msg}')
         return StaticReport(message, False, "triton")
     defines = any(
         (isinstance(n, ast.ClassDef) and n.name == "ModelNew")
-        or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ModelNew" for t in n.targets))
+        or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ModelNew"
+                                              for t in n.targets))
         for n in tree.body
     )
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}

@@ -5,8 +5,8 @@ generated from dataclass fields), `render` (tables and result panels), and the c
 service), `gen` (generated problems), `eval` (eval, problems, rules, audit, baselines, demo) `run` (agent,
 bench, report) and `train` (sft, grpo, two-stage).
 
-  kernelrl eval PROBLEM SOLUTION_FILE               evaluate one candidate (PROBLEM: an id of --suite or a file)
-  kernelrl eval --solutions DIR [--suite S]         evaluate a directory of solutions against a suite
+  kernelrl eval PROBLEM SOLUTION_FILE               evaluate one candidate (PROBLEM: an id of --suite or a
+  file) kernelrl eval --solutions DIR [--suite S]         evaluate a directory of solutions against a suite
   kernelrl problems [SUITE]                         list a suite's problems ('builtin' by default)
   kernelrl audit [PROBLEM...] [--only PREFIX]       flag problems that cannot grade kernels
   kernelrl baselines [SUITE] [--only P] [--fresh]   time references on a GPU into the baseline cache

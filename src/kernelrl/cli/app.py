@@ -3,8 +3,8 @@
 Exit codes:
   0  every evaluated candidate is correct (demo: every verdict as expected; problems, rules, report: done)
   1  at least one candidate is not correct (demo: at least one verdict not as expected)
-  2  bad usage or input: unreadable file, not a problem (ProblemError), unknown device, no GPU for --device cuda
-  3  the evaluator itself failed (kernelrl.EvaluatorError): no verdict was reached
+  2  bad usage or input: unreadable file, not a problem (ProblemError), unknown device, no GPU for --device
+  cuda 3  the evaluator itself failed (kernelrl.EvaluatorError): no verdict was reached
   4  the policy failed (agent, bench): server unreachable after retries, replay without a matching completion
   130  train: interrupted (Ctrl-C); the same command resumes from the last checkpoint
 
@@ -79,7 +79,8 @@ def usage_error(ctx: typer.Context, message: str) -> NoReturn:
 
 
 def given(ctx: typer.Context, name: str) -> bool:
-    """Whether the parameter `name` was on the command line (or in the environment), not left at its default."""
+    """Whether the parameter `name` was on the command line
+    (or in the environment), not left at its default."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 

@@ -47,18 +47,20 @@ from kernelrl.cli.options import (
 )
 
 OnlyOpt = Annotated[str | None, typer.Option("--only", metavar="PREFIX", show_default=False,
-                                             help="Only problems whose id starts with PREFIX (e.g. level1/).")]
+                                             help="Only problems whose id starts "
+                                                  "with PREFIX (e.g. level1/).")]
 
 
 # -- eval ----------------------------------------------------------------------------------------------------
 @app.command("eval", epilog=EPILOG)
-@with_options(evaluation=eval_options("device", "trials", "seed", "run_timeout_s", "compile_timeout_s", "timing",
-                                      "result_cache"))
+@with_options(evaluation=eval_options("device", "trials", "seed", "run_timeout_s", "compile_timeout_s",
+                                      "timing", "result_cache"))
 def eval_cmd(
     ctx: typer.Context,
     problem: Annotated[str | None, typer.Argument(
         metavar="PROBLEM", show_default=False,
-        help="A problem id of --suite (e.g. level1/1_row_softmax) or a KernelBench-format problem file.")] = None,
+        help="A problem id of --suite (e.g. level1/1_row_softmax) or a "
+             "KernelBench-format problem file.")] = None,
     solution_file: Annotated[Path | None, typer.Argument(
         metavar="SOLUTION_FILE", show_default=False,
         help="A module defining ModelNew, or an LLM completion with a fenced ```python block.")] = None,
@@ -67,10 +69,11 @@ def eval_cmd(
         "--solutions", metavar="DIR", show_default=False,
         help="Batch mode: evaluate each problem of --suite that has a solution here (named like its id: "
              "level1/23_x.py or 23_x.py).")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Batch mode: JSON lines results file (appended to).")] = Path(
+    out: Annotated[Path, typer.Option("--out", help="Batch mode: JSON lines "
+                                                    "results file (appended to).")] = Path(
         "results.jsonl"),
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Batch mode: candidates evaluated at once (GPU timing "
-                                                            "stays one at a time).")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Batch mode: candidates evaluated at once (GPU "
+                                                            "timing stays one at a time).")] = 1,
     json_output: JsonOpt = False,
     *,
     evaluation: Evaluation,
@@ -80,8 +83,8 @@ def eval_cmd(
 
     if solutions is not None:
         if problem is not None or solution_file is not None:
-            usage_error(ctx, "batch mode (--solutions DIR) takes no PROBLEM or SOLUTION_FILE: it evaluates every "
-                        "problem of --suite that has a solution in DIR")
+            usage_error(ctx, "batch mode (--solutions DIR) takes no PROBLEM or SOLUTION_FILE: it evaluates "
+                        "every problem of --suite that has a solution in DIR")
         _eval_batch(suite, solutions, out, jobs, json_output, evaluation)
         return
     if problem is None or solution_file is None:
@@ -193,16 +196,19 @@ def rules_cmd(json_output: JsonOpt = False) -> None:
     from kernelrl.verify.runtime_checks import RUNTIME_CHECKS
 
     runtime = [{"id": c.id, "policy": c.default_policy("cpu"), "gpu_policy": c.default_policy("cuda"),
-                "message": c.message, "kind": "runtime", "gpu_only": c.gpu_only} for c in RUNTIME_CHECKS.values()]
+                "message": c.message, "kind": "runtime", "gpu_only": c.gpu_only}
+               for c in RUNTIME_CHECKS.values()]
     if json_output:
         static = [{"id": r.id, "policy": r.policy, "message": r.message, "kind": "static"} for r in RULES]
         typer.echo(json.dumps(static + runtime, indent=2))
         return
     console = stdout()
-    console.print(render.rules_table(console, f"{len(RULES)} static rules (VerdictSettings.rule_policy overrides the "
+    console.print(render.rules_table(console, f"{len(RULES)} static rules "
+                                              "(VerdictSettings.rule_policy overrides the "
                                               "policy per id)", [(r.id, r.policy, r.message) for r in RULES]))
     console.print(render.rules_table(
-        console, f"{len(runtime)} runtime checks (VerdictSettings.runtime_policy overrides the policy per id)",
+        console, f"{len(runtime)} runtime checks (VerdictSettings.runtime_policy "
+                 "overrides the policy per id)",
         [(c["id"], c["gpu_policy"] if c["gpu_only"] or c["gpu_policy"] == c["policy"]
           else f"{c['policy']} (GPU: {c['gpu_policy']})", c["message"] + (" (GPU)" if c["gpu_only"] else ""))
          for c in runtime]))
@@ -220,15 +226,15 @@ def _select(suite_location: str, specs: list[str] | None, only: str | None) -> t
     if only is not None:
         matched = [p for p in loaded if p.id.startswith(only) and p.id not in {c.id for c in chosen}]
         if not matched:
-            fail(f"no problem of suite {loaded.name} has an id starting with {only!r} (see kernelrl problems)",
-                 EXIT_BAD_INPUT)
+            fail(f"no problem of suite {loaded.name} has an id starting with {only!r} "
+                 "(see kernelrl problems)", EXIT_BAD_INPUT)
         chosen += matched
         return f"{loaded.name} ({len(chosen)} selected)", chosen
     return loaded.name, list(loaded)
 
 
-@app.command("audit", epilog="Exit codes: 0 = no problem flagged; 1 = at least one problem flagged; 2 = bad usage "
-             "or input; 3 = the evaluator itself failed (EvaluatorError).")
+@app.command("audit", epilog="Exit codes: 0 = no problem flagged; 1 = at least one problem flagged; 2 = bad "
+             "usage or input; 3 = the evaluator itself failed (EvaluatorError).")
 @with_options(evaluation=eval_options("device"))
 def audit_cmd(
     problems: Annotated[list[str] | None, typer.Argument(
@@ -236,7 +242,8 @@ def audit_cmd(
         help="Problem ids of --suite or problem files (default: every problem of --suite).")] = None,
     suite: SuiteOpt = "builtin",
     only: OnlyOpt = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines (one per problem) on stdout.")] = False,
+    json_output: Annotated[bool, typer.Option("--json",
+                                              help="Print JSON lines (one per problem) on stdout.")] = False,
     *,
     evaluation: Evaluation,
 ) -> None:
@@ -273,12 +280,13 @@ def _check_baselines_device(config: Evaluation) -> None:
     if gpu_devices() == []:
         fail(NO_GPU, EXIT_BAD_INPUT)
     if config.settings.device == "cpu":
-        fail("baselines are GPU times: use --device cuda or cuda:N; nothing was timed or stored", EXIT_BAD_INPUT)
+        fail("baselines are GPU times: use --device cuda or cuda:N; nothing was timed or stored",
+             EXIT_BAD_INPUT)
     check_device(config, "nothing was timed or stored")
 
 
-@app.command("baselines", epilog="Exit codes: 0 = every reference timed; 1 = at least one could not be timed; 2 = "
-             "bad usage or input, or no GPU; 3 = the evaluator itself failed (EvaluatorError).")
+@app.command("baselines", epilog="Exit codes: 0 = every reference timed; 1 = at least one could not be "
+             "timed; 2 = bad usage or input, or no GPU; 3 = the evaluator itself failed (EvaluatorError).")
 @with_options(evaluation=dataclasses.replace(
     eval_options("device", device="cuda"), help={"device": "cuda or cuda:N (baselines are GPU times)."},
     check=_check_baselines_device))
@@ -286,7 +294,8 @@ def baselines_cmd(
     suite: SuiteArg = "builtin",
     only: OnlyOpt = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Re-time and overwrite cached numbers.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines (one per problem) on stdout.")] = False,
+    json_output: Annotated[bool, typer.Option("--json",
+                                              help="Print JSON lines (one per problem) on stdout.")] = False,
     *,
     evaluation: Evaluation,
 ) -> None:
@@ -316,8 +325,8 @@ def baselines_cmd(
     if not json_output:
         console = stdout()
         console.print(render.baselines_table(
-            console, f"baselines of {name}: {len(reports)} problems, {stats.hits} from the cache, {stats.stores} "
-                     "timed and stored", reports))
+            console, f"baselines of {name}: {len(reports)} problems, {stats.hits} from the cache, "
+                     f"{stats.stores} timed and stored", reports))
     raise typer.Exit(EXIT_NOT_CORRECT if failed else EXIT_OK)
 
 
@@ -343,9 +352,11 @@ def demo_cmd(*, evaluation: Evaluation) -> None:
     if env is not None:
         console.print(Text(f"environment: {env.mode} on {env.device_name} (torch {env.torch_version}, "
                            f"triton {env.triton_version or '-'})", style="dim"))
-    for reason in sorted({r.timing.unavailable_reason for _, r in pairs if r.timing and r.timing.unavailable_reason}):
+    for reason in sorted({r.timing.unavailable_reason
+                          for _, r in pairs if r.timing and r.timing.unavailable_reason}):
         console.print(Text(f"timing: {reason}", style="dim"))
     matched = sum(r.status is case.expected_status for case, r in pairs)
     all_ok = matched == len(pairs)
-    console.print(Text(f"{matched}/{len(pairs)} verdicts as expected", style="bold green" if all_ok else "bold red"))
+    console.print(Text(f"{matched}/{len(pairs)} verdicts as expected",
+                       style="bold green" if all_ok else "bold red"))
     raise typer.Exit(EXIT_OK if all_ok else EXIT_NOT_CORRECT)

@@ -120,7 +120,8 @@ def with_options(**groups: Options) -> Callable[[Callable], Callable]:
             params.extend(added[p.name] if p.name in groups else [p])
         names = [p.name for p in params]
         if len(set(names)) != len(names):
-            raise TypeError(f"{command.__name__}: options collide: {sorted(n for n in names if names.count(n) > 1)}")
+            raise TypeError(f"{command.__name__}: options collide: "
+                            f"{sorted(n for n in names if names.count(n) > 1)}")
 
         @functools.wraps(command)
         def run(**kwargs: Any) -> Any:
@@ -165,7 +166,8 @@ def check_device(evaluation: Evaluation, what: str = "") -> None:
         fail(f"--device {device}: no such GPU on this machine (visible: {', '.join(gpus)})", EXIT_BAD_INPUT)
 
 
-_EVAL_FLAGS = {"run_timeout_s": "run-timeout", "compile_timeout_s": "compile-timeout", "result_cache": "cache"}
+_EVAL_FLAGS = {"run_timeout_s": "run-timeout", "compile_timeout_s": "compile-timeout",
+               "result_cache": "cache"}
 
 
 @dataclass(frozen=True)
@@ -214,8 +216,8 @@ def _reward_fields(spec: str) -> dict[str, Any]:
 AGENT_OPTIONS = Options(
     AgentConfig, ("turns", "samples", "mode", "reward", "target_speedup", "temperature", "max_tokens"),
     parse={"reward": _reward_fields},
-    help={"reward": "Reward preset with parameters, e.g. tiered, makora:delta=1.8, composite:alpha=0.1,gamma=0.5, "
-                    "two_stage:stage=midend, kevin."},
+    help={"reward": "Reward preset with parameters, e.g. tiered, makora:delta=1.8, "
+                    "composite:alpha=0.1,gamma=0.5, two_stage:stage=midend, kevin."},
 )
 
 JUDGE_VERIFY = ("off", "warn", "enforce")
@@ -225,9 +227,9 @@ JUDGE_VERIFY = ("off", "warn", "enforce")
 class PolicyOptions:
     """How agent and bench reach the model, write prompts, share kernels and consult a judge (CLI only)."""
 
-    policy: str = field(metadata={"help": "replay:FILE.jsonl, openai:MODEL, hf:PATH_OR_HUB_ID or smollm2 (the "
-                                          "offline model); bench also takes solutions (replay the suite's "
-                                          "reference solutions)."})
+    policy: str = field(metadata={"help": "replay:FILE.jsonl, openai:MODEL, hf:PATH_OR_HUB_ID or smollm2 "
+                                          "(the offline model); bench also takes solutions (replay the "
+                                          "suite's reference solutions)."})
     base_url: str | None = field(default=None, metadata={
         "help": "OpenAI-compatible server (default $OPENAI_BASE_URL, else api.openai.com)."})
     api_key_env: str = field(default="OPENAI_API_KEY", metadata={
@@ -263,8 +265,8 @@ POLICY_OPTIONS = Options(PolicyOptions, [f.name for f in dataclasses.fields(Poli
 # -- arguments naming problems -------------------------------------------------------------------------------
 SuiteOpt = Annotated[str, typer.Option("--suite", help="The suite problem ids refer to: a suite directory, a "
                                                        "KernelBench checkout, or 'builtin'.")]
-SuiteArg = Annotated[str, typer.Argument(metavar="SUITE", help="A suite directory, a KernelBench checkout, or "
-                                                               "'builtin'.")]
+SuiteArg = Annotated[str, typer.Argument(metavar="SUITE", help="A suite directory, a KernelBench "
+                                                               "checkout, or 'builtin'.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")]
 
 

@@ -72,7 +72,8 @@ def pct(value: float | None) -> str:
 
 
 def has_times(timing: TimingReport | None) -> bool:
-    return timing is not None and any(s is not None for s in (timing.candidate, timing.eager, timing.inductor))
+    return timing is not None and any(s is not None for s in (timing.candidate, timing.eager,
+                                                              timing.inductor))
 
 
 def counts_line(results: Iterable[EvalResult]) -> Text:
@@ -103,7 +104,8 @@ Cell = str | Text
 
 
 def _cell_width(cell: Cell) -> int:
-    return max((cell_len(line) for line in (cell.plain if isinstance(cell, Text) else cell).splitlines()), default=0)
+    return max((cell_len(line) for line in (cell.plain if isinstance(cell, Text) else cell).splitlines()),
+               default=0)
 
 
 def _build(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], keep: list[int],
@@ -202,7 +204,8 @@ def print_result(console: Console, result: EvalResult, solution: Path, from_comp
                 grid.add_row(f"time {label}", _stats_line(stats))
         if t.speedup_vs_eager is not None:
             grid.add_row("speedup", f"{times(t.speedup_vs_eager)} vs eager"
-                         + (f", {times(t.speedup_vs_inductor)} vs inductor" if t.speedup_vs_inductor is not None
+                         + (f", {times(t.speedup_vs_inductor)} vs inductor"
+                            if t.speedup_vs_inductor is not None
                             else ""))
         if t.unavailable_reason:
             grid.add_row("timing", Text(t.unavailable_reason, style="dim"))
@@ -212,7 +215,8 @@ def print_result(console: Console, result: EvalResult, solution: Path, from_comp
                                          f"triton {env.triton_version or '-'}, python {env.python_version})"))
         if env.isolation:
             grid.add_row("isolation", Text(", ".join(env.isolation), style="dim"))
-    grid.add_row("wall time", f"{result.wall_time_s:.1f} s" + (" (verdict from the result cache)" if result.cached
+    grid.add_row("wall time", f"{result.wall_time_s:.1f} s" + (" (verdict from "
+                                                               "the result cache)" if result.cached
                                                                else ""))
     if result.log:
         grid.add_row("log", Text(f"{len(result.log)} characters captured (see --json)", style="dim"))
@@ -242,9 +246,9 @@ def problems_table(console: Console, suite) -> Table:
     cols = [Col("id"), Col("level", right=True), Col("split", drop=1), Col("solution", drop=2),
             Col("difficulty", drop=3, right=True), Col("family", drop=4), Col("tags", drop=5, text=True),
             Col("sha256", drop=6)]
-    rows = [[Text(p.id), "" if p.level is None else str(p.level), p.split, "yes" if suite.solution_path(p) else "",
-             "" if p.difficulty is None else str(p.difficulty), Text(p.family), Text(", ".join(p.tags)),
-             p.sha256[:12]] for p in suite]
+    rows = [[Text(p.id), "" if p.level is None else str(p.level), p.split,
+             "yes" if suite.solution_path(p) else "", "" if p.difficulty is None else str(p.difficulty),
+             Text(p.family), Text(", ".join(p.tags)), p.sha256[:12]] for p in suite]
     return fit_table(console, f"suite {suite.name}: {len(suite)} problems ({suite.root})", cols, rows)
 
 
@@ -257,7 +261,8 @@ def rules_table(console: Console, title: str, rows: Sequence[tuple[str, str, str
 def audit_table(console: Console, title: str, audits: Sequence) -> Table:
     rows = []
     for a in audits:
-        flags = Text("; ".join(f"{f.flag}[{f.input_set}]" + (" (waived)" if f.waived else "") for f in a.flags)
+        flags = Text("; ".join(f"{f.flag}[{f.input_set}]" + (" (waived)" if f.waived else "")
+                               for f in a.flags)
                      or "ok", style="red" if a.unwaived else "green")
         rows.append([Text(a.problem_id), flags, num(a.eager_ms.get("bench", a.eager_ms.get("default")))])
     return fit_table(console, title, [Col("problem"), Col("flags", text=True),
@@ -267,8 +272,8 @@ def audit_table(console: Console, title: str, audits: Sequence) -> Table:
 def baselines_table(console: Console, title: str, reports: Sequence) -> Table:
     rows = [[Text(p.id), ms(r.eager), ms(r.inductor), r.eager.source if r.eager is not None else "-",
              Text(r.unavailable_reason or "")] for p, r in reports]
-    cols = [Col("problem"), Col("eager ms", right=True), Col("inductor ms", right=True), Col("source", drop=1),
-            Col("note", text=True)]
+    cols = [Col("problem"), Col("eager ms", right=True), Col("inductor ms", right=True),
+            Col("source", drop=1), Col("note", text=True)]
     return fit_table(console, title, cols, rows)
 
 
@@ -278,19 +283,24 @@ _TIMING_COLUMNS = ("cand ms", "eager ms", "ind ms", "x eager", "x ind")
 
 def demo_tables(console: Console, pairs: Sequence) -> list[Table]:
     """The verdicts, with the timing columns when there are times: in one table when it fits, else two."""
-    verdict_cols = [Col("example"), Col("problem"), Col("expected", drop=1), Col("got"), Col("message", text=True)]
+    verdict_cols = [Col("example"), Col("problem"), Col("expected", drop=1), Col("got"),
+                    Col("message", text=True)]
     verdicts = []
     for case, r in pairs:
         ok = r.status is case.expected_status
-        got = status_text(r.status).append(" ✓" if ok else " ✗ unexpected", style="green" if ok else "bold red")
-        verdicts.append([case.example_file, Text(case.problem_id), case.expected_status.value, got, Text(r.message)])
+        got = status_text(r.status).append(" ✓" if ok else " ✗ unexpected",
+                                           style="green" if ok else "bold red")
+        verdicts.append([case.example_file, Text(case.problem_id), case.expected_status.value, got,
+                         Text(r.message)])
     if not any(has_times(r.timing) for _, r in pairs):
         return [fit_table(console, "kernelrl demo", verdict_cols, verdicts)]
     timing_cols = [Col(column, right=True) for column in _TIMING_COLUMNS]
     timings = [[""] * len(_TIMING_COLUMNS) if (t := r.timing) is None else
-               [ms(t.candidate), ms(t.eager), ms(t.inductor), times(t.speedup_vs_eager), times(t.speedup_vs_inductor)]
+               [ms(t.candidate), ms(t.eager), ms(t.inductor), times(t.speedup_vs_eager),
+                times(t.speedup_vs_inductor)]
                for _, r in pairs]
-    together = fit_table(console, "kernelrl demo", verdict_cols + [dataclasses.replace(c, drop=9) for c in timing_cols],
+    together = fit_table(console, "kernelrl demo",
+                         verdict_cols + [dataclasses.replace(c, drop=9) for c in timing_cols],
                          [v + t for v, t in zip(verdicts, timings, strict=True)])
     if together.caption is None:  # nothing left out
         return [together]
@@ -338,7 +348,8 @@ def run_problems_table(console: Console, summaries: Sequence) -> Table:
     cols = [Col("problem"), Col("samples", drop=3, right=True), Col("tries", drop=2, right=True), Col("best"),
             Col("reward", right=True), Col("turn", drop=1, right=True), Col("x eager", right=True),
             Col("x ind", drop=4, right=True)]
-    rows = [[Text(p.problem_id), str(p.samples), str(p.attempts), status_text(p.best_status), num(p.best_reward),
-             "" if p.best_turn is None else str(p.best_turn), times(p.speedup_vs_eager), times(p.speedup_vs_inductor)]
+    rows = [[Text(p.problem_id), str(p.samples), str(p.attempts), status_text(p.best_status),
+             num(p.best_reward), "" if p.best_turn is None else str(p.best_turn), times(p.speedup_vs_eager),
+             times(p.speedup_vs_inductor)]
             for p in summaries]
     return fit_table(console, "problems", cols, rows, padding=(0, 1), collapse_padding=True)

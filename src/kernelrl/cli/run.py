@@ -50,7 +50,8 @@ EVAL_OPTIONS = eval_options("device", "trials")
 def _make_policy(spec: str, opts: PolicyOptions, what: str = "policy"):
     from kernelrl.policies import PolicyError, make_policy
 
-    options = {"base_url": opts.base_url, "api_key_env": opts.api_key_env} if spec.startswith("openai:") else {}
+    options = ({"base_url": opts.base_url, "api_key_env": opts.api_key_env} if spec.startswith("openai:")
+               else {})
     try:
         with bad_input():
             return make_policy(spec, **options)
@@ -86,12 +87,13 @@ def _stores(opts: PolicyOptions, judge_policy) -> tuple[Any, dict]:
 @app.command("agent", epilog=EPILOG)
 @with_options(agent=AGENT_OPTIONS, run=POLICY_OPTIONS, evaluation=EVAL_OPTIONS)
 def agent_cmd(
-    problems: Annotated[list[str], typer.Argument(metavar="PROBLEM...", help="Problem ids of --suite or problem files.")],
+    problems: Annotated[list[str], typer.Argument(metavar="PROBLEM...",
+                                                  help="Problem ids of --suite or problem files.")],
     *,
     run: PolicyOptions,
     suite: SuiteOpt = "builtin",
-    run_dir: Annotated[Path, typer.Option("--run-dir", help="Where trajectories go (JSONL + SQLite); re-running "
-                                                            "resumes.")] = Path("runs/agent"),
+    run_dir: Annotated[Path, typer.Option("--run-dir", help="Where trajectories go (JSONL + SQLite); "
+                                                            "re-running resumes.")] = Path("runs/agent"),
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON summary per problem.")] = False,
     agent: AgentConfig,
     evaluation: Evaluation,
@@ -113,7 +115,8 @@ def agent_cmd(
     db, judge_options = _stores(run, judge_policy)
     with bad_input():
         store = RunStore(run_dir)
-    store.write_config({"policy": policy.name, "agent": dataclasses.asdict(agent), "problems": [p.id for p in chosen]})
+    store.write_config({"policy": policy.name, "agent": dataclasses.asdict(agent),
+                        "problems": [p.id for p in chosen]})
     err = stderr()
     on_step = None if json_output else (lambda step: err.print(render.step_line(step), soft_wrap=True))
     evaluator = evaluation.open()
@@ -130,11 +133,13 @@ def agent_cmd(
                 typer.echo(json.dumps({
                     "problem_id": problem.id, "solved": outcome.solved, "attempts": len(outcome.steps),
                     "stopped_early": outcome.stopped_early,
-                    "best": None if best is None else {"sample": best.sample, "turn": best.turn, "reward": best.reward,
+                    "best": None if best is None else {"sample": best.sample, "turn": best.turn,
+                                                       "reward": best.reward,
                                                        "speedup_vs_eager": best.speedup_vs_eager,
                                                        "speedup_vs_inductor": best.speedup_vs_inductor}}))
             else:
-                msg = (f"{problem.id}: solved at turn {best.turn} (sample {best.sample}, reward {best.reward:.3g})"
+                msg = (f"{problem.id}: solved at turn {best.turn} (sample {best.sample}, "
+                       f"reward {best.reward:.3g})"
                        if best else f"{problem.id}: not solved in {len(outcome.steps)} attempts")
                 console.print(Text(msg, style="green" if best else "red"))
     solved = [o for o in outcomes if o.best is not None]
@@ -142,9 +147,9 @@ def agent_cmd(
 
     write_best_kernels(store.run_dir, store.steps())  # unsolved problems' best attempts too (attempts/)
     if not json_output:
-        console.print(Text(f"correct kernels in {store.run_dir / 'kernels'}, best incorrect attempts in "
-                           f"{store.run_dir / 'attempts' / 'best-incorrect'}; trajectories in {store.jsonl_path}",
-                           style="dim"))
+        console.print(Text(f"correct kernels in {store.run_dir / 'kernels'}, best incorrect "
+                           f"attempts in {store.run_dir / 'attempts' / 'best-incorrect'}; "
+                           f"trajectories in {store.jsonl_path}", style="dim"))
     raise typer.Exit(EXIT_OK if len(solved) == len(outcomes) else EXIT_NOT_CORRECT)
 
 
@@ -169,8 +174,8 @@ def _bench_problems(suite: str, split: str, level: list[int] | None, problem: li
     if solutions:
         covered = [p for p in chosen if loaded.solution_path(p) is not None]
         if len(covered) < len(chosen):
-            stderr().print(Text(f"{len(chosen) - len(covered)} problems have no reference solution and are skipped",
-                                style="yellow"))
+            stderr().print(Text(f"{len(chosen) - len(covered)} problems have no reference "
+                                "solution and are skipped", style="yellow"))
         chosen = covered
     if limit:
         chosen = chosen[:limit]
@@ -180,29 +185,34 @@ def _bench_problems(suite: str, split: str, level: list[int] | None, problem: li
     return loaded, chosen
 
 
-@app.command("bench", epilog="Exit codes: 0 = the benchmark ran (its verdicts are in its metrics); 2 = bad usage or "
-             "input; 3 = the evaluator itself failed (EvaluatorError); 4 = the policy failed (finished attempts "
-             "are saved).")
-@with_options(agent=AGENT_OPTIONS.with_defaults(samples=1, turns=1), run=POLICY_OPTIONS, evaluation=EVAL_OPTIONS)
+@app.command("bench", epilog="Exit codes: 0 = the benchmark ran (its verdicts are in its metrics); 2 = bad "
+             "usage or input; 3 = the evaluator itself failed (EvaluatorError); 4 = the policy failed "
+             "(finished attempts are saved).")
+@with_options(agent=AGENT_OPTIONS.with_defaults(samples=1, turns=1), run=POLICY_OPTIONS,
+              evaluation=EVAL_OPTIONS)
 def bench_cmd(
     *,
     run: PolicyOptions,
-    suite: Annotated[str, typer.Option("--suite", help="A suite directory, a KernelBench checkout, or 'builtin'.")
+    suite: Annotated[str, typer.Option("--suite",
+                                       help="A suite directory, a KernelBench checkout, or 'builtin'.")
                      ] = "builtin",
     split: Annotated[str, typer.Option("--split", help="test, train or all.")] = "test",
     level: Annotated[list[int] | None, typer.Option("--level", help="Only these levels (repeatable).",
                                                     show_default=False)] = None,
-    problem: Annotated[list[str] | None, typer.Option("--problem", help="Only these problem ids (repeatable).",
+    problem: Annotated[list[str] | None, typer.Option("--problem", help="Only these problem "
+                                                                        "ids (repeatable).",
                                                       show_default=False)] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many problems.",
                                               show_default=False)] = None,
-    run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Run directory (default runs/<policy>-<suite>-"
-                                                                   "<split>); re-running resumes.",
+    run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Run directory (default "
+                                                                   "runs/<policy>-<suite>-<split>); "
+                                                                   "re-running resumes.",
                                                  show_default=False)] = None,
-    report: Annotated[bool, typer.Option("--report/--no-report", help="Also write RUN_DIR/report.html.")] = True,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Problems solved at once (their evaluations share the "
-                                                             "evaluator's sandboxes; GPU timing stays one at a "
-                                                             "time).")] = 1,
+    report: Annotated[bool, typer.Option("--report/--no-report",
+                                         help="Also write RUN_DIR/report.html.")] = True,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Problems solved at once (their evaluations "
+                                                             "share the evaluator's sandboxes; GPU "
+                                                             "timing stays one at a time).")] = 1,
     agent: AgentConfig,
     evaluation: Evaluation,
 ) -> None:
@@ -231,7 +241,8 @@ def bench_cmd(
     db, judge_options = _stores(run, judge_policy)
     info = {"judge": run.judge, "judge_lambda": run.judge_lambda, "judge_verify": run.judge_verify,
             "suite": loaded.name, "suite_root": str(loaded.root), "split": split, "levels": level,
-            "policy_spec": run.policy, "device": evaluation.settings.device, "trials": evaluation.verdict.trials}
+            "policy_spec": run.policy, "device": evaluation.settings.device,
+            "trials": evaluation.verdict.trials}
     with evaluation.open() as evaluator, evaluating(), running_policy(), render.progress(stderr()) as bar:
         task = bar.add_task("bench", total=len(chosen))
 
@@ -241,14 +252,14 @@ def bench_cmd(
             else:
                 bar.advance(task)
 
-        result = run_bench(policy, chosen, run_dir, evaluator, agent, prompts=prompts, kernel_db=db, info=info,
-                           on_problem=on_problem, problem_concurrency=jobs, **judge_options)
+        result = run_bench(policy, chosen, run_dir, evaluator, agent, prompts=prompts, kernel_db=db,
+                           info=info, on_problem=on_problem, problem_concurrency=jobs, **judge_options)
         bar.update(task, description="done")
     console = stdout()
     render.print_metrics(console, result.metrics, f"kernelrl bench: {policy.name} on {loaded.name}/{split}, "
                                                   f"{agent.samples} samples x {agent.turns} turns")
-    console.print(Text(f"run directory {run_dir}: metrics.json, eval_results.json, trajectories.jsonl, run.sqlite",
-                       style="dim"))
+    console.print(Text(f"run directory {run_dir}: metrics.json, eval_results.json, "
+                       "trajectories.jsonl, run.sqlite", style="dim"))
     if report:
         from kernelrl.report import write_report
 
@@ -259,11 +270,13 @@ def bench_cmd(
 # -- report --------------------------------------------------------------------------------------------------
 @app.command("report")
 def report_cmd(
-    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory of kernelrl bench or agent, "
-                                                                    "or of kernelrl train.")],
-    out: Annotated[Path | None, typer.Option("--out", help="HTML file (default RUN_DIR/report.html); its links are "
-                                                           "relative to the page.", show_default=False)] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON instead of a table.")] = False,
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory of kernelrl bench or "
+                                                                    "agent, or of kernelrl train.")],
+    out: Annotated[Path | None, typer.Option("--out", help="HTML file (default RUN_DIR/report.html); "
+                                                           "its links are relative to the "
+                                                           "page.", show_default=False)] = None,
+    json_output: Annotated[bool, typer.Option("--json",
+                                              help="Print the metrics as JSON instead of a table.")] = False,
 ) -> None:
     """Write a self-contained HTML report of a run (metrics per level, speedup distributions, per-problem rows
     linking to the best kernels) and print a summary. A training run (metrics.jsonl and train_config.json, no
@@ -303,7 +316,8 @@ def _learning_line(table: dict) -> str:
     (f1, l1), (f2, l2) = table["first_steps"], table["second_steps"]
     stage = f" [{table['stage']}]" if table["stage"] else ""
     return (f"rollouts by problem{stage} (mean over the {table['problems']} problems drawn in both halves), "
-            f"steps {f1}–{l1} → {f2}–{l2}: " + ", ".join(change(k) for k in ("correct", "compiled", "reward")))
+            f"steps {f1}–{l1} → {f2}–{l2}: " + ", ".join(change(k)
+                                                         for k in ("correct", "compiled", "reward")))
 
 
 def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None:
@@ -319,7 +333,8 @@ def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None
     console = stdout()
     phases = ", ".join(f"{phase}: {n}" for phase, n in summary["records"].items()) or "no records"
     console.print(Text(f"training run {run_dir} ({summary['command']}, {summary['model']}): {phases}"
-                       + (f", up to step {summary['last_step']}" if summary["last_step"] is not None else "")))
+                       + (f", up to step {summary['last_step']}" if summary["last_step"] is not None
+                          else "")))
     if run.skipped:
         console.print(Text(f"{run.skipped} malformed metrics line(s) skipped", style="yellow"))
     heldout = summary["heldout"]
@@ -327,8 +342,8 @@ def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None
         ks = sorted({k for r in heldout for k in r if k.startswith("pass@") and k[5:].isdigit()},
                     key=lambda k: int(k[5:]))
         stages = any(r.get("stage") for r in heldout)
-        cols = [render.Col("step", right=True), *([render.Col("stage", drop=3)] if stages else []), render.Col("model"),
-                render.Col("label"), render.Col("compile", drop=2, right=True),
+        cols = [render.Col("step", right=True), *([render.Col("stage", drop=3)] if stages else []),
+                render.Col("model"), render.Col("label"), render.Col("compile", drop=2, right=True),
                 render.Col("correct", right=True), *[render.Col(k, drop=1, right=True) for k in ks],
                 render.Col("fast_1", drop=2, right=True)]
 
@@ -336,8 +351,8 @@ def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None
             number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
             return render.pct(float(value) if number else None)
 
-        rows = [[str(r["step"]), *([str(r.get("stage") or "")] if stages else []), str(r.get("model_label", "")),
-                 str(r.get("label", "")),
+        rows = [[str(r["step"]), *([str(r.get("stage") or "")] if stages else []),
+                 str(r.get("model_label", "")), str(r.get("label", "")),
                  pct(r.get("compile_rate")), pct(r.get("correct_rate")), *[pct(r.get(k)) for k in ks],
                  pct(r.get("fast_1"))] for r in heldout]
         console.print(render.fit_table(console, "held-out evaluations", cols, rows))

@@ -1,5 +1,5 @@
-"""`kernelrl serve`: the reward service (FastAPI + uvicorn, the `serve` extra) over this host's evaluators or a Ray
-pool, for trainers in other processes and on other hosts (docs/serving.md)."""
+"""`kernelrl serve`: the reward service (FastAPI + uvicorn, the `serve` extra) over this host's evaluators or
+a Ray pool, for trainers in other processes and on other hosts (docs/serving.md)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,14 @@ def _token(token_file: Path | None, host: str) -> str | None:
     if token_file is None:
         if not _loopback(host):
             fail(f"--host {host} is reachable from other machines: give --token-file FILE (clients send its "
-                 "content as a bearer token); `kernelrl serve --new-token FILE` writes a fresh one", EXIT_BAD_INPUT)
+                 "content as a bearer token); `kernelrl serve --new-token FILE` writes a fresh one",
+                 EXIT_BAD_INPUT)
         return None
     with bad_input():
         token = token_file.expanduser().read_text().strip()
     if len(token) < 16:
-        fail(f"the token in {token_file} is shorter than 16 characters: write a long random one (--new-token)",
-             EXIT_BAD_INPUT)
+        fail(f"the token in {token_file} is shorter than 16 characters: write a long "
+             "random one (--new-token)", EXIT_BAD_INPUT)
     return token
 
 
@@ -52,31 +53,37 @@ def _named_rewards(specs: list[str]) -> dict[str, str]:
     for spec in specs:
         name, eq, value = spec.partition("=")
         if not eq or not name.strip() or not value.strip():
-            fail(f"--reward {spec!r}: give NAME=SPEC, e.g. fast=composite:alpha=0.2 or mine=my_pkg.rewards:fn",
-                 EXIT_BAD_INPUT)
+            fail(f"--reward {spec!r}: give NAME=SPEC, e.g. fast=composite:alpha=0.2 "
+                 "or mine=my_pkg.rewards:fn", EXIT_BAD_INPUT)
         rewards[name.strip()] = value.strip()
     return rewards
 
 
 @app.command("serve")
-@with_options(evaluation=eval_options("device", "max_concurrency", "trials", "timing", "result_cache", "cache_dir"),
+@with_options(evaluation=eval_options("device", "max_concurrency", "trials", "timing", "result_cache",
+                                      "cache_dir"),
               service=_service_options())
 def serve_cmd(
-    host: Annotated[str, typer.Option(help="Address to bind; anything but loopback needs --token-file.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(
+        help="Address to bind; anything but loopback needs --token-file.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind.")] = 8777,
     suite: Annotated[list[str] | None, typer.Option(
         help="Suites whose problems requests may name (repeat; default builtin).")] = None,
-    token_file: Annotated[Path | None, typer.Option(help="File holding the bearer token clients must send.")] = None,
+    token_file: Annotated[Path | None, typer.Option(help="File holding the bearer "
+                                                         "token clients must send.")] = None,
     new_token: Annotated[Path | None, typer.Option(
         help="Write a fresh random token to this file (mode 600) and exit.")] = None,
     journal: Annotated[Path, typer.Option(help="The service journal (SQLite): every answer, kept across "
                                                "restarts.")] = DEFAULT_JOURNAL,
-    retention_hours: Annotated[float, typer.Option(help="How long answers and idempotency keys are kept.")] = 168.0,
+    retention_hours: Annotated[float, typer.Option(help="How long answers and "
+                                                        "idempotency keys are kept.")] = 168.0,
     reward: Annotated[list[str] | None, typer.Option(
-        help="Allow-list a reward as NAME=SPEC (repeat); requests then name it. SPEC may be module:NAME.")] = None,
+        help="Allow-list a reward as NAME=SPEC (repeat); requests then name it. "
+             "SPEC may be module:NAME.")] = None,
     allow_verdict: Annotated[str | None, typer.Option(
-        help="Comma-separated verdict settings requests may change (default: trials, timing, tolerances, "
-             "policies, timer and the rest of kernelrl.serve.schema.REQUEST_VERDICT_FIELDS); 'none' for none.")] = None,
+        help="Comma-separated verdict settings requests may change (default: trials, timing, "
+             "tolerances, policies, timer and the rest of "
+             "kernelrl.serve.schema.REQUEST_VERDICT_FIELDS); 'none' for none.")] = None,
     training_profile: Annotated[bool, typer.Option(
         "--training-profile",
         help="Default verdict settings: the training profile (baselines from the cache, adaptive timing).",
@@ -126,7 +133,8 @@ def serve_cmd(
         try:
             from kernelrl.serve.openenv_env import mount_openenv as mount
         except ImportError as exc:
-            fail(f"--openenv needs the openenv package (pip install 'kernelrl[openenv]'): {exc}", EXIT_BAD_INPUT)
+            fail(f"--openenv needs the openenv package (pip install 'kernelrl[openenv]'): {exc}",
+                 EXIT_BAD_INPUT)
     token = _token(token_file, host)
     allowed = REQUEST_VERDICT_FIELDS if allow_verdict is None else frozenset(
         f.strip() for f in allow_verdict.split(",") if f.strip() and f.strip() != "none")
@@ -161,11 +169,12 @@ def serve_cmd(
         scorer = open_scorer(target, settings=evaluation.settings, verdict=verdict, **pool)
     svc = RewardService(scorer, problems, settings, store, device=device if not ray else f"ray:{ray}")
     err = stderr()
-    err.print(f"kernelrl serve: {len(problems)} problems, device {device if not ray else 'ray ' + ray}, journal "
-              f"{journal}, http://{host}:{port} ({'token required' if token else 'no token: loopback only'})")
+    err.print(f"kernelrl serve: {len(problems)} problems, device {device if not ray else 'ray ' + ray}, "
+              f"journal {journal}, http://{host}:{port} "
+              f"({'token required' if token else 'no token: loopback only'})")
     try:
-        uvicorn.run(create_app(svc, token=token, extra_routes=mount), host=host, port=port, log_level="warning",
-                    timeout_graceful_shutdown=int(settings.drain_s))
+        uvicorn.run(create_app(svc, token=token, extra_routes=mount), host=host, port=port,
+                    log_level="warning", timeout_graceful_shutdown=int(settings.drain_s))
     finally:
         svc.close()
         scorer.close()

@@ -64,8 +64,9 @@ def _one_name(param: Any) -> Any:
     shown.secondary_opts = []
     return shown
 
-train_app = typer.Typer(name="train", help="Train kernel-writing models: SFT warm start, GRPO, two-stage GRPO "
-                        "(needs the train extra: pip install 'kernelrl\\[train]').", no_args_is_help=True)
+train_app = typer.Typer(name="train", help="Train kernel-writing models: SFT warm "
+                        "start, GRPO, two-stage GRPO (needs the train extra: pip "
+                        "install 'kernelrl\\[train]').", no_args_is_help=True)
 app.add_typer(train_app)
 
 _SKIP = {"stage"}  # set by two-stage itself
@@ -92,7 +93,8 @@ def config_options(cls: type, prefix: str = "",
     def decorate(command: Callable) -> Callable:
         params = []
         for f in fields:
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            default = (f.default if f.default is not dataclasses.MISSING
+                       else f.default_factory())  # type: ignore[misc]
             default = (defaults_shown or {}).get(f.name, default)
             shown = ", ".join(default) if isinstance(default, tuple) else default
             help_text = escape((f.metadata.get("help") or "").rstrip()) + (
@@ -100,8 +102,9 @@ def config_options(cls: type, prefix: str = "",
             flag = f"--{prefix}{f.name.replace('_', '-')}"
             kind = _option_type(hints[f.name])
             decls = [f"{flag}/--no-{prefix}{f.name.replace('_', '-')}"] if kind == bool | None else [flag]
-            params.append(inspect.Parameter(f"{prefix.replace('-', '_')}{f.name}", inspect.Parameter.KEYWORD_ONLY,
-                                            default=None, annotation=Annotated[kind, typer.Option(
+            params.append(inspect.Parameter(f"{prefix.replace('-', '_')}{f.name}",
+                                            inspect.Parameter.KEYWORD_ONLY, default=None,
+                                            annotation=Annotated[kind, typer.Option(
                                                 *decls, help=help_text, show_default=False)]))
         signature = inspect.signature(command, eval_str=True)
         kept = [p for p in signature.parameters.values() if p.name != "given"]
@@ -119,8 +122,9 @@ def config_options(cls: type, prefix: str = "",
     return decorate
 
 
-ConfigFile = Annotated[Path | None, typer.Option("--config", help="TOML file of settings (its keys are the option "
-                                                 "names with underscores); options on the command line win.")]
+ConfigFile = Annotated[Path | None, typer.Option("--config", help="TOML file of settings (its keys "
+                                                 "are the option names with underscores); options "
+                                                 "on the command line win.")]
 
 
 def _build(cls: type, file_values: dict[str, Any], given: dict[str, Any]) -> Any:
@@ -188,10 +192,12 @@ def sft_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
     _show("kernelrl train sft", config)
     from kernelrl.train.sft import run_sft
 
-    outcome = _running(lambda: run_sft(config), f"the last finished step's checkpoint and adapter (once a step "
-                                               f"finished) are in {config.run_dir}; the same command resumes from it")
+    outcome = _running(lambda: run_sft(config), "the last finished step's checkpoint and adapter (once a "
+                                               f"step finished) are in {config.run_dir}; the same "
+                                               "command resumes from it")
     stdout().print(f"sft: {outcome.steps} steps on {outcome.rows} examples, train loss "
-                   f"{outcome.train_loss if outcome.train_loss is not None else 'n/a'}; adapter: {outcome.adapter}")
+                   f"{outcome.train_loss if outcome.train_loss is not None else 'n/a'}; "
+                   f"adapter: {outcome.adapter}")
 
 
 @train_app.command("grpo", epilog=TRAIN_EPILOG, cls=TrainCommand)
@@ -217,8 +223,9 @@ def grpo_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
 def two_stage_cmd(
     config_file: ConfigFile = None,
     kernels: Annotated[list[str] | None, typer.Option(
-        "--kernels", help="Where stage 2's known-correct kernels come from: frontend (stage 1's correct "
-                          "rollouts), solutions, db:PATH (repeatable; first source with a kernel wins).")] = None,
+        "--kernels", help="Where stage 2's known-correct kernels come from: frontend (stage "
+                          "1's correct rollouts), solutions, db:PATH (repeatable; first "
+                          "source with a kernel wins).")] = None,
     *, given: dict[str, Any],
 ) -> None:
     """Two-stage GRPO (seed 004): stage 1 for correctness (reward -10/+1), then stage 2 from stage 1's adapter
@@ -235,7 +242,8 @@ def two_stage_cmd(
     _show("stage 2 (midend)", midend)
     from kernelrl.train.two_stage import run_two_stage
 
-    outcome = _running(lambda: run_two_stage(frontend, midend, frontend.run_dir, tuple(kernels or ("frontend",))),
+    outcome = _running(lambda: run_two_stage(frontend, midend, frontend.run_dir,
+                                             tuple(kernels or ("frontend",))),
                        f"the same command resumes from the last checkpoint in {frontend.run_dir} (one every "
                        "--save-steps steps)")
     stdout().print(f"frontend: {outcome.frontend.steps} steps, adapter {outcome.frontend.adapter}")

@@ -2,9 +2,9 @@
 
 Rooms: `settings` (EvaluatorSettings per evaluator, VerdictSettings per call), `scorer` (the protocol every
 consumer calls, `ScorerBase`, `open_scorer`), `evaluator` (one device), `multi` (one evaluator per device),
-`trials` (the sandbox's streamed reports), `verdict` (pure: facts -> EvalResult), `measure` (timing, baselines,
-floors), `slots` (how many sandboxes at once: cores, memory, turns), `environment` (the machine's facts known
-before the judge starts). Sandbox launching lives in `kernelrl.sandbox.launcher`.
+`trials` (the sandbox's streamed reports), `verdict` (pure: facts -> EvalResult), `measure` (timing,
+baselines, floors), `slots` (how many sandboxes at once: cores, memory, turns), `environment` (the machine's
+facts known before the judge starts). Sandbox launching lives in `kernelrl.sandbox.launcher`.
 """
 
 from kernelrl.evaluate.deadlines import DEADLINE_MESSAGE

@@ -1,11 +1,11 @@
-"""What the judge reported about this machine before, so that answers which need no worker (a cached verdict, a
-completion without code) do not wait for the judge to start (~4-5 s of `import torch`).
+"""What the judge reported about this machine before, so that answers which need no worker (a cached verdict,
+a completion without code) do not wait for the judge to start (~4-5 s of `import torch`).
 
 The judge's `Environment` is a function of facts this process can read cheaply without importing torch: the
 device asked for, the GPUs listed (CUDA_VISIBLE_DEVICES or `nvidia-smi -L`), the installed torch and triton
 distributions, the Python build and kernelrl's version. Those facts are the fingerprint; the environment the
-judge last reported under it is remembered in the cache directory. A fingerprint seen for the first time (a new
-machine, an upgraded torch) gives nothing, and the call waits for the judge as before.
+judge last reported under it is remembered in the cache directory. A fingerprint seen for the first time (a
+new machine, an upgraded torch) gives nothing, and the call waits for the judge as before.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 concurrent batches, sync or async, with the result and baseline caches.
 
 This module is the verdict process. It never imports candidate code (and never imports torch): the candidate
-runs in a sandboxed child (`kernelrl.sandbox.child`, started by `kernelrl.sandbox.launcher`), the reference runs
-in the judge (`kernelrl.sandbox.judge`), and this process only compares what they report (`trials.py`) and
-decides (`verdict.py`, pure); a correct candidate's times become a report in `measure.py`.
+runs in a sandboxed child (`kernelrl.sandbox.child`, started by `kernelrl.sandbox.launcher`), the reference
+runs in the judge (`kernelrl.sandbox.judge`), and this process only compares what they report (`trials.py`)
+and decides (`verdict.py`, pure); a correct candidate's times become a report in `measure.py`.
 """
 
 from __future__ import annotations
@@ -87,8 +87,9 @@ TRANSIENT_AUDIT_MARK = "the judge failed: "
 
 
 def _transient_audit(audit: ProblemAudit) -> bool:
-    """An audit finding that says more about the machine than the problem (the judge died or timed out, the GPU
-    was out of memory, e.g. while a trainer shares it): not remembered, so the next evaluation audits again."""
+    """An audit finding that says more about the machine than the problem (the
+    judge died or timed out, the GPU was out of memory, e.g. while a trainer
+    shares it): not remembered, so the next evaluation audits again."""
     return any(f.detail.startswith(TRANSIENT_AUDIT_MARK) or "out of memory" in f.detail.lower()
                or "out of gpu memory" in f.detail.lower()
                for f in audit.flags)
@@ -106,13 +107,13 @@ def _settings_from(settings: EvaluatorSettings | EvalConfig | None, verdict: Ver
 
 
 class Evaluator(ScorerBase):
-    """Evaluates candidates against problems on one device (a `Scorer`). Reuse one object: it keeps its judge and
-    warm sandboxes up, and any call may bring its own `VerdictSettings` without restarting them.
+    """Evaluates candidates against problems on one device (a `Scorer`). Reuse one object: it keeps its judge
+    and warm sandboxes up, and any call may bring its own `VerdictSettings` without restarting them.
 
     `Evaluator(EvaluatorSettings(...), VerdictSettings(...))`, or keyword settings of either kind
     (`Evaluator(device="cpu", trials=3)`); the verdict settings are the default of every call. Calls may come
-    from several threads at once: judge requests are serialized by the judge client's lock, the zygote's forks by
-    its client's lock, and GPU timing (the candidate's timed run, baselines, the bandwidth probe) by this
+    from several threads at once: judge requests are serialized by the judge client's lock, the zygote's forks
+    by its client's lock, and GPU timing (the candidate's timed run, baselines, the bandwidth probe) by this
     evaluator's timing lock. Sandboxes alive at once are bounded by host memory and those before their timing
     token by the host's cores (`slots`, kernelrl.evaluate.slots), granted to callers in turns.
     """
@@ -179,8 +180,8 @@ class Evaluator(ScorerBase):
         return stats
 
     def gpu_memory(self) -> dict | None:
-        """The GPU memory admission's state (`DeviceMemory.snapshot`, needs keyed by problem sha256); None in CPU
-        mode, when admission is off, or before the first GPU evaluation planned it."""
+        """The GPU memory admission's state (`DeviceMemory.snapshot`, needs keyed by problem sha256); None in
+        CPU mode, when admission is off, or before the first GPU evaluation planned it."""
         return self._device_memory.snapshot() if self._device_memory is not None else None
 
     def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False,
@@ -194,8 +195,8 @@ class Evaluator(ScorerBase):
                                                                 measure=True)
 
     def audit(self, problem: Problem, timing: bool = False, verdict: VerdictSettings | None = None) -> ProblemAudit:
-        """Audit a problem on this evaluator's device with the verdict settings' tolerances (cached per problem
-        and tolerances unless `timing` is asked for)."""
+        """Audit a problem on this evaluator's device with the verdict settings' tolerances (cached per
+        problem and tolerances unless `timing` is asked for)."""
         verdict = verdict or self.verdict
         self._judge_info()
         if timing:
@@ -501,11 +502,11 @@ class Evaluator(ScorerBase):
         try:
             prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
                                            problem_sha256=problem.sha256, master_seed=master,
-                                           min_trials=cfg.trials, input_sets=list(cfg.input_sets or []), in_dir=str(in_dir),
-                                           bench_correctness=cfg.bench_correctness,
-                                           timing_variants=cfg.timing_variants if env.mode == "gpu" and cfg.timing else 0,
-                                           timed_mix=cfg.fresh_timed_inputs,
-                                           share_trials=share_trials)
+                                           min_trials=cfg.trials, input_sets=list(cfg.input_sets or []),
+                                           in_dir=str(in_dir), bench_correctness=cfg.bench_correctness,
+                                           timing_variants=(cfg.timing_variants
+                                                            if env.mode == "gpu" and cfg.timing else 0),
+                                           timed_mix=cfg.fresh_timed_inputs, share_trials=share_trials)
         except JudgeError as exc:
             return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                               message="the problem's reference failed (a problem error, not the candidate's)",
@@ -513,8 +514,8 @@ class Evaluator(ScorerBase):
         tol = tolerance_for(prepared["output_dtypes"], cfg.tolerances)
         if env.mode != "gpu" and "bfloat16" in prepared["output_dtypes"] + prepared["input_dtypes"]:
             return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
-                              message="bfloat16 problems need a GPU: the Triton interpreter computes bf16 wrongly",
-                              **base)
+                              message="bfloat16 problems need a GPU: the Triton "
+                                      "interpreter computes bf16 wrongly", **base)
         candidate_path = workdir / "candidate.py"
         candidate_path.write_text(code)
         caches = self.launcher.candidate_caches(code)
@@ -525,11 +526,11 @@ class Evaluator(ScorerBase):
         request = SandboxRequest.create(
             self.launcher.sandbox_settings(env.mode),
             problem_path=str(problem.path), candidate_path=str(candidate_path),
-            in_dir=str(in_dir), out_dir=str(out_dir), trials=[TrialPlan.from_dict(t) for t in prepared["trials"]],
-            timing_set=timing_set, timing=cfg.timing and (env.mode == "gpu" or host_timing),
+            in_dir=str(in_dir), out_dir=str(out_dir),
+            trials=[TrialPlan.from_dict(t) for t in prepared["trials"]], timing_set=timing_set,
+            timing=cfg.timing and (env.mode == "gpu" or host_timing),
             timer=dataclasses.asdict(self._measurer(cfg).candidate_timer(problem, env)),
-            timing_mode=HOST_MODE if host_timing else cfg.timing_mode,
-            paired_baseline=cfg.paired_baseline,
+            timing_mode=HOST_MODE if host_timing else cfg.timing_mode, paired_baseline=cfg.paired_baseline,
             timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True),
             kernel_share=share_trials > 0,
             memory_limit_bytes=int(cfg.memory_limit_gb * GiB), readonly_fs=own.readonly_filesystem,
@@ -572,12 +573,14 @@ class Evaluator(ScorerBase):
             tolerance_model=tolerance_model(prepared["output_dtypes"], cfg.reference_error_k),
             trials_within_reference_error=trials.widened,
         )
-        base = {**base, "environment": env, "log": outcome.log, "log_bytes_dropped": outcome.log_bytes_dropped,
-                "correctness": correctness, "phases_s": phases, "findings": [*base.get("findings", []), *trials.findings],
+        base = {**base, "environment": env, "log": outcome.log,
+                "log_bytes_dropped": outcome.log_bytes_dropped, "correctness": correctness, "phases_s": phases,
+                "findings": [*base.get("findings", []), *trials.findings],
                 "timeline": {name: self._epoch_s(t) for name, t in timeline.items()}}
         if outcome.cancelled and deadline is not None:  # the batch's deadline, not the candidate: no verdict
-            reached = [(e, st) for e, st in (("timing_granted", Stage.TIMING), ("initialized", Stage.CORRECTNESS),
-                                             ("imported", Stage.INIT)) if e in trials.arrived]
+            reached = [(e, st) for e, st in (("timing_granted", Stage.TIMING),
+                                             ("initialized", Stage.CORRECTNESS), ("imported", Stage.INIT))
+                       if e in trials.arrived]
             stage = reached[0][1] if reached else Stage.IMPORT
             return deadline_result(base, deadline.seconds, stage)
         verdict = sandbox_verdict(outcome, trials, base, cfg.memory_limit_gb)

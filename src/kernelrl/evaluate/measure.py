@@ -21,8 +21,9 @@ PAIRED_REFERENCE_TOLERANCE = 1.25
 # TimerSettings fields that only say when to stop timing (how many reps), not how a rep is measured: left out
 # of the baseline cache's key, so baselines timed by the default profile serve the training profile and back
 STOPPING_FIELDS = frozenset({"target_ms", "min_reps", "max_reps", "rse_target", "max_ms"})
-CPU_TIMING_NOTE = ("cpu-interpreter mode: host-clock times of the Triton interpreter (VerdictSettings.cpu_timing), for "
-                   "tests and scheduling; no baselines or speedup, and nothing about GPU speed")
+CPU_TIMING_NOTE = ("cpu-interpreter mode: host-clock times of the Triton interpreter "
+                   "(VerdictSettings.cpu_timing), for tests and scheduling; no baselines or speedup, and "
+                   "nothing about GPU speed")
 
 
 def measurement_settings(timer: TimerSettings) -> dict:
@@ -34,15 +35,15 @@ class Measurer:
     """Turns a correct candidate's raw times into a `TimingReport`, using the judge for baselines and probes.
     One per call's verdict settings (cheap: it holds references only)."""
 
-    def __init__(self, config: VerdictSettings, judge: JudgeClient, gate: DeviceGate, baseline_cache: BaselineCache,
-                 environment: Callable[[], Environment]) -> None:
+    def __init__(self, config: VerdictSettings, judge: JudgeClient, gate: DeviceGate,
+                 baseline_cache: BaselineCache, environment: Callable[[], Environment]) -> None:
         self.config = config
         self._judge, self._gate, self._baseline_cache = judge, gate, baseline_cache
         self._environment = environment
 
     def floor_ms(self, prepared: dict) -> float | None:
-        """Speed-of-light floor of the timed call: the larger of input bytes over the measured device bandwidth
-        and reference FLOPs over the measured peak matmul rate, each with the configured margin."""
+        """Speed-of-light floor of the timed call: the larger of input bytes over the measured device
+        bandwidth and reference FLOPs over the measured peak matmul rate, each with the configured margin."""
         timed = [t for t in prepared["trials"] if t["set"] == prepared["timing_set"]]
         if not timed:
             return None
@@ -52,7 +53,8 @@ class Measurer:
         except JudgeError:
             return None
         return speed_of_light_ms(sum(nbytes_of(m) for m in timed[0]["inputs"]), prepared.get("timing_flops"),
-                                 bandwidth, peak, self.config.speed_of_light_margin, self.config.flop_floor_margin)
+                                 bandwidth, peak, self.config.speed_of_light_margin,
+                                 self.config.flop_floor_margin)
 
     def candidate_timer(self, problem: Problem, env: Environment) -> TimerSettings:
         """The timer the sandbox runs: the configured one, or (`speedup_rse_target`) one that stops once the
@@ -60,9 +62,11 @@ class Measurer:
         cfg = self.config
         if cfg.speedup_rse_target is None:
             return cfg.timer
-        entry = self._baseline_cache.get(self.baseline_key(problem), need_inductor=False) if env.mode == "gpu" else None
+        entry = (self._baseline_cache.get(self.baseline_key(problem), need_inductor=False)
+                 if env.mode == "gpu" else None)
         baseline_rse = entry.eager.rse if entry is not None else None
-        return dataclasses.replace(cfg.timer, rse_target=candidate_rse_target(cfg.speedup_rse_target, baseline_rse))
+        return dataclasses.replace(cfg.timer,
+                                   rse_target=candidate_rse_target(cfg.speedup_rse_target, baseline_rse))
 
     def baseline_key(self, problem: Problem) -> str:
         cfg = self.config
@@ -70,13 +74,15 @@ class Measurer:
         return baseline_key(problem.sha256, timing_set_of(problem.source), self._environment(),
                             method_name(cfg.timing_mode, cfg.timer), measurement_settings(cfg.timer))
 
-    def timing(self, problem: Problem, env: Environment, trials: Trials, seed: int, prepared: dict) -> TimingReport:
+    def timing(self, problem: Problem, env: Environment, trials: Trials, seed: int,
+               prepared: dict) -> TimingReport:
         if env.mode != "gpu":
             if not (self.config.cpu_timing and self.config.timing and trials.timing_raw is not None):
-                return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the interpreter, so "
-                                                       "times say nothing about GPU speed")
+                return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the "
+                                                       "interpreter, so times say nothing about GPU speed")
             try:
-                return TimingReport(candidate=summarize(trials.timing_raw), unavailable_reason=CPU_TIMING_NOTE,
+                return TimingReport(candidate=summarize(trials.timing_raw),
+                                    unavailable_reason=CPU_TIMING_NOTE,
                                     timed_checks=len(trials.timing_raw.get("checked") or []))
             except (ValueError, TypeError, KeyError) as exc:
                 return TimingReport(unavailable_reason=f"the candidate's timing report is unusable: {exc}")
@@ -115,24 +121,28 @@ class Measurer:
                                                     rng=random.Random(len(times)))
         except (ValueError, TypeError, KeyError) as exc:
             note = f"paired timing dropped: {exc}"
-            report.unavailable_reason = f"{report.unavailable_reason}; {note}" if report.unavailable_reason else note
+            report.unavailable_reason = (f"{report.unavailable_reason}; "
+                                         f"{note}") if report.unavailable_reason else note
 
     def baselines(self, problem: Problem, seed: int, report: TimingReport, fresh: bool = False,
                   measure: bool | None = None) -> TimingReport:
-        """Eager/Inductor times from the baseline cache, else from the judge (then stored) unless `measure` is
-        False (default: `baseline_source == 'measure'`); `fresh` re-times and overwrites the stored numbers."""
+        """Eager/Inductor times from the baseline cache, else from the judge (then
+        stored) unless `measure` is False (default: `baseline_source == 'measure'`);
+        `fresh` re-times and overwrites the stored numbers."""
         cfg = self.config
         measure = cfg.baseline_source == "measure" if measure is None else measure
         key = self.baseline_key(problem)
         entry = None if fresh else self._baseline_cache.get(key, need_inductor=cfg.inductor_baseline)
         if entry is None and not measure:
-            report.unavailable_reason = ("no cached baseline for this problem, device and timer "
-                                         "(baseline_source='cache'): fill the cache with `kernelrl baselines`")
+            report.unavailable_reason = ("no cached baseline for this problem, device and "
+                                         "timer (baseline_source='cache'): fill the cache "
+                                         "with `kernelrl baselines`")
             return report
         if entry is None:
             try:
-                raw = self._judge.request("baselines", problem_path=str(problem.path), problem_sha256=problem.sha256,
-                                          seed=seed, timer=dataclasses.asdict(cfg.timer), mode=cfg.timing_mode,
+                raw = self._judge.request("baselines", problem_path=str(problem.path),
+                                          problem_sha256=problem.sha256, seed=seed,
+                                          timer=dataclasses.asdict(cfg.timer), mode=cfg.timing_mode,
                                           inductor=cfg.inductor_baseline, fresh=fresh)
             except JudgeError as exc:
                 report.unavailable_reason = f"baselines failed: {str(exc)[-300:]}"
@@ -142,7 +152,8 @@ class Measurer:
                 return report
             entry = BaselineEntry(eager=summarize(raw["eager"]),
                                   inductor=summarize(raw["inductor"]) if "inductor" in raw else None,
-                                  inductor_error=str(raw["inductor_error"])[:600] if raw.get("inductor_error") else None)
+                                  inductor_error=str(raw["inductor_error"])[:600]
+                                  if raw.get("inductor_error") else None)
             self._baseline_cache.put(key, entry)
         report.eager = entry.eager
         if cfg.inductor_baseline and entry.inductor is not None:
@@ -157,8 +168,8 @@ class Measurer:
         return report
 
 
-def speed_of_light_ms(input_bytes: int, flops: int | None, bytes_per_s: float | None, flops_per_s: float | None,
-                      margin: float, flop_margin: float) -> float | None:
+def speed_of_light_ms(input_bytes: int, flops: int | None, bytes_per_s: float | None,
+                      flops_per_s: float | None, margin: float, flop_margin: float) -> float | None:
     """No correct kernel is faster than reading its inputs once at full bandwidth or doing the reference's
     matmul/conv FLOPs at the device's best measured matmul rate; the margins (>1) leave room for measurement
     error and for work an honest kernel may legitimately skip."""

@@ -1,6 +1,6 @@
-"""One warm pool per device: `MultiDeviceEvaluator` spreads a call over several `Evaluator`s (each with its own
-judge, zygote and timing token), pulling items from one shared, lazily read stream, so a device takes the next
-candidate as soon as one of its sandbox slots frees up. Stdlib only, like the verdict process."""
+"""One warm pool per device: `MultiDeviceEvaluator` spreads a call over several `Evaluator`s (each with its
+own judge, zygote and timing token), pulling items from one shared, lazily read stream, so a device takes the
+next candidate as soon as one of its sandbox slots frees up. Stdlib only, like the verdict process."""
 
 from __future__ import annotations
 
@@ -17,10 +17,12 @@ from kernelrl.evaluate.settings import EvalConfig, EvaluatorSettings, VerdictSet
 __all__ = ["MultiDeviceEvaluator", "visible_gpus"]
 
 class MultiDeviceEvaluator(ScorerBase):
-    """`MultiDeviceEvaluator("auto")`: one Evaluator per visible GPU (or one CPU evaluator when there is none);
-    or an explicit list such as `["cuda:0", "cuda:1"]`. Settings and overrides apply to every device."""
+    """`MultiDeviceEvaluator("auto")`: one Evaluator per visible GPU (or one
+    CPU evaluator when there is none); or an explicit list such as
+    `["cuda:0", "cuda:1"]`. Settings and overrides apply to every device."""
 
-    def __init__(self, devices: str | list[str] = "auto", settings: EvaluatorSettings | EvalConfig | None = None,
+    def __init__(self, devices: str | list[str] = "auto",
+                 settings: EvaluatorSettings | EvalConfig | None = None,
                  verdict: VerdictSettings | None = None, **overrides) -> None:
         if devices == "auto":
             devices = visible_gpus() or ["cpu"]
@@ -63,7 +65,8 @@ class MultiDeviceEvaluator(ScorerBase):
             finally:
                 results.put((done, None, None))
 
-        threads = [threading.Thread(target=drive, args=(k, ev), name=f"kernelrl-{ev.settings.device}", daemon=True)
+        threads = [threading.Thread(target=drive, args=(k, ev), name=f"kernelrl-{ev.settings.device}",
+                                    daemon=True)
                    for k, ev in enumerate(self.evaluators)]
         for t in threads:
             t.start()

@@ -1,5 +1,5 @@
-"""The one seam every consumer calls: `Scorer` (`evaluate_many` / `aevaluate_many` / `evaluate_one` over code or
-completions), and `ScorerBase`, which writes those once over one indexed core.
+"""The one seam every consumer calls: `Scorer` (`evaluate_many` / `aevaluate_many` / `evaluate_one` over code
+or completions), and `ScorerBase`, which writes those once over one indexed core.
 
 `Evaluator` and `MultiDeviceEvaluator` implement it; a remote client and a Ray pool implement it too, so a
 trainer, the agent, the bench and the CLI never need to know which one they hold (`open_scorer` builds one).
@@ -23,8 +23,8 @@ from kernelrl.results import EvalResult
 
 @dataclass(frozen=True)
 class EvalItem:
-    """One item with its own reading of the text and its own deadline (a plain `(problem, text)` pair takes the
-    call's)."""
+    """One item with its own reading of the text and its own deadline (a plain `(problem, text)` pair takes
+    the call's)."""
 
     problem: Problem
     text: str | Candidate  # code, a completion, or an already-built Candidate
@@ -62,10 +62,10 @@ class Scorer(Protocol):
     def evaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
                       verdict: VerdictSettings | None = None, deadline_s: float | None = None
                       ) -> Iterator[EvalResult]:
-        """Evaluate items concurrently. `kind` says how to read plain strings ('auto': code when the text parses
-        as Python, else a completion). Results stream as they finish, or in input order with `ordered=True`.
-        `verdict`: this call's verdict settings (default: the scorer's). `deadline_s`: seconds for the whole
-        call; items not judged by then come back at once with `no_verdict` set."""
+        """Evaluate items concurrently. `kind` says how to read plain strings ('auto': code when the text
+        parses as Python, else a completion). Results stream as they finish, or in input order with
+        `ordered=True`. `verdict`: this call's verdict settings (default: the scorer's). `deadline_s`: seconds
+        for the whole call; items not judged by then come back at once with `no_verdict` set."""
         ...
 
     def evaluate_indexed(self, items: Iterable[Item], *, kind: TextKind = "auto",
@@ -120,16 +120,18 @@ class ScorerBase:
     def aevaluate_many(self, items: Iterable[Item], *, kind: TextKind = "auto", ordered: bool = False,
                        verdict: VerdictSettings | None = None, deadline_s: float | None = None
                        ) -> AsyncIterator[EvalResult]:
-        return iterate_in_thread(lambda: self.evaluate_many(items, kind=kind, ordered=ordered, verdict=verdict,
-                                                            deadline_s=deadline_s))
+        return iterate_in_thread(lambda: self.evaluate_many(items, kind=kind, ordered=ordered,
+                                                            verdict=verdict, deadline_s=deadline_s))
 
     def evaluate_one(self, problem: Problem, text: str | Candidate, *, kind: TextKind = "auto",
                      verdict: VerdictSettings | None = None, deadline_s: float | None = None) -> EvalResult:
-        [result] = list(self.evaluate_many([(problem, text)], kind=kind, verdict=verdict, deadline_s=deadline_s))
+        [result] = list(self.evaluate_many([(problem, text)], kind=kind, verdict=verdict,
+                                           deadline_s=deadline_s))
         return result
 
     async def aevaluate_one(self, problem: Problem, text: str | Candidate, *, kind: TextKind = "auto",
-                            verdict: VerdictSettings | None = None, deadline_s: float | None = None) -> EvalResult:
+                            verdict: VerdictSettings | None = None,
+                            deadline_s: float | None = None) -> EvalResult:
         return await asyncio.to_thread(self.evaluate_one, problem, text, kind=kind, verdict=verdict,
                                        deadline_s=deadline_s)
 
@@ -143,7 +145,8 @@ class ScorerBase:
         """Extract the candidate from an LLM completion (`Candidate.from_text`), then evaluate it."""
         return self.evaluate_one(problem, completion, kind="completion", verdict=verdict)
 
-    async def aevaluate(self, problem: Problem, code: str | Candidate, *, verdict: VerdictSettings | None = None
+    async def aevaluate(self, problem: Problem, code: str | Candidate, *,
+                        verdict: VerdictSettings | None = None
                         ) -> EvalResult:
         """`evaluate` without blocking the event loop."""
         return await self.aevaluate_one(problem, code, kind="code", verdict=verdict)
@@ -183,7 +186,8 @@ class VerdictView(ScorerBase):
 
     def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False):
         """The inner evaluator's baselines with this view's timer."""
-        return self.inner.time_baselines(problem, seed, fresh, verdict=self.verdict)  # type: ignore[attr-defined]
+        return self.inner.time_baselines(  # type: ignore[attr-defined]
+            problem, seed, fresh, verdict=self.verdict)
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)  # the rest (environment, audit, caches) is the inner scorer's
@@ -261,17 +265,18 @@ def open_scorer(device: str | list[str] | None = None, settings=None, verdict: V
                 **overrides) -> ScorerBase:
     """The scorer for where evaluations should run; what the CLI, the agent, the bench and the trainer call.
 
-    `device`: 'auto', 'cpu', 'cuda' or 'cuda:N' (one `Evaluator`), 'all' (one evaluator per visible GPU, or the
-    CPU without one) or a list of devices (`MultiDeviceEvaluator` when it names several); None: the device of
-    `settings` (default 'auto'). `settings` (EvaluatorSettings) apply to every device; `verdict`
-    (VerdictSettings) is the default of every call; `overrides` are fields of either. Close it when done (it is
-    a context manager)."""
+    `device`: 'auto', 'cpu', 'cuda' or 'cuda:N' (one `Evaluator`), 'all' (one evaluator per visible GPU, or
+    the CPU without one) or a list of devices (`MultiDeviceEvaluator` when it names several); None: the device
+    of `settings` (default 'auto'). `settings` (EvaluatorSettings) apply to every device; `verdict`
+    (VerdictSettings) is the default of every call; `overrides` are fields of either. Close it when done (it
+    is a context manager)."""
     from kernelrl.evaluate.evaluator import Evaluator
     from kernelrl.evaluate.multi import MultiDeviceEvaluator
 
     if isinstance(device, str) and "://" in device:
-        raise ValueError(f"{device!r} is a remote scorer (reward service URL or Ray address): open it with "
-                         "kernelrl.serve.open_scorer; this one takes a device: auto, cpu, cuda, cuda:N or all")
+        raise ValueError(f"{device!r} is a remote scorer (reward service URL or Ray address): "
+                         "open it with kernelrl.serve.open_scorer; this one takes a device: auto, "
+                         "cpu, cuda, cuda:N or all")
     if device == "all":
         return MultiDeviceEvaluator("auto", settings, verdict, **overrides)
     if isinstance(device, list | tuple):

@@ -1,9 +1,9 @@
 """Settings of an evaluation, with their defaults and why. Stdlib only.
 
-`EvaluatorSettings` belong to an evaluator (its device, processes, pool, caches, slots and isolation): they are
-fixed when it starts. `VerdictSettings` belong to a call (trials, tolerances, timing profile, policies): any call
-may bring its own without restarting anything, and they are part of every result-cache key. `EvalConfig`, the
-union of both, is kept for a deprecation period.
+`EvaluatorSettings` belong to an evaluator (its device, processes, pool, caches, slots and isolation): they
+are fixed when it starts. `VerdictSettings` belong to a call (trials, tolerances, timing profile, policies):
+any call may bring its own without restarting anything, and they are part of every result-cache key.
+`EvalConfig`, the union of both, is kept for a deprecation period.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ RESULT_CACHE_ENV = "KERNELRL_RESULT_CACHE"  # "0" turns the result cache off for
 
 
 class EvaluatorError(RuntimeError):
-    """The evaluator itself cannot work (e.g. its judge process cannot start); not a verdict on a candidate."""
+    """The evaluator itself cannot work (e.g. its judge
+    process cannot start); not a verdict on a candidate."""
 
 
 def _major_minor(version: str) -> tuple[int, int] | None:
@@ -40,11 +41,11 @@ def _major_minor(version: str) -> tuple[int, int] | None:
 
 
 def interpreter_incompatibility(versions: dict[str, str | None] | None = None) -> str | None:
-    """Why Triton's interpreter (CPU mode) would fail honest kernels here, or None. Triton before 3.8 with numpy
-    2.4 or later fails every kernel with a loop (numpy no longer turns a one-element array into a Python scalar:
-    `TypeError: only 0-dimensional arrays can be converted to Python scalars`; measured with triton 3.6 and numpy
-    2.5 on the H100 host), and such a kernel's `runtime_error` would be a false rejection. `versions`: the
-    installed distributions' versions by name (default: read from the environment)."""
+    """Why Triton's interpreter (CPU mode) would fail honest kernels here, or None. Triton before 3.8 with
+    numpy 2.4 or later fails every kernel with a loop (numpy no longer turns a one-element array into a Python
+    scalar: `TypeError: only 0-dimensional arrays can be converted to Python scalars`; measured with triton
+    3.6 and numpy 2.5 on the H100 host), and such a kernel's `runtime_error` would be a false rejection.
+    `versions`: the installed distributions' versions by name (default: read from the environment)."""
     if versions is None:
         versions = {}
         for name in ("triton", "numpy"):
@@ -56,8 +57,8 @@ def interpreter_incompatibility(versions: dict[str, str | None] | None = None) -
     if triton is None or numpy is None or not (triton < (3, 8) and numpy >= (2, 4)):
         return None
     return (f"CPU mode runs Triton's interpreter, which with triton {versions['triton']} and numpy "
-            f"{versions['numpy']} fails every kernel with a loop (TypeError: only 0-dimensional arrays can be "
-            "converted to Python scalars), i.e. rejects honest kernels: install numpy<2.4 or triton>=3.8")
+            f"{versions['numpy']} fails every kernel with a loop (TypeError: only 0-dimensional arrays can "
+            "be converted to Python scalars), i.e. rejects honest kernels: install numpy<2.4 or triton>=3.8")
 
 
 def _help(text: str, default=dataclasses.MISSING, default_factory=dataclasses.MISSING):
@@ -72,46 +73,47 @@ class EvaluatorSettings:
     """What one evaluator is started with: its device, worker processes, caches, concurrency and isolation."""
 
     device: str = _help("auto, cpu, cuda or cuda:N (cpu: the Triton interpreter).", "auto")
-    startup_timeout_s: float = _help("Seconds for a sandbox stub to start (torch import, device init).", 120.0)
+    startup_timeout_s: float = _help("Seconds for a sandbox stub to start (torch import, device init).",
+                                     120.0)
     judge_timeout_s: float = _help("Seconds for one judge request (reference outputs, baselines incl. "
                                    "torch.compile).", 900.0)
     max_output_gb: float = _help("Largest tensor read back from the candidate.", 8.0)
     log_limit_bytes: int = _help("The candidate's stdout+stderr kept (head and tail).", 32 * 1024)
     isolate_network: bool = _help("Run candidates in an empty network namespace.", True)
-    isolate_processes: bool = _help("Run candidates in their own PID namespace (needs util-linux `unshare` and the "
-                                    "permission).", True)
-    readonly_filesystem: bool = _help("Every mount read-only for the candidate except its evaluation directory "
-                                      "(needs the PID namespace).", True)
+    isolate_processes: bool = _help("Run candidates in their own PID namespace (needs util-linux "
+                                    "`unshare` and the permission).", True)
+    readonly_filesystem: bool = _help("Every mount read-only for the candidate except its evaluation "
+                                      "directory (needs the PID namespace).", True)
     candidate_uid: int | None = _help(
-        "Run the candidate as this unprivileged uid (nobody) where the evaluator runs as root and the read-only "
-        "file system applies, so root-only files stay closed to it; None: the evaluator's own. On a GPU the "
-        "switch comes after CUDA start-up.", 65534)
+        "Run the candidate as this unprivileged uid (nobody) where the evaluator runs as root and the "
+        "read-only file system applies, so root-only files stay closed to it; None: the evaluator's own. On "
+        "a GPU the switch comes after CUDA start-up.", 65534)
     cache_dir: Path | None = _help("Extension builds, baselines.sqlite, results.sqlite (default "
                                    "~/.cache/kernelrl).", None)
     result_cache: bool = _help(
         "Reuse the verdict of an identical candidate (result cache; also KERNELRL_RESULT_CACHE=0).", True)
-    warm_pool: bool = _help("Fork candidates from a warm zygote (needs the PID namespace); off: a fresh process "
-                            "each.", True)
+    warm_pool: bool = _help("Fork candidates from a warm zygote (needs the PID namespace); "
+                            "off: a fresh process each.", True)
     standby_sandboxes: int = _help(
-        "Sandboxes forked and device-initialized ahead of their candidates (warm pool only; 0: none). Each holds "
-        "a CUDA context (~0.5 GB of device memory) while it waits.", 3)
+        "Sandboxes forked and device-initialized ahead of their candidates (warm pool only; 0: none). Each "
+        "holds a CUDA context (~0.5 GB of device memory) while it waits.", 3)
     device_work_queues: int | None = _help(
         "CUDA hardware work queues of the judge's and every sandbox's context (CUDA_DEVICE_MAX_CONNECTIONS): "
         "with 1, sandboxes starting at once create their contexts several times faster (context creation "
         "is what bounds a host's sandbox starts per second over several GPUs); work on separate streams then "
         "shares one queue and may lose its overlap. None: CUDA's default (8).", 1)
     max_concurrency: int | None = _help(
-        "Evaluations in flight in a batch (compile and correctness overlap; timing is exclusive); None: twice "
-        "compile_slots. Sandboxes alive at once never exceed the memory bound (sandbox_memory_gb).", 4)
+        "Evaluations in flight in a batch (compile and correctness overlap; timing is exclusive); None: "
+        "twice compile_slots. Sandboxes alive at once never exceed the memory bound (sandbox_memory_gb).", 4)
     compile_slots: int | None = _help(
-        "Sandboxes in their CPU-heavy part at once (start, import, correctness, census: everything before the "
-        "timing token); None: the host's cores.", None)
+        "Sandboxes in their CPU-heavy part at once (start, import, correctness, census: everything before "
+        "the timing token); None: the host's cores.", None)
     sandbox_memory_gb: float = _help(
-        "Host memory one sandbox is expected to hold: sandboxes alive at once <= 0.8 x the memory available at "
-        "start / this, less the standbys; 0: no bound.", 2.0)
+        "Host memory one sandbox is expected to hold: sandboxes alive at once <= 0.8 x the memory available "
+        "at start / this, less the standbys; 0: no bound.", 2.0)
     sandbox_gpu_memory_gb: float = _help(
-        "GPU memory one evaluation is charged before its problem has been seen; after that, what evaluations of "
-        "the problem used. 0: no GPU memory admission.", 3.0)
+        "GPU memory one evaluation is charged before its problem has been seen; after that, what evaluations "
+        "of the problem used. 0: no GPU memory admission.", 3.0)
     gpu_memory_budget_gb: float | None = _help(
         "What all evaluations of the device may hold at once; None: 0.8 x the memory free when the judge "
         "started (set it when a trainer shares the GPU).", None)
@@ -128,7 +130,8 @@ class EvaluatorSettings:
         if self.gpu_memory_budget_gb is not None and not self.gpu_memory_budget_gb > 0:
             raise ValueError("gpu_memory_budget_gb must be positive (or None: from the free memory)")
         if self.candidate_uid is not None and self.candidate_uid < 1:
-            raise ValueError("candidate_uid must be an unprivileged uid (1 or more), or None: the evaluator's own")
+            raise ValueError("candidate_uid must be an unprivileged uid (1 or more), or "
+                             "None: the evaluator's own")
         if self.standby_sandboxes < 0:
             raise ValueError("standby_sandboxes must be at least 0")
         if self.device_work_queues is not None and not 1 <= self.device_work_queues <= 32:
@@ -158,21 +161,22 @@ class EvaluatorSettings:
 
 @dataclass(frozen=True)
 class VerdictSettings:
-    """How one call judges its candidates. Passed per call (`evaluate_many(..., verdict=...)`); never restarts a
-    worker; part of every result-cache key."""
+    """How one call judges its candidates. Passed per call (`evaluate_many(..., verdict=...)`); never restarts
+    a worker; part of every result-cache key."""
 
     trials: int = _help("Correctness trials, fresh random inputs each (at least one per input set).", 5)
     compile_timeout_s: float = _help(
         "Seconds for importing the candidate (Triton definitions, load_inline builds).", 300.0)
-    run_timeout_s: float = _help("Seconds for the candidate's construction, correctness trials and timing.", 120.0)
+    run_timeout_s: float = _help("Seconds for the candidate's construction, correctness trials and timing.",
+                                 120.0)
     memory_limit_gb: float = _help("Host memory the candidate may use (CPU: address space on top of what the "
                                    "sandbox maps at start).", 16.0)
     input_sets: tuple[str, ...] | None = _help(
         "Input sets checked; None: check + sweep* (+ bench on a GPU); see docs/problem-format.md.", None)
     bench_correctness: bool = _help(
-        "On a GPU, the bench-sized set is among the default correctness sets; off: check and sweeps only (KB to "
-        "MB instead of up to GBs an evaluation). Timed calls still run on the bench set, their outputs checked "
-        "at secret positions.", True)
+        "On a GPU, the bench-sized set is among the default correctness sets; off: check and sweeps only (KB "
+        "to MB instead of up to GBs an evaluation). Timed calls still run on the bench set, their outputs "
+        "checked at secret positions.", True)
     seed: int | None = _help("Master seed (default: a fresh secret one per evaluation).", None)
     tolerances: dict[str, tuple[float, float]] | None = _help("dtype name -> (atol, rtol) overrides.", None)
     reference_error_k: float = _help(
@@ -183,19 +187,20 @@ class VerdictSettings:
     inductor_baseline: bool = _help("Also time the reference under torch.compile (Inductor).", True)
     timer: TimerSettings = _help("The CUDA-event timer's settings (warm-up, reps, L2 flush, stopping rule).",
                                  default_factory=TimerSettings)
-    static_checks: bool = _help("AST rules against reward hacking (kernelrl rules); off: sandbox layers only.",
-                                True)
-    rule_policy: dict[str, str] | None = _help("Rule id -> 'reject' | 'warn' | 'off' (overrides the defaults).",
-                                               None)
+    static_checks: bool = _help("AST rules against reward hacking (kernelrl rules); "
+                                "off: sandbox layers only.", True)
+    rule_policy: dict[str, str] | None = _help("Rule id -> 'reject' | 'warn' | 'off' "
+                                               "(overrides the defaults).", None)
     extra_rules: tuple[str, ...] = _help(
         "More static rules from your own modules: 'package.module:NAME' (a Rule or a sequence of Rules).", ())
     runtime_policy: dict[str, str] | None = _help(
         "Runtime check id -> 'reject' | 'warn' | 'off' (default reject).", None)
-    timing_variants: int = _help("Inputs the timed calls rotate through (>= 3 defeats parity caches); a mix draws "
-                                 "2.", 4)
+    timing_variants: int = _help("Inputs the timed calls rotate through (>= 3 defeats parity "
+                                 "caches); a mix draws 2.", 4)
     fresh_timed_inputs: bool = _help(
         "Fresh inputs for every timed call: each element from one of two variants by a secret mask; problems "
-        "with METADATA['timed_inputs'] == 'rotate' keep the rotation. Off: the rotation for every problem.", True)
+        "with METADATA['timed_inputs'] == 'rotate' keep the rotation. Off: the rotation for every problem.",
+        True)
     timing_mode: str = _help(
         "'events' (each call timed with CUDA events) or 'cuda-graph' (the call captured once, replays timed; "
         "falls back to events when the call cannot be captured).", "events")
@@ -207,18 +212,19 @@ class VerdictSettings:
     speed_of_light_margin: float = _help(
         "Bandwidth floor = input bytes / (margin x measured copy bandwidth).", 1.5)
     flop_floor_margin: float = _help(
-        "FLOP floor = reference matmul/conv FLOPs / (margin x best measured matmul rate); wider, since an honest "
-        "kernel may skip work the dense reference does.", 4.0)
-    refuse_flagged_problems: bool = _help("Problems the audit flags (zeros pass, ...) end `unsupported`.", True)
+        "FLOP floor = reference matmul/conv FLOPs / (margin x best measured matmul rate); wider, since an "
+        "honest kernel may skip work the dense reference does.", 4.0)
+    refuse_flagged_problems: bool = _help("Problems the audit flags (zeros pass, ...) end `unsupported`.",
+                                          True)
     speedup_rse_target: float | None = _help(
-        "Training profile: time a correct candidate until the speedup's relative standard error is at most this "
-        "(within timer.max_ms); None: the timer's own stopping rule.", None)
+        "Training profile: time a correct candidate until the speedup's relative standard error is at most "
+        "this (within timer.max_ms); None: the timer's own stopping rule.", None)
     baseline_source: str = _help(
-        "'measure': baselines from the cache, else timed by the judge (and stored); 'cache': from the cache only "
-        "(filled with `kernelrl baselines`), a miss leaves the speedup out and says so.", "measure")
+        "'measure': baselines from the cache, else timed by the judge (and stored); 'cache': from the cache "
+        "only (filled with `kernelrl baselines`), a miss leaves the speedup out and says so.", "measure")
     cpu_timing: bool = _help(
-        "CPU mode only: time correct candidates with the host clock (the Triton interpreter; no baselines, no "
-        "speedup), for tests and benches.", False)
+        "CPU mode only: time correct candidates with the host clock (the Triton interpreter; no baselines, "
+        "no speedup), for tests and benches.", False)
 
     @classmethod
     def training(cls, **overrides) -> VerdictSettings:
@@ -237,7 +243,8 @@ class VerdictSettings:
         if self.speedup_rse_target is not None and not 0 < self.speedup_rse_target < 1:
             raise ValueError(f"speedup_rse_target must lie in (0, 1), got {self.speedup_rse_target!r}")
         if self.baseline_source not in BASELINE_SOURCES:
-            raise ValueError(f"baseline_source must be one of {BASELINE_SOURCES}, not {self.baseline_source!r}")
+            raise ValueError(f"baseline_source must be one of {BASELINE_SOURCES}, not "
+                             f"{self.baseline_source!r}")
         if self.timing_mode not in TIMING_MODES:
             raise ValueError(f"timing_mode must be one of {TIMING_MODES}, not {self.timing_mode!r}")
         if self.input_sets is not None and isinstance(self.input_sets, list):
@@ -258,7 +265,8 @@ VERDICT_FIELDS = frozenset(f.name for f in dataclasses.fields(VerdictSettings))
 
 
 def split_settings(values: dict) -> tuple[dict, dict]:
-    """Keyword settings sorted into (EvaluatorSettings fields, VerdictSettings fields); an unknown name raises."""
+    """Keyword settings sorted into (EvaluatorSettings fields,
+    VerdictSettings fields); an unknown name raises."""
     unknown = set(values) - EVALUATOR_FIELDS - VERDICT_FIELDS
     if unknown:
         raise TypeError(f"unknown evaluation setting(s) {sorted(unknown)}: see EvaluatorSettings and "
@@ -272,14 +280,15 @@ def _union_fields() -> list[tuple[str, object, dataclasses.Field]]:
     for cls in (EvaluatorSettings, VerdictSettings):
         for f in dataclasses.fields(cls):
             copy = (field(default_factory=f.default_factory, metadata=f.metadata)
-                    if f.default_factory is not dataclasses.MISSING else field(default=f.default, metadata=f.metadata))
+                    if f.default_factory is not dataclasses.MISSING
+                    else field(default=f.default, metadata=f.metadata))
             made.append((f.name, f.type, copy))
     return made
 
 
 def _eval_config_post_init(self) -> None:
-    warnings.warn("EvalConfig is deprecated: pass EvaluatorSettings to the evaluator and VerdictSettings per call "
-                  "(EvalConfig.split() gives both)", DeprecationWarning, stacklevel=3)
+    warnings.warn("EvalConfig is deprecated: pass EvaluatorSettings to the evaluator and VerdictSettings per "
+                  "call (EvalConfig.split() gives both)", DeprecationWarning, stacklevel=3)
     self.split()  # validates both halves
 
 

@@ -68,7 +68,8 @@ UNBOUNDED = 1 << 16
 
 
 def plan_slots(*, compile_slots: int | None, max_concurrency: int | None, sandbox_memory_gb: float,
-               standby_sandboxes: int, cores: int | None = None, available_bytes: int | None = None) -> SlotPlan:
+               standby_sandboxes: int, cores: int | None = None,
+               available_bytes: int | None = None) -> SlotPlan:
     """Resolve the configured limits against this host: sandboxes alive at once = the memory bound
     (`available_bytes`: MemAvailable when not given; `sandbox_memory_gb` <= 0: no bound); `compile_slots`
     None = the host's cores; `max_concurrency` None = twice the compile slots; none above the memory bound."""
@@ -76,13 +77,15 @@ def plan_slots(*, compile_slots: int | None, max_concurrency: int | None, sandbo
     available = available_memory_bytes() if available_bytes is None else available_bytes
     memory_slots = None
     if available is not None and sandbox_memory_gb > 0:
-        memory_slots = max(1, int(MEMORY_FRACTION * available / (sandbox_memory_gb * GiB)) - standby_sandboxes)
+        memory_slots = max(1,
+                           int(MEMORY_FRACTION * available / (sandbox_memory_gb * GiB)) - standby_sandboxes)
     alive = memory_slots if memory_slots is not None else UNBOUNDED
     compiling = min(compile_slots if compile_slots is not None else cores, alive)
     workers = max_concurrency if max_concurrency is not None else min(2 * compiling, alive)
     reason = (f"{cores} cores; "
-              + (f"{MEMORY_FRACTION:g} x {available / GiB:.1f} GiB available / {sandbox_memory_gb:g} GiB per sandbox"
-                 f" - {standby_sandboxes} standbys = {memory_slots} sandboxes alive" if memory_slots is not None
+              + (f"{MEMORY_FRACTION:g} x {available / GiB:.1f} GiB available / "
+                 f"{sandbox_memory_gb:g} GiB per sandbox - {standby_sandboxes} standbys = "
+                 f"{memory_slots} sandboxes alive" if memory_slots is not None
                  else "no memory bound")
               + f"; {compiling} compiling at once; {workers} in flight per batch")
     return SlotPlan(compile_slots=compiling, sandbox_slots=alive, workers=workers, memory_slots=memory_slots,
@@ -106,8 +109,9 @@ class FairSlots:
         self._turns: deque[object] = deque()  # callers with someone waiting, next turn first
 
     def acquire(self, caller: object, cancel: threading.Event | None = None, amount: int = 1) -> float | None:
-        """Block until this caller's turn gives it `amount` units; returns the seconds waited, or None (nothing
-        taken) when `cancel` was set first (call `wake()` after setting it). Release the same amount."""
+        """Block until this caller's turn gives it `amount` units; returns
+        the seconds waited, or None (nothing taken) when `cancel` was set
+        first (call `wake()` after setting it). Release the same amount."""
         started = time.monotonic()
         ticket = [False, min(max(1, amount), self.count)]
         with self._cond:
@@ -202,11 +206,12 @@ NEED_MARGIN = 1.25  # over the largest need seen: inputs differ by seed only in 
 
 
 def first_need(call_bytes: int | None, timing_variants: int) -> int | None:
-    """A problem's charge before any evaluation of it finished, from one reference call's inputs and outputs on
-    its timing set (the judge's audit): the sandbox holds the inputs of every timed variant and, around a
-    trial, copies of inputs and outputs, the judge a checked trial's reference and shared buffer, the allocator
-    rounds up. Calibrated on an H100: `level1/1_row_softmax` (2 GiB a call) learned 13.24 GiB with timing off
-    (one variant), which this gives; with timing's four variants it says 20.8 GiB, an upper guess."""
+    """A problem's charge before any evaluation of it finished, from one reference call's
+    inputs and outputs on its timing set (the judge's audit): the sandbox holds the inputs of
+    every timed variant and, around a trial, copies of inputs and outputs, the judge a checked
+    trial's reference and shared buffer, the allocator rounds up. Calibrated on an H100:
+    `level1/1_row_softmax` (2 GiB a call) learned 13.24 GiB with timing off (one variant),
+    which this gives; with timing's four variants it says 20.8 GiB, an upper guess."""
     if not call_bytes:
         return None
     return int(NEED_MARGIN * (CUDA_CONTEXT_BYTES + (max(timing_variants, 1) + 4) * call_bytes))
@@ -216,8 +221,8 @@ class DeviceMemory:
     """GPU memory admission for one device: `slots` hands out bytes of `budget_bytes`; `need(key)` is what an
     evaluation of problem `key` is charged: NEED_MARGIN x the most one has used so far (`observed`), or before
     the first, the larger of `default_bytes` and the estimate given (`first_need`: a first wave of a heavy
-    problem's evaluations would otherwise all start at the default and run out together), doubled each time one
-    runs out of memory beside others (`ran_out`)."""
+    problem's evaluations would otherwise all start at the default and run out together), doubled each time
+    one runs out of memory beside others (`ran_out`)."""
 
     def __init__(self, budget_bytes: int, default_bytes: int) -> None:
         if budget_bytes < 1 or default_bytes < 1:

@@ -18,8 +18,8 @@ class Trials:
     """Per-evaluation bookkeeping for the child's streamed reports: compares each trial's outputs (through the
     judge) as it arrives and turns the stub's runtime facts into findings (kernelrl.verify.runtime_checks)."""
 
-    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[dict], mode: str, tol, max_bytes,
-                 policy: dict[str, str], ref_error_k: float = 0.0):
+    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[dict], mode: str, tol,
+                 max_bytes, policy: dict[str, str], ref_error_k: float = 0.0):
         self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
         # the tolerance model's k (kernelrl.verify.tolerance); 0: allclose only
         self.ref_error_k = ref_error_k
@@ -50,10 +50,11 @@ class Trials:
 
     def phase_begins(self, started: float) -> dict[str, float]:
         """When each phase this run reached began (monotonic clock), in order, ending with 'finish': start
-        (sandbox up), import, init, first_trial (the first forward: Triton compiles its kernels there on a GPU),
-        correctness (the other trials), census, token (waiting for the device's timing slot), timing."""
-        marks = [("start", "ready"), ("import", "imported"), ("init", "initialized"), ("first_trial", "trial0"),
-                 ("correctness", "trial"), ("census", "census"), ("token", "timing_granted"), ("timing", "timing")]
+        (sandbox up), import, init, first_trial (the first forward: Triton compiles its kernels there on a
+        GPU), correctness (the other trials), census, token (waiting for the device's timing slot), timing."""
+        marks = [("start", "ready"), ("import", "imported"), ("init", "initialized"),
+                 ("first_trial", "trial0"), ("correctness", "trial"), ("census", "census"),
+                 ("token", "timing_granted"), ("timing", "timing")]
         begins, last = {}, started
         for name, event in marks:
             if event in self.arrived:
@@ -124,7 +125,8 @@ class Trials:
             return False
         for k, meta in enumerate(raw):
             if meta.get("dtype") not in ITEMSIZE:
-                return self._mismatch(k, "dtype", f"output {k} has unsupported dtype {str(meta.get('dtype'))[:40]}")
+                return self._mismatch(k, "dtype",
+                                      f"output {k} has unsupported dtype {str(meta.get('dtype'))[:40]}")
             if meta.get("device") != self.device:
                 return self._mismatch(k, "device", f"output {k} is on {str(meta.get('device'))[:20]}, "
                                                    f"expected {self.device}")
@@ -142,7 +144,8 @@ class Trials:
         # right values first (a wrong answer is reported as such), then how they were produced
         if not self._runtime_facts(event, raw):
             return False
-        if self.precision is not None and not self.flag("rt-low-precision", describe_precision(self.precision)):
+        if self.precision is not None and not self.flag("rt-low-precision",
+                                                        describe_precision(self.precision)):
             return False
         self.passed += 1
         return True
@@ -150,7 +153,8 @@ class Trials:
     def _background_work(self, event: dict, raw: list[dict]) -> bool:
         for k, meta in enumerate(raw):
             if meta.get("changed_after_sync") and not self.flag(
-                    "rt-deferred-write", f"output {k} of trial {self.run - 1} changed after a device-wide sync"):
+                    "rt-deferred-write",
+                    f"output {k} of trial {self.run - 1} changed after a device-wide sync"):
                 return False
         threads = event.get("threads")
         if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive"):
@@ -188,7 +192,8 @@ class Trials:
             return "; ".join(str(x) for x in found) if isinstance(found, list) else ""
 
         for check, text in (("rt-census-tampered", listed("tampered")), ("rt-aten-op", counted("ops")),
-                            ("rt-host-read", counted("host")), ("rt-output-provenance", listed("provenance"))):
+                            ("rt-host-read", counted("host")),
+                            ("rt-output-provenance", listed("provenance"))):
             if text and not self.flag(check, f"{where}: {text}"):
                 return False
         return True
@@ -215,7 +220,8 @@ class Trials:
                 meta["ipc"] = True
             sampled = given.get("sampled")
             if sampled is not None:  # a timed call's large output, sampled by the stub
-                if not isinstance(sampled, int) or isinstance(sampled, bool) or not 0 < sampled <= MAX_SAMPLED:
+                if not isinstance(sampled, int) or isinstance(sampled, bool) \
+                        or not 0 < sampled <= MAX_SAMPLED:
                     self.problem = "malformed output sample"
                     return False
                 # the judge checks it
@@ -256,7 +262,8 @@ class Trials:
         """Compare the outputs of checked calls outside the trials (`{prefix}{n}_out{k}.bin`)."""
         for n, check in enumerate(checked[:16]):
             trial = check.get("trial") if isinstance(check, dict) else None
-            if not isinstance(trial, int) or not 0 <= trial < len(self.plan) or not isinstance(check.get("outputs"), list):
+            if not isinstance(trial, int) or not 0 <= trial < len(self.plan) \
+                    or not isinstance(check.get("outputs"), list):
                 self.problem = "malformed timed-call check"
                 return False
             # fresh inputs: trial's mixed with another's (kernelrl.sandbox.timed_mix)
@@ -281,21 +288,25 @@ class Trials:
         if not self._checked_calls(checked, "timed", "timed call"):
             return False
         threads = event.get("threads")
-        if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive during or after timing"):
+        if threads and not self.flag("rt-thread-left-running",
+                                     f"{len(threads)} extra thread(s) alive during or after timing"):
             return False
         if not self._native_threads(event, "during or after timing"):
             return False
         calls, launches = event.get("calls"), event.get("launches")
         if isinstance(calls, int) and isinstance(launches, int) and launches < calls:
-            return self.flag("rt-no-kernel-launched", f"{launches} candidate kernel launches in {calls} timed calls")
+            return self.flag("rt-no-kernel-launched",
+                             f"{launches} candidate kernel launches in {calls} timed calls")
         return self._op_census(event.get("census"), "timed calls")
 
     def _mix(self, check: dict, trial: int) -> dict | None | bool:
-        """A timed check's mix (the other variant's trial, of the same set, and the mask seed), None without one."""
+        """A timed check's mix (the other variant's trial, of
+        the same set, and the mask seed), None without one."""
         other, seed = check.get("mix_trial"), check.get("mix_seed")
         if other is None and seed is None:
             return None
-        if not (isinstance(other, int) and isinstance(seed, int) and 0 <= other < len(self.plan) and 0 <= seed < 2**63
+        if not (isinstance(other, int) and isinstance(seed, int) and 0 <= other < len(self.plan)
+                and 0 <= seed < 2**63
                 and self.plan[other]["set"] == self.plan[trial]["set"]):
             self.problem = "malformed timed-call check"
             return False

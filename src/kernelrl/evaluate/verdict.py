@@ -1,5 +1,5 @@
-"""Verdicts: pure functions from collected facts (static analysis, the sandbox's outcome, the trials' findings)
-to an `EvalResult`. Nothing here runs anything or talks to a process."""
+"""Verdicts: pure functions from collected facts (static analysis, the sandbox's outcome, the trials'
+findings) to an `EvalResult`. Nothing here runs anything or talks to a process."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def ran_out_of_memory(result: EvalResult) -> bool:
 def before_running(code: str, base: dict, *, mode: str, audit: Callable[[], ProblemAudit] | None,
                    static_checks: bool, rule_policy: dict[str, str] | None,
                    extra_rules: tuple[str, ...] = ()) -> EvalResult | None:
-    """Verdicts reached without running anything: parse, problem audit (`audit`, None when flagged problems are
-    not refused), static rules, backend support. Sets `base["findings"]` to the static findings."""
+    """Verdicts reached without running anything: parse, problem audit (`audit`, None when flagged problems
+    are not refused), static rules, backend support. Sets `base["findings"]` to the static findings."""
     static = analyze(code)
     if static.syntax_error:
         return EvalResult(status=Status.COMPILE_ERROR, stage=Stage.STATIC, message="syntax error",
@@ -65,15 +65,15 @@ def before_running(code: str, base: dict, *, mode: str, audit: Callable[[], Prob
             flags = ", ".join(sorted({f.flag for f in problem_audit.refusing}))
             return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
                               message=f"problem refused by the audit: {flags}",
-                              feedback=f"{problem_audit.summary()}. The problem cannot grade kernels; fix it, waive the "
-                                       "flag in its METADATA audit_waivers, or pass refuse_flagged_problems=False.",
-                              **base)
+                              feedback=f"{problem_audit.summary()}. The problem cannot grade kernels; fix "
+                                       "it, waive the flag in its METADATA audit_waivers, or pass "
+                                       "refuse_flagged_problems=False.", **base)
     if static_checks:
         base["findings"] = analyze_rules(code, rule_policy, extra_rules)
         rejected = [f for f in base["findings"] if f.policy == "reject"]
         if rejected:
-            feedback = "\n".join(f"line {f.line}: [{f.rule}] {f.message}" + (f" ({f.detail})" if f.detail else "")
-                                  for f in rejected)
+            feedback = "\n".join(f"line {f.line}: [{f.rule}] {f.message}"
+                                  + (f" ({f.detail})" if f.detail else "") for f in rejected)
             first = rejected[0]
             return EvalResult(status=Status.HACK_DETECTED, stage=Stage.STATIC,
                               message=f"static check {first.rule}: {first.detail or first.message}"[:200],
@@ -90,13 +90,14 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
     """The verdict on a candidate that ran: from the trials' findings and how its sandbox ended."""
     stage_of = {"start": Stage.IMPORT, "import": Stage.IMPORT, "run": Stage.CORRECTNESS}
     reached = Stage.IMPORT
-    for event, stage in (("imported", Stage.INIT), ("initialized", Stage.CORRECTNESS), ("timing", Stage.TIMING)):
+    for event, stage in (("imported", Stage.INIT), ("initialized", Stage.CORRECTNESS),
+                         ("timing", Stage.TIMING)):
         if outcome.last(event):
             reached = stage
     if trials.inputs_unavailable is not None:
         return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
-                          message="the sandbox could not reproduce the problem's inputs (a problem or harness "
-                                  "error, not the candidate's)",
+                          message="the sandbox could not reproduce the problem's inputs (a problem or "
+                                  "harness error, not the candidate's)",
                           # the stub's detail says what the problem must do
                           feedback=trials.inputs_unavailable,
                           no_verdict=True, **base)
@@ -124,8 +125,9 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
         feedback = trim(str(error.get("traceback") or error.get("message", "")))
         where = {Stage.IMPORT: "importing the candidate", Stage.INIT: "constructing ModelNew",
                  Stage.CORRECTNESS: "running forward", Stage.TIMING: "timing forward"}[stage]
-        return EvalResult(status=Status.COMPILE_ERROR if compile_failure else Status.RUNTIME_ERROR, stage=stage,
-                          message=f"{short} while {where}: {str(error.get('message', ''))[:200]}",
+        return EvalResult(status=Status.COMPILE_ERROR if compile_failure else Status.RUNTIME_ERROR,
+                          stage=stage, message=f"{short} while {where}: "
+                                               f"{str(error.get('message', ''))[:200]}",
                           feedback=feedback, **base)
     exited = outcome.last("exit")
     if exited is not None:
@@ -134,20 +136,20 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
                           feedback="the candidate must not exit the process", **base)
     if outcome.memory_exceeded_bytes is not None:
         return EvalResult(status=Status.CRASHED, stage=reached,
-                          message=f"killed: host memory {outcome.memory_exceeded_bytes / _GiB:.1f} GiB exceeded "
-                                  f"the {memory_limit_gb:g} GiB limit",
+                          message=f"killed: host memory {outcome.memory_exceeded_bytes / _GiB:.1f} GiB "
+                                  f"exceeded the {memory_limit_gb:g} GiB limit",
                           feedback="the candidate used too much host memory", **base)
     if outcome.timed_out_phase is not None:
         what = {"start": "sandbox start-up", "import": "import/compilation", "run": "execution"}
         phase = outcome.timed_out_phase
         return EvalResult(status=Status.TIMEOUT, stage=stage_of[phase],
                           message=f"timed out after {outcome.timeout_s:g} s in {what[phase]}",
-                          feedback=f"the candidate did not finish {what[phase]} within {outcome.timeout_s:g} s "
-                                   "(infinite loop, deadlock or far too slow)", **base)
+                          feedback=f"the candidate did not finish {what[phase]} within {outcome.timeout_s:g} "
+                                   "s (infinite loop, deadlock or far too slow)", **base)
     if trials.problem or outcome.protocol_error:
         detail = trials.problem or outcome.protocol_error
-        return EvalResult(status=Status.CRASHED, stage=reached, message=f"sandbox protocol violated: {detail}",
-                          feedback=detail or "", **base)
+        return EvalResult(status=Status.CRASHED, stage=reached,
+                          message=f"sandbox protocol violated: {detail}", feedback=detail or "", **base)
     if outcome.last("done") is None or trials.passed < trials.planned:
         how = _how_it_ended(outcome)
         return EvalResult(status=Status.CRASHED, stage=reached,
@@ -197,8 +199,8 @@ def timing_checks(verdict: EvalResult, trials: Trials, min_kernel_gpu_fraction: 
         return verdict
     checks = []
     if trials.timing_raw is not None and events_exceed_wall(trials.timing_raw):
-        checks.append(("rt-timer-inconsistent", f"event median {timing.candidate.median_ms:.4f} ms > wall median "
-                                                f"{timing.candidate.wall_median_ms} ms"))
+        checks.append(("rt-timer-inconsistent", f"event median {timing.candidate.median_ms:.4f} ms > wall "
+                                                f"median {timing.candidate.wall_median_ms} ms"))
     if timing.floor_ms is not None and timing.candidate.median_ms < timing.floor_ms:
         checks.append(("rt-below-speed-of-light", f"{timing.candidate.median_ms:.4f} ms < floor "
                                                   f"{timing.floor_ms:.4f} ms"))
@@ -213,7 +215,8 @@ def timing_checks(verdict: EvalResult, trials: Trials, min_kernel_gpu_fraction: 
     hack = trials.hack
     if hack is None:
         return verdict
-    return dataclasses.replace(verdict, status=Status.HACK_DETECTED, stage=Stage.TIMING, **runtime_hack_text(hack))
+    return dataclasses.replace(verdict, status=Status.HACK_DETECTED, stage=Stage.TIMING,
+                               **runtime_hack_text(hack))
 
 
 def no_code_verdict(candidate: Candidate, base: dict) -> EvalResult:

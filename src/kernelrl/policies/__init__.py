@@ -66,7 +66,8 @@ def register_policy(kind: str, factory: PolicyFactory) -> None:
 
 
 def _is_module(name: str) -> bool:
-    """A dotted path names a module to import (errors then say why it failed); a plain name only if it exists."""
+    """A dotted path names a module to import (errors then
+    say why it failed); a plain name only if it exists."""
     if "." in name:
         return True
     try:

@@ -27,7 +27,8 @@ class Completion:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Completion:
-        return cls(**{k: data[k] for k in ("text", "tokens_in", "tokens_out", "finish_reason", "latency_s", "model")
+        return cls(**{k: data[k] for k in ("text", "tokens_in", "tokens_out", "finish_reason", "latency_s",
+                                           "model")
                       if k in data})
 
 
@@ -35,15 +36,15 @@ class Completion:
 class Policy(Protocol):
     """Anything that turns chat messages into `n` completions.
 
-    `tags` are opaque labels of the request (problem_id, turn, samples) that the replay policy uses to find its
-    completions; model-backed policies ignore them.
+    `tags` are opaque labels of the request (problem_id, turn, samples) that the
+    replay policy uses to find its completions; model-backed policies ignore them.
     """
 
     name: str
     max_concurrency: int
 
-    def generate(self, messages: Sequence[Message], n: int = 1, temperature: float = 0.7, max_tokens: int = 4096,
-                 *, tags: Mapping[str, Any] | None = None) -> list[Completion]: ...
+    def generate(self, messages: Sequence[Message], n: int = 1, temperature: float = 0.7,
+                 max_tokens: int = 4096, *, tags: Mapping[str, Any] | None = None) -> list[Completion]: ...
 
 
 def check_messages(messages: Sequence[Message]) -> None:
@@ -51,4 +52,5 @@ def check_messages(messages: Sequence[Message]) -> None:
         raise ValueError("messages must not be empty")
     for m in messages:
         if m.get("role") not in ("system", "user", "assistant") or not isinstance(m.get("content"), str):
-            raise ValueError(f"bad chat message {dict(m)!r}: need role system/user/assistant and string content")
+            raise ValueError(f"bad chat message {dict(m)!r}: need role "
+                             "system/user/assistant and string content")

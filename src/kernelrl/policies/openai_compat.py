@@ -36,21 +36,22 @@ def _is_local(base_url: str) -> bool:
 class OpenAIPolicy:
     """Chat completions from an OpenAI-compatible server.
 
-    base_url: default `$OPENAI_BASE_URL`, else api.openai.com. The API key is read from the environment variable
-    `api_key_env` (default OPENAI_API_KEY); servers on localhost get "EMPTY" when it is unset. Retries: up to
-    `max_retries` after a 429, a 5xx, a timeout or a connection error, with exponential backoff from
-    `backoff_s` (doubling, capped at 30 s, jittered; a Retry-After header up to 60 s wins). `max_concurrency`
-    caps requests in flight across threads. When a server returns fewer than `n` choices (some ignore `n`),
-    further requests fill up the rest.
+    base_url: default `$OPENAI_BASE_URL`, else api.openai.com. The API key is read from the environment
+    variable `api_key_env` (default OPENAI_API_KEY); servers on localhost get "EMPTY" when it is unset.
+    Retries: up to `max_retries` after a 429, a 5xx, a timeout or a connection error, with exponential backoff
+    from `backoff_s` (doubling, capped at 30 s, jittered; a Retry-After header up to 60 s wins).
+    `max_concurrency` caps requests in flight across threads. When a server returns fewer than `n` choices
+    (some ignore `n`), further requests fill up the rest.
     """
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                 max_retries: int = 4, backoff_s: float = 1.0, timeout_s: float = 600.0, max_concurrency: int = 8,
-                 extra_body: Mapping[str, Any] | None = None) -> None:
+                 max_retries: int = 4, backoff_s: float = 1.0, timeout_s: float = 600.0,
+                 max_concurrency: int = 8, extra_body: Mapping[str, Any] | None = None) -> None:
         try:
             import openai
         except ImportError:
-            raise PolicyError("the OpenAI-compatible policy needs the openai package: pip install 'kernelrl[llm]'"
+            raise PolicyError("the OpenAI-compatible policy needs the openai package: pip "
+                              "install 'kernelrl[llm]'"
                               ) from None
         if max_concurrency < 1 or max_retries < 0:
             raise ValueError("max_concurrency must be >= 1 and max_retries >= 0")
@@ -59,7 +60,8 @@ class OpenAIPolicy:
         key = os.environ.get(api_key_env)
         if not key:
             if not _is_local(self.base_url):
-                raise PolicyError(f"no API key: set the environment variable {api_key_env} for {self.base_url}")
+                raise PolicyError("no API key: set the environment variable "
+                                  f"{api_key_env} for {self.base_url}")
             key = "EMPTY"
         self.name = f"openai:{model}"
         self.max_concurrency = max_concurrency
@@ -89,8 +91,8 @@ class OpenAIPolicy:
                 with self._slots:
                     started = time.monotonic()
                     response = self._client.chat.completions.create(
-                        model=self.model, messages=messages, n=n, temperature=temperature, max_tokens=max_tokens,
-                        extra_body=self.extra_body or None)
+                        model=self.model, messages=messages, n=n, temperature=temperature,
+                        max_tokens=max_tokens, extra_body=self.extra_body or None)
                     return response, time.monotonic() - started
             except retriable as exc:
                 if attempt == self.max_retries:
@@ -103,8 +105,8 @@ class OpenAIPolicy:
                 raise PolicyError(f"{self.base_url}: HTTP {exc.status_code}: {str(exc)[:300]}") from None
         raise AssertionError("unreachable")
 
-    def generate(self, messages: Sequence[Message], n: int = 1, temperature: float = 0.7, max_tokens: int = 4096,
-                 *, tags: Mapping[str, Any] | None = None) -> list[Completion]:
+    def generate(self, messages: Sequence[Message], n: int = 1, temperature: float = 0.7,
+                 max_tokens: int = 4096, *, tags: Mapping[str, Any] | None = None) -> list[Completion]:
         check_messages(messages)
         if n < 1:
             raise ValueError("n must be >= 1")
@@ -126,7 +128,7 @@ class OpenAIPolicy:
             for k, choice in enumerate(choices[: n - len(out)]):
                 # usage counts all choices together: split it, the remainder to the first
                 tokens = share + (total_out - share * len(choices) if k == 0 else 0)
-                out.append(Completion(text=choice.message.content or "", tokens_in=tokens_in, tokens_out=tokens,
-                                      finish_reason=str(choice.finish_reason or "stop"), latency_s=round(latency, 4),
-                                      model=str(response.model or self.model)))
+                out.append(Completion(text=choice.message.content or "", tokens_in=tokens_in,
+                                      tokens_out=tokens, finish_reason=str(choice.finish_reason or "stop"),
+                                      latency_s=round(latency, 4), model=str(response.model or self.model)))
         return out

@@ -17,9 +17,9 @@ class ReplayPolicy:
     `{"text": "...", "problem_id": "level0/1_relu", "turn": 1, "sample": 0}` (plus optional `tokens_in`,
     `tokens_out`, `finish_reason`, `latency_s`, `model`). `problem_id`, `turn` and `sample` are optional:
 
-    - for a request tagged with problem_id P, turn T and sample S, the record for (P, T, S) is served; else the
-      record for (P, T) without a sample; when no record has turn T, the latest turn before T is used (so a
-      one-turn file serves any number of turns);
+    - for a request tagged with problem_id P, turn T and sample S, the record for (P, T, S) is served; else
+      the record for (P, T) without a sample; when no record has turn T, the latest turn before T is used (so
+      a one-turn file serves any number of turns);
     - records without `problem_id` are served, in file order and cyclically, to requests that match nothing.
 
     A request that matches no record raises `PolicyError`.
@@ -49,7 +49,8 @@ class ReplayPolicy:
                 self._generic.append(record)
             else:
                 sample = record.get("sample")
-                key = (str(record["problem_id"]), int(record.get("turn", 1)), None if sample is None else int(sample))
+                key = (str(record["problem_id"]), int(record.get("turn", 1)),
+                       None if sample is None else int(sample))
                 self._keyed[key] = record
         if not self._keyed and not self._generic:
             raise ValueError(f"replay file {self.path} holds no completions")
@@ -71,11 +72,11 @@ class ReplayPolicy:
                 record = self._generic[self._next_generic % len(self._generic)]
                 self._next_generic += 1
             return record
-        raise PolicyError(f"replay file {self.path} has no completion for problem {problem_id!r}, turn {turn}, "
-                          f"sample {sample}")
+        raise PolicyError(f"replay file {self.path} has no completion for problem {problem_id!r}, turn "
+                          f"{turn}, sample {sample}")
 
-    def generate(self, messages: Sequence[Message], n: int = 1, temperature: float = 0.7, max_tokens: int = 4096,
-                 *, tags: Mapping[str, Any] | None = None) -> list[Completion]:
+    def generate(self, messages: Sequence[Message], n: int = 1, temperature: float = 0.7,
+                 max_tokens: int = 4096, *, tags: Mapping[str, Any] | None = None) -> list[Completion]:
         tags = tags or {}
         problem_id = tags.get("problem_id")
         turn = int(tags.get("turn", 1))
@@ -87,7 +88,8 @@ class ReplayPolicy:
             record = self._find(problem_id, turn, sample)
             out.append(Completion(
                 text=record["text"], tokens_in=int(record.get("tokens_in", 0)),
-                tokens_out=int(record.get("tokens_out", 0)), finish_reason=str(record.get("finish_reason", "replay")),
+                tokens_out=int(record.get("tokens_out", 0)),
+                finish_reason=str(record.get("finish_reason", "replay")),
                 latency_s=float(record.get("latency_s", 0.0)), model=str(record.get("model", "replay"))))
         return out
 

@@ -2,8 +2,9 @@
 
 Flags: zeros_pass, constant_pass, input_independent, returns_input, weights_ignored, nondeterministic,
 reference_raises (correctness: the evaluator refuses such problems by default), and on a GPU with timing
-launch_bound (eager under 0.1 ms on the bench set) and too_large (bench inputs over 2 GiB or out of GPU memory).
-A problem waives a flag with METADATA {"audit_waivers": {"flag": "why"}}: it is still reported, marked waived.
+launch_bound (eager under 0.1 ms on the bench set) and too_large (bench inputs over 2 GiB or out of GPU
+memory). A problem waives a flag with METADATA {"audit_waivers": {"flag": "why"}}: it is still reported,
+marked waived.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from dataclasses import dataclass, field
 from kernelrl.problems.problem import Problem
 
 CORRECTNESS_FLAGS = frozenset({
-    "zeros_pass", "constant_pass", "input_independent", "returns_input", "weights_ignored", "nondeterministic",
-    "reference_raises",
+    "zeros_pass", "constant_pass", "input_independent", "returns_input", "weights_ignored",
+    "nondeterministic", "reference_raises",
 })
 
 
@@ -51,6 +52,7 @@ def audit_from_report(problem: Problem, report: dict) -> ProblemAudit:
     """The audit of `problem` from the judge's `audit` reply ({"flags": [...], "eager_ms": {...}}), with the
     problem's waivers applied. The judge call itself lives with the evaluator (`Evaluator.audit`)."""
     waivers = problem.metadata.get("audit_waivers") or {}
-    flags = tuple(AuditFlag(f["flag"], f["input_set"], f["detail"], waivers.get(f["flag"])) for f in report["flags"])
+    flags = tuple(AuditFlag(f["flag"], f["input_set"], f["detail"], waivers.get(f["flag"]))
+                  for f in report["flags"])
     return ProblemAudit(problem.id, problem.sha256, flags, dict(report.get("eager_ms", {})),
                         report.get("timing_set_bytes"))

@@ -22,7 +22,8 @@ def input_sets(module: Any) -> dict[str, dict]:
     if hook is None:
         return {DEFAULT_SET: {}}
     sets = hook()
-    if not isinstance(sets, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in sets.items()):
+    if not isinstance(sets, dict) or not all(isinstance(k, str) and isinstance(v, dict)
+                                             for k, v in sets.items()):
         raise InputSetError("get_input_sets() must return a dict of set name -> dict of parameters")
     missing = {BENCH_SET, CHECK_SET} - set(sets)
     if missing:
@@ -43,8 +44,8 @@ def call_with(fn: Callable, params: dict) -> Any:
 
 def correctness_sets(names: list[str], gpu: bool, requested: list[str] | None = None, bench: bool = True
                      ) -> list[str]:
-    """Sets to check, in order: check, sweeps, then bench on a GPU (bench is too big for the interpreter) unless
-    `bench` is False."""
+    """Sets to check, in order: check, sweeps, then bench on a GPU (bench is too big for the interpreter)
+    unless `bench` is False."""
     if requested:
         unknown = [n for n in requested if n not in names]
         if unknown:
@@ -62,10 +63,10 @@ def timing_set(names: list[str]) -> str:
 
 def draw_inputs(torch: Any, get_inputs: Callable, params: dict, seed: int, draw_on: str, device: Any) -> list:
     """The problem's `get_inputs` under `seed`, its tensor factories creating on `draw_on` ('cuda' or 'cpu'),
-    tensors then moved to `device`. The judge and the sandbox stub both draw through here: the same seed on the
-    same device gives bit-identical inputs (the judge checks that per problem before relying on it), so
-    bench-sized inputs never travel between the processes. Drawing on the GPU takes milliseconds where the host
-    takes seconds."""
+    tensors then moved to `device`. The judge and the sandbox stub both draw through here: the same seed on
+    the same device gives bit-identical inputs (the judge checks that per problem before relying on it), so
+    bench-sized inputs never travel between the processes. Drawing on the GPU takes milliseconds where the
+    host takes seconds."""
     torch.manual_seed(seed)
     with torch.device(draw_on):
         values = list(call_with(get_inputs, params))
@@ -83,7 +84,8 @@ def input_probe(torch: Any, values: list) -> list:
         if isinstance(v, torch.Tensor):
             flat = v.detach().reshape(-1)
             n = flat.numel()
-            picks = sorted({(i * (n - 1)) // max(PROBE_POINTS - 1, 1) for i in range(PROBE_POINTS)}) if n else []
+            picks = sorted({(i * (n - 1)) // max(PROBE_POINTS - 1, 1)
+                            for i in range(PROBE_POINTS)}) if n else []
             sample = flat[torch.tensor(picks, dtype=torch.long, device=flat.device)] if picks else flat[:0]
             probe.append([str(v.dtype), list(v.shape), sample.to(torch.float64).view(torch.int64).tolist()])
         else:

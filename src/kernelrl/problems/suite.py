@@ -59,7 +59,8 @@ def _level_dirs(root: Path) -> list[tuple[int, Path]]:
 def _sort_key(problem: Problem) -> tuple:
     # '10_x' after '9_x': numeric prefix first, then the name
     head = problem.name.split("_", 1)[0]
-    return (problem.level if problem.level is not None else -1, int(head) if head.isdigit() else 1 << 30, problem.name)
+    return (problem.level if problem.level is not None else -1, int(head) if head.isdigit() else 1 << 30,
+            problem.name)
 
 
 def load_suite(location: str | Path | None = None) -> Suite:

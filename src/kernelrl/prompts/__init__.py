@@ -56,7 +56,8 @@ def render_feedback(result: EvalResult, limit: int = 6000) -> str:
                      f"(atol={c.atol:g}, rtol={c.rtol:g}, {c.dtype})")
         m = c.mismatch
         if m is not None:
-            parts = [f"trial {m.trial}", f"input set {m.input_set}", f"output {m.output_index}", f"reason {m.reason}"]
+            parts = [f"trial {m.trial}", f"input set {m.input_set}", f"output {m.output_index}",
+                     f"reason {m.reason}"]
             if m.max_abs_error is not None:
                 parts.append(f"max abs error {m.max_abs_error:.4g}")
             if m.max_rel_error is not None:
@@ -64,7 +65,8 @@ def render_feedback(result: EvalResult, limit: int = 6000) -> str:
             if m.mismatched is not None and m.numel:
                 parts.append(f"{m.mismatched}/{m.numel} elements differ")
             if m.first_index is not None:
-                parts.append(f"first at index {m.first_index}: expected {m.expected_value}, got {m.actual_value}")
+                parts.append(f"first at index {m.first_index}: expected "
+                             f"{m.expected_value}, got {m.actual_value}")
             lines.append("Mismatch: " + "; ".join(parts))
     t = result.timing
     if t is not None:
@@ -73,12 +75,14 @@ def render_feedback(result: EvalResult, limit: int = 6000) -> str:
         if t.eager is not None:
             lines.append(f"PyTorch eager: {t.eager.median_ms:.4g} ms; speedup {_speed(t.speedup_vs_eager)}")
         if t.inductor is not None:
-            lines.append(f"torch.compile: {t.inductor.median_ms:.4g} ms; speedup {_speed(t.speedup_vs_inductor)}")
+            lines.append(f"torch.compile: {t.inductor.median_ms:.4g} ms; speedup "
+                         f"{_speed(t.speedup_vs_inductor)}")
         if t.unavailable_reason:
             lines.append(f"Timing: {t.unavailable_reason}")
     for f in result.findings:
         where = f" (line {f.line})" if f.line else ""
-        lines.append(f"Finding [{f.rule}, {f.policy}]{where}: {f.message}" + (f" - {f.detail}" if f.detail else ""))
+        lines.append(f"Finding [{f.rule}, {f.policy}]{where}: {f.message}"
+                     + (f" - {f.detail}" if f.detail else ""))
     if result.feedback and result.status is not Status.CORRECT:
         feedback = result.feedback if len(result.feedback) <= limit else "...\n" + result.feedback[-limit:]
         lines += ["Details:", "```", feedback.rstrip(), "```"]
@@ -135,11 +139,13 @@ class Prompts:
         """Messages asking to improve `previous_code` (None: no code was found) given its `result`."""
         kernels = ""
         if inspirations:
-            blocks = [f"\n### {i.problem_id} (reward {i.reward:.3g}, speedup vs eager {_speed(i.speedup_vs_eager)})"
+            blocks = [f"\n### {i.problem_id} (reward {i.reward:.3g}, "
+                      f"speedup vs eager {_speed(i.speedup_vs_eager)})"
                       f"\n\n```python\n{i.code.strip()}\n```" for i in inspirations]
             kernels = self.render("inspiration.md", kernels="\n".join(blocks))
         user = self.render("refine.md", turn=turn,
-                           previous_code=(previous_code or "# (no code block defining ModelNew was found)").strip(),
+                           previous_code=(previous_code
+                                          or "# (no code block defining ModelNew was found)").strip(),
                            feedback=render_feedback(result), inspirations=kernels, **self._common(problem))
         return [self.system(), {"role": "user", "content": user.strip()}]
 
@@ -149,7 +155,8 @@ class Prompts:
 
     def judge_hack(self, problem: Problem, code: str, hack_kinds: Sequence[str]) -> list[dict[str, str]]:
         return [{"role": "user", "content": self.render("judge_hack.md", reference=problem.source.strip(),
-                                                        code=code.strip(), hack_kinds=", ".join(hack_kinds)).strip()}]
+                                                        code=code.strip(),
+                                                        hack_kinds=", ".join(hack_kinds)).strip()}]
 
 
 __all__ = ["Inspiration", "PromptError", "Prompts", "TEMPLATE_DIR", "render_feedback"]

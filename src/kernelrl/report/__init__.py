@@ -1,5 +1,5 @@
-"""Benchmark metrics, the KernelBench-compatible export and the HTML report of a run directory (a bench or agent
-run, or a training run: `kernelrl.report.training`)."""
+"""Benchmark metrics, the KernelBench-compatible export and the HTML report of a run directory (a bench or
+agent run, or a training run: `kernelrl.report.training`)."""
 
 from kernelrl.report.html import render_html, write_best_kernels, write_report
 from kernelrl.report.kernelbench import kernelbench_results, write_eval_results

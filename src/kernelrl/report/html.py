@@ -1,9 +1,9 @@
 """A self-contained HTML report of a run directory: inline CSS and SVG, no scripts, no external resources.
 
-Files the report writes next to the run: `kernels/<problem id>.py` (each solved problem's best correct kernel, and
-nothing else) and `attempts/best-incorrect/<problem id>.py` (each unsolved problem's best attempt with code, headed
-by its verdict). All run-provided text (problem ids, messages, settings) is escaped; links are relative to the
-directory the page is written to.
+Files the report writes next to the run: `kernels/<problem id>.py` (each solved problem's best correct kernel,
+and nothing else) and `attempts/best-incorrect/<problem id>.py` (each unsolved problem's best attempt with
+code, headed by its verdict). All run-provided text (problem ids, messages, settings) is escaped; links are
+relative to the directory the page is written to.
 """
 
 from __future__ import annotations
@@ -76,15 +76,16 @@ def _metrics_table(by_level: dict[str, Metrics]) -> str:
     rows = []
     for name, m in by_level.items():
         cells = [name, _fmt(m.problems, "int"), _fmt(m.attempts, "int"), _fmt(m.format_rate, "pct"),
-                 _fmt(m.compile_rate, "pct"), _fmt(m.correct_rate, "pct"), f"{m.solved} ({_fmt(m.solved_rate, 'pct')})",
-                 *[_fmt(m.pass_at_k.get(k), "pct") for k in ks],
+                 _fmt(m.compile_rate, "pct"), _fmt(m.correct_rate, "pct"),
+                 f"{m.solved} ({_fmt(m.solved_rate, 'pct')})", *[_fmt(m.pass_at_k.get(k), "pct") for k in ks],
                  *[_fmt(v, "pct") for v in m.fast_p_eager.values()],
                  *[_fmt(v, "pct") for v in m.fast_p_inductor.values()],
                  _fmt(m.geomean_speedup_eager, "x"), _fmt(m.geomean_speedup_inductor, "x"),
                  _fmt(m.tokens_per_solved), _fmt(m.gpu_seconds_per_solved)]
         rows.append("<tr>" + "".join(f"<td{' class=l' if i == 0 else ''}>{html.escape(c)}</td>"
                                      for i, c in enumerate(cells)) + "</tr>")
-    header = "<tr>" + "".join(f"<th{' class=l' if i == 0 else ''}>{html.escape(h)}</th>" for i, h in enumerate(head))
+    header = "<tr>" + "".join(f"<th{' class=l' if i == 0 else ''}>{html.escape(h)}</th>"
+                              for i, h in enumerate(head))
     return f"<div class=wrap><table>{header}</tr>{''.join(rows)}</table></div>"
 
 
@@ -106,8 +107,9 @@ _WIDTH, _BAR_H, _LABEL_W, _VALUE_W = 460, 18, 150, 50
 
 def _svg_open(title: str, height: int) -> str:
     t = html.escape(title)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" viewBox="0 0 {_WIDTH} '
-            f'{height}" role="img" aria-label="{t}"><text x="0" y="14" font-weight="bold">{t}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" viewBox="0 0 '
+            f'{_WIDTH} {height}" role="img" aria-label="{t}"><text x="0" y="14" '
+            f'font-weight="bold">{t}</text>')
 
 
 def _bar_chart(title: str, labels: Sequence[str], values: Sequence[float], color: str = "#4a6fd1",
@@ -126,10 +128,10 @@ def _bar_chart(title: str, labels: Sequence[str], values: Sequence[float], color
         end = zero + (plot_w * value / span if span else 0)
         fill = colors[i] if colors else (color if value >= 0 else "#b3261e")
         cls = f' class="st-{html.escape(classes[i])}"' if classes else ""
-        parts.append(f'<g class="bar"><text x="{_LABEL_W - 6}" y="{y + 13}" text-anchor="end">{html.escape(label)}'
-                     f'</text><rect{cls} x="{min(zero, end):.1f}" y="{y + 2}" width="{abs(end - zero):.1f}" '
-                     f'height="{_BAR_H - 5}" fill="{fill}"/>'
-                     f'<text x="{max(zero, end) + 4:.1f}" y="{y + 13}">{_count_or_value(value)}</text></g>')
+        parts.append(f'<g class="bar"><text x="{_LABEL_W - 6}" y="{y + 13}" '
+                     f'text-anchor="end">{html.escape(label)}</text><rect{cls} x="{min(zero, end):.1f}" '
+                     f'y="{y + 2}" width="{abs(end - zero):.1f}" height="{_BAR_H - 5}" fill="{fill}"/><text '
+                     f'x="{max(zero, end) + 4:.1f}" y="{y + 13}">{_count_or_value(value)}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -165,14 +167,16 @@ def _verdict_chart(title: str, labels: Sequence[str], counts: Sequence[Counter[s
     y0 = 24 + _BAR_H * len(labels) + 8
     for j, s in enumerate(statuses):
         x, y = (j % per_row) * (_WIDTH // per_row), y0 + (j // per_row) * 16
-        parts.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{STATUS_COLORS.get(s, _OTHER_COLOR)}"/>'
-                     f'<text x="{x + 14}" y="{y + 9}">{html.escape(s)}</text>')
+        parts.append(f'<rect x="{x}" y="{y}" width="10" height="10" '
+                     f'fill="{STATUS_COLORS.get(s, _OTHER_COLOR)}"/><text x="{x + 14}" '
+                     f'y="{y + 9}">{html.escape(s)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-_BINS = [(0.0, 0.5, "< 0.5×"), (0.5, 0.8, "0.5–0.8×"), (0.8, 1.0, "0.8–1.0×"), (1.0, 1.25, "1.0–1.25×"),
-         (1.25, 1.5, "1.25–1.5×"), (1.5, 2.0, "1.5–2×"), (2.0, 4.0, "2–4×"), (4.0, math.inf, "≥ 4×")]
+_BINS = [(0.0, 0.5, "< 0.5×"), (0.5, 0.8, "0.5–0.8×"), (0.8, 1.0, "0.8–1.0×"),
+         (1.0, 1.25, "1.0–1.25×"), (1.25, 1.5, "1.25–1.5×"), (1.5, 2.0, "1.5–2×"),
+         (2.0, 4.0, "2–4×"), (4.0, math.inf, "≥ 4×")]
 
 
 def _speedup_histogram(title: str, values: Sequence[float], color: str) -> str:
@@ -183,8 +187,8 @@ def _speedup_histogram(title: str, values: Sequence[float], color: str) -> str:
 
 
 def _progress_charts(steps: Sequence[Step], attr: str) -> list[str]:
-    """Verdicts and mean reward per turn (or per sample): what a run shows of refining (or of sampling) without
-    any timing, as on a CPU."""
+    """Verdicts and mean reward per turn (or per sample): what a run shows of refining (or of sampling)
+    without any timing, as on a CPU."""
     keys = sorted({getattr(s, attr) for s in steps})
     groups: dict[int, list[Step]] = defaultdict(list)
     for s in steps:
@@ -197,8 +201,8 @@ def _progress_charts(steps: Sequence[Step], attr: str) -> list[str]:
 
 
 def _problem_rows(summaries: Sequence[ProblemSummary], links: dict[str, str], best: dict[str, Step]) -> str:
-    head = ["problem", "level", "samples", "attempts", "correct samples", "best status", "best reward", "turn",
-            "× eager", "× inductor", "tokens", "kernel", "verdict message"]
+    head = ["problem", "level", "samples", "attempts", "correct samples", "best status", "best reward",
+            "turn", "× eager", "× inductor", "tokens", "kernel", "verdict message"]
     left = (0, 5, 11, 12)
     rows = []
     for p in summaries:
@@ -206,29 +210,33 @@ def _problem_rows(summaries: Sequence[ProblemSummary], links: dict[str, str], be
         step = best.get(p.problem_id)
         message = step.result.message if step is not None and not p.solved else ""
         short = message if len(message) <= 300 else message[:300] + "…"
-        cells = [html.escape(p.problem_id), "" if p.level is None else str(p.level), str(p.samples), str(p.attempts),
-                 str(p.correct_samples), _status(p.best_status),
+        cells = [html.escape(p.problem_id), "" if p.level is None else str(p.level), str(p.samples),
+                 str(p.attempts), str(p.correct_samples), _status(p.best_status),
                  _fmt(p.best_reward), "" if p.best_turn is None else str(p.best_turn),
                  _fmt(p.speedup_vs_eager, "x"), _fmt(p.speedup_vs_inductor, "x"), _fmt(p.tokens, "int"),
-                 f'<a href="{html.escape(link)}">{"best kernel" if p.solved else "best attempt (incorrect)"}</a>'
+                 f'<a href="{html.escape(link)}">'
+                 f'{"best kernel" if p.solved else "best attempt (incorrect)"}</a>'
                  if link else "–", html.escape(short)]
-        rows.append("<tr>" + "".join(f"<td{' class=msg' if i == 12 else ' class=l' if i in left else ''}>{c}</td>"
-                                     for i, c in enumerate(cells)) + "</tr>")
+        rows.append("<tr>"
+                    + "".join(f"<td{' class=msg' if i == 12 else ' class=l' if i in left else ''}>{c}</td>"
+                              for i, c in enumerate(cells))
+                    + "</tr>")
     header = "".join(f"<th{' class=l' if i in left else ''}>{h}</th>" for i, h in enumerate(head))
     return f"<div class=wrap><table><tr>{header}</tr>{''.join(rows)}</table></div>"
 
 
 def best_steps(steps: Sequence[Step]) -> dict[str, Step]:
     """Problem id -> the attempt the run keeps for it: a solved problem's best correct attempt; an unsolved
-    problem's best attempt (furthest-reaching, then highest reward), or its latest attempt with code when that one
-    has none. Problems with no code at all are left out."""
+    problem's best attempt (furthest-reaching, then highest reward), or its latest attempt with code when that
+    one has none. Problems with no code at all are left out."""
     by_problem: dict[str, list[Step]] = defaultdict(list)
     for s in steps:
         by_problem[s.problem_id].append(s)
     chosen: dict[str, Step] = {}
     for summary in problem_summaries(steps):
         mine = by_problem[summary.problem_id]
-        best = next((s for s in mine if s.sample == summary.best_sample and s.turn == summary.best_turn), None)
+        best = next((s for s in mine if s.sample == summary.best_sample and s.turn == summary.best_turn),
+                    None)
         if best is None or not best.code:
             with_code = [s for s in mine if s.code]
             best = with_code[-1] if with_code else None
@@ -252,10 +260,10 @@ def _comment(text: str, limit: int = 2000) -> str:
 
 def write_best_kernels(run_dir: Path, steps: Sequence[Step]) -> dict[str, str]:
     """Write each solved problem's best correct kernel to RUN_DIR/kernels/<problem id>.py and each unsolved
-    problem's best attempt with code to RUN_DIR/attempts/best-incorrect/<problem id>.py, headed by its verdict:
-    kernels/ holds only correct kernels. A problem's file in the other folder (it was solved since, or an older
-    kernelrl put an incorrect attempt in kernels/) is removed. Returns problem id -> path relative to the run
-    directory (POSIX)."""
+    problem's best attempt with code to RUN_DIR/attempts/best-incorrect/<problem id>.py, headed by its
+    verdict: kernels/ holds only correct kernels. A problem's file in the other folder (it was solved since,
+    or an older kernelrl put an incorrect attempt in kernels/) is removed. Returns problem id -> path relative
+    to the run directory (POSIX)."""
     run_dir = Path(run_dir)
     links: dict[str, str] = {}
     for problem_id, chosen in best_steps(steps).items():
@@ -263,7 +271,8 @@ def write_best_kernels(run_dir: Path, steps: Sequence[Step]) -> dict[str, str]:
         if name is None:
             continue
         solved = chosen.result.correct
-        rel, other = (KERNELS / name, BEST_INCORRECT / name) if solved else (BEST_INCORRECT / name, KERNELS / name)
+        rel, other = ((KERNELS / name, BEST_INCORRECT / name) if solved
+                      else (BEST_INCORRECT / name, KERNELS / name))
         (run_dir / other).unlink(missing_ok=True)
         path = run_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -279,8 +288,8 @@ def write_best_kernels(run_dir: Path, steps: Sequence[Step]) -> dict[str, str]:
 
 
 def _href(target: Path, base: Path) -> str:
-    """A link to `target` from a page in `base`: a relative, percent-encoded path (a file URL where no relative
-    path exists, as across Windows drives)."""
+    """A link to `target` from a page in `base`: a relative, percent-encoded path (a file URL where no
+    relative path exists, as across Windows drives)."""
     try:
         rel = os.path.relpath(os.path.abspath(target), os.path.abspath(base))
     except ValueError:
@@ -322,8 +331,8 @@ def render_html(run_dir: str | Path, out_dir: str | Path | None = None) -> str:
         "<details><summary>settings</summary><pre>"
         f"{html.escape(json.dumps(settings, indent=1, sort_keys=True, default=str))}</pre></details>",
         "<h2>Metrics per level</h2>", _metrics_table(by_level),
-        "<p class=note>Rates are over attempts; pass@k, fast_p and geomean over problems (fast_p and geomean use "
-        "each problem's best correct kernel; – means not measured).</p>",
+        "<p class=note>Rates are over attempts; pass@k, fast_p and geomean over problems (fast_p and geomean "
+        "use each problem's best correct kernel; – means not measured).</p>",
         "<h2>Distributions</h2><div class=plots>",
         _bar_chart("verdicts (attempts)", status_labels, [overall.status_counts[k] for k in status_labels],
                    colors=[STATUS_COLORS.get(k, _OTHER_COLOR) for k in status_labels], classes=status_labels)
@@ -336,16 +345,16 @@ def render_html(run_dir: str | Path, out_dir: str | Path | None = None) -> str:
         *(_progress_charts(steps, "sample") if len(samples) > 1 else []),
         "</div>",
         "<h2>Problems</h2>", _problem_rows(summaries, links, best),
-        f"<p class=note>Best kernels are in {KERNELS}/ (correct only); an unsolved problem's best attempt is in "
-        f"{BEST_INCORRECT}/, headed by its verdict.</p>",
-    ]
+        f"<p class=note>Best kernels are in {KERNELS}/ (correct only); an unsolved problem's best attempt is "
+        f"in {BEST_INCORRECT}/, headed by its verdict.</p>", ]
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>kernelrl report: "
-            f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
+            f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head>"
+            f"<body>{''.join(body)}</body></html>\n")
 
 
 def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Write RUN_DIR/report.html (or `out`, its links relative to where it is) and the best kernels and attempts
-    it links to."""
+    """Write RUN_DIR/report.html (or `out`, its links relative to where it is) and the best kernels and
+    attempts it links to."""
     run_dir = Path(run_dir)
     path = Path(out) if out is not None else run_dir / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,9 +3,9 @@
 KernelBench's evaluation script writes, per level, `{problem_number: [{"sample_id", "compiled", "correctness",
 "metadata", "runtime", "runtime_stats"}, ...]}` with runtime in milliseconds (-1.0 when not measured). We
 write one entry per sample (its best attempt over turns: the best correct one by reward, else the last turn):
-`RUN_DIR/eval_results.json` (keys are problem numbers when the run has one level, else `L{level}P{number}`) and
-`RUN_DIR/kernelbench/level{N}/eval_results.json`. `metadata` adds kernelrl's status, message, problem id, turn
-and speedups.
+`RUN_DIR/eval_results.json` (keys are problem numbers when the run has one level, else `L{level}P{number}`)
+and `RUN_DIR/kernelbench/level{N}/eval_results.json`. `metadata` adds kernelrl's status, message, problem id,
+turn and speedups.
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ def write_eval_results(run_dir: str | Path, steps: Iterable[Step]) -> Path:
     if len(per_level) <= 1:
         merged = next(iter(per_level.values()), {})
     else:
-        merged = {f"L{level}P{num}": entries for level, results in per_level.items() for num, entries in results.items()}
+        merged = {f"L{level}P{num}": entries for level, results in per_level.items()
+                  for num, entries in results.items()}
     path = run_dir / "eval_results.json"
     path.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
     return path

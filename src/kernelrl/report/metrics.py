@@ -93,9 +93,9 @@ class Metrics:
         return asdict(self)
 
 
-_ORDER = {s: i for i, s in enumerate([Status.FORMAT_ERROR, Status.UNSUPPORTED, Status.COMPILE_ERROR, Status.TIMEOUT,
-                                      Status.CRASHED, Status.RUNTIME_ERROR, Status.HACK_DETECTED,
-                                      Status.WRONG_OUTPUT, Status.CORRECT])}
+_ORDER = {s: i for i, s in enumerate([Status.FORMAT_ERROR, Status.UNSUPPORTED, Status.COMPILE_ERROR,
+                                      Status.TIMEOUT, Status.CRASHED, Status.RUNTIME_ERROR,
+                                      Status.HACK_DETECTED, Status.WRONG_OUTPUT, Status.CORRECT])}
 
 
 def summarize_problem(problem_id: str, steps: Sequence[Step]) -> ProblemSummary:
@@ -113,7 +113,8 @@ def summarize_problem(problem_id: str, steps: Sequence[Step]) -> ProblemSummary:
         attempts=len(steps), correct_samples=len(correct_samples), solved=bool(correct),
         best_status=best.result.status.value if best else "none", best_reward=best.reward if best else None,
         best_sample=best.sample if best else None, best_turn=best.turn if best else None,
-        speedup_vs_eager=max(eager) if eager else None, speedup_vs_inductor=max(inductor) if inductor else None,
+        speedup_vs_eager=max(eager) if eager else None,
+        speedup_vs_inductor=max(inductor) if inductor else None,
         tokens=sum(s.completion.tokens_in + s.completion.tokens_out for s in steps),
         eval_seconds=sum(s.result.wall_time_s for s in steps))
 
@@ -134,7 +135,8 @@ def compute_metrics(steps: Iterable[Step]) -> Metrics:
     min_n = min((p.samples for p in summaries), default=0)
     # the usual k values, plus k = the samples taken (pass@8 of 8 samples, as seed 003 reports)
     ks = sorted({k for k in (1, 5, 10, 20, 50, 100) if k <= min_n} | ({min_n} if min_n else set()))
-    pass_k = {f"pass@{k}": rate(sum(pass_at_k(p.samples, p.correct_samples, k) for p in summaries), n_problems)
+    pass_k = {f"pass@{k}": rate(sum(pass_at_k(p.samples, p.correct_samples, k) for p in summaries),
+                                n_problems)
               for k in ks}
     timed_correct = sum(1 for s in steps if s.result.correct and s.speedup_vs_eager is not None)
     timed_inductor = sum(1 for s in steps if s.result.correct and s.speedup_vs_inductor is not None)
@@ -151,19 +153,21 @@ def compute_metrics(steps: Iterable[Step]) -> Metrics:
     for s in steps:
         counts[s.result.status.value] += 1
     return Metrics(
-        problems=n_problems, attempts=n_attempts, solved=len(solved), solved_rate=rate(len(solved), n_problems),
+        problems=n_problems, attempts=n_attempts, solved=len(solved),
+        solved_rate=rate(len(solved), n_problems),
         format_rate=rate(sum(1 for s in steps if s.result.status is not Status.FORMAT_ERROR), n_attempts),
         compile_rate=rate(sum(1 for s in steps if s.result.compiled), n_attempts),
-        correct_rate=rate(sum(1 for s in steps if s.result.correct), n_attempts),
-        pass_at_k=pass_k,
+        correct_rate=rate(sum(1 for s in steps if s.result.correct), n_attempts), pass_at_k=pass_k,
         fast_p_eager={f"fast_{p:g}": fast(p, "speedup_vs_eager", timed_correct) for p in FAST_P},
         fast_p_inductor={f"fast_{p:g}": fast(p, "speedup_vs_inductor", timed_inductor) for p in FAST_P},
         geomean_speedup_eager=_geomean([p.speedup_vs_eager for p in solved if p.speedup_vs_eager]),
         geomean_speedup_inductor=_geomean([p.speedup_vs_inductor for p in solved if p.speedup_vs_inductor]),
         timed_correct=timed_correct, tokens=tokens,
         tokens_per_solved=tokens / len(solved) if solved else None,
-        eval_seconds=round(eval_seconds, 3), eval_seconds_per_solved=eval_seconds / len(solved) if solved else None,
-        gpu_seconds=round(sum(gpu), 3), gpu_seconds_per_solved=(sum(gpu) / len(solved) if solved and gpu else None),
+        eval_seconds=round(eval_seconds, 3),
+        eval_seconds_per_solved=eval_seconds / len(solved) if solved else None,
+        gpu_seconds=round(sum(gpu), 3),
+        gpu_seconds_per_solved=(sum(gpu) / len(solved) if solved and gpu else None),
         status_counts=dict(sorted(counts.items())))
 
 
@@ -184,7 +188,8 @@ def problem_summaries(steps: Iterable[Step]) -> list[ProblemSummary]:
     for s in steps:
         by_problem[s.problem_id].append(s)
     return [summarize_problem(pid, st) for pid, st in sorted(
-        by_problem.items(), key=lambda kv: (kv[1][0].level if kv[1][0].level is not None else -1, _num(kv[0])))]
+        by_problem.items(),
+        key=lambda kv: (kv[1][0].level if kv[1][0].level is not None else -1, _num(kv[0])))]
 
 
 def _num(problem_id: str) -> tuple[int, str]:

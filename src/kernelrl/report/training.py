@@ -2,10 +2,11 @@
 inline SVG line charts, the held-out evaluations and the verdicts of the GRPO rollouts; same page style as the
 bench report, no scripts, no external resources.
 
-A training run directory holds `train_config.json` and `metrics.jsonl` (one record per log event: `phase`,
-`step`, `time` and the phase's values), possibly `rollouts.jsonl` (or `rollouts.jsonl.gz`) and held-out bench runs under `heldout/`.
-Two-stage runs keep each stage in its own such directory (`frontend/`, `midend/`); the report reads both and
-draws a series per stage. Malformed lines are skipped and counted; values that are missing, null, NaN or not
+A training run directory holds `train_config.json` and `metrics.jsonl` (one record per log
+event: `phase`, `step`, `time` and the phase's values), possibly `rollouts.jsonl` (or
+`rollouts.jsonl.gz`) and held-out bench runs under `heldout/`. Two-stage runs keep each stage
+in its own such directory (`frontend/`, `midend/`); the report reads both and draws a series
+per stage. Malformed lines are skipped and counted; values that are missing, null, NaN or not
 numbers are left out of the charts, and a chart with no values is left out of the page.
 """
 
@@ -54,8 +55,8 @@ def _is_single_run(path: Path) -> bool:
 
 
 def is_training_run(run_dir: str | Path) -> bool:
-    """A directory with `metrics.jsonl` and `train_config.json` (or two-stage `frontend/` / `midend/` directories
-    that have them) and no bench trajectory store (`run.sqlite`)."""
+    """A directory with `metrics.jsonl` and `train_config.json` (or two-stage `frontend/` / `midend/`
+    directories that have them) and no bench trajectory store (`run.sqlite`)."""
     path = Path(run_dir)
     if (path / BENCH_STORE).exists():
         return False
@@ -152,7 +153,8 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
                     if (directory / "heldout" / name).is_dir():
                         run.heldout_dirs[key] = directory / "heldout" / name
                         break
-        rollouts = next((f for f in (directory / ROLLOUTS, directory / f"{ROLLOUTS}.gz") if f.is_file()), None)
+        rollouts = next((f for f in (directory / ROLLOUTS, directory / f"{ROLLOUTS}.gz") if f.is_file()),
+                        None)
         if rollouts is not None:
             for line in _lines(rollouts):
                 record = _parse(line)
@@ -165,8 +167,8 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
                 completion = record.get("completion")
                 code = (Candidate.from_text(completion, "completion").code
                         if record["status"] == "correct" and isinstance(completion, str) else "")
-                run.rollouts.append(Rollout(own if isinstance(own, str) else stage, record["step"], record["status"],
-                                            _num(record.get("reward")), problem,
+                run.rollouts.append(Rollout(own if isinstance(own, str) else stage, record["step"],
+                                            record["status"], _num(record.get("reward")), problem,
                                             compiled if isinstance(compiled, bool) else None,
                                             program_of(problem, code) if code else None))
     return run
@@ -206,7 +208,8 @@ _DASHES = ["", "6 3", "2 2", "8 3 2 3"]  # one per stage, in the order they appe
 
 
 def _nice_ticks(lo: float, hi: float, count: int, integer: bool = False) -> tuple[list[float], float]:
-    """Round tick values covering [lo, hi], about `count` intervals (whole numbers when `integer`); and the step."""
+    """Round tick values covering [lo, hi], about `count`
+    intervals (whole numbers when `integer`); and the step."""
     raw = (hi - lo) / count
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw * (1 - 1e-9))
@@ -227,14 +230,15 @@ def _tick(value: float, kind: str, step: float = 0.0) -> str:
 
 
 def _line_chart(title: str, series: Sequence[Series], kind: str = "num") -> str:
-    """Lines over step (`<polyline class="series" data-series=LABEL>`, one point per value) with a legend below;
-    `kind` "pct" shows values as percentages on an axis from 0 to (at least) 100%, "int" whole-number ticks.
-    Empty string when no series has a point."""
+    """Lines over step (`<polyline class="series" data-series=LABEL>`, one point per value) with a legend
+    below; `kind` "pct" shows values as percentages on an axis from 0 to (at least) 100%, "int" whole-number
+    ticks. Empty string when no series has a point."""
     series = [s for s in series if s.points]
     if not series:
         return ""
     xs = [x for s in series for x, _ in s.points]
-    ys = [y for s in series for _, y in s.points] + [v for s in series for _, lo, hi in (s.band or []) for v in (lo, hi)]
+    ys = [y for s in series for _, y in s.points] + [v for s in series for _, lo, hi in (s.band or [])
+                                                     for v in (lo, hi)]
     y_lo, y_hi = (min(0.0, *ys), max(1.0, *ys)) if kind == "pct" else (min(ys), max(ys))
     if y_hi == y_lo:
         pad = abs(y_lo) * 0.1 or 1.0
@@ -250,14 +254,17 @@ def _line_chart(title: str, series: Sequence[Series], kind: str = "num") -> str:
     def py(y: float) -> float:
         return _TOP + plot_h * (y_hi - y) / (y_hi - y_lo)
 
-    colors = {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(dict.fromkeys(s.name for s in series))}
-    dashes = {stage: _DASHES[i % len(_DASHES)] for i, stage in enumerate(dict.fromkeys(s.stage for s in series))}
+    colors = {name: _PALETTE[i % len(_PALETTE)]
+              for i, name in enumerate(dict.fromkeys(s.name for s in series))}
+    dashes = {stage: _DASHES[i % len(_DASHES)]
+              for i, stage in enumerate(dict.fromkeys(s.stage for s in series))}
     per_row = 2
     height = _LINE_H + 16 * math.ceil(len(series) / per_row)
     parts = [_svg_open(title, height)]
     for y in y_ticks:
-        parts.append(f'<line x1="{_LEFT}" y1="{py(y):.1f}" x2="{_WIDTH - _RIGHT}" y2="{py(y):.1f}" stroke="#e3e6ec"/>'
-                     f'<text x="{_LEFT - 4}" y="{py(y) + 4:.1f}" text-anchor="end">{_tick(y, kind, y_step)}</text>')
+        parts.append(f'<line x1="{_LEFT}" y1="{py(y):.1f}" x2="{_WIDTH - _RIGHT}" y2="{py(y):.1f}" '
+                     f'stroke="#e3e6ec"/><text x="{_LEFT - 4}" y="{py(y) + 4:.1f}" '
+                     f'text-anchor="end">{_tick(y, kind, y_step)}</text>')
     for x in x_ticks:
         parts.append(f'<text x="{px(x):.1f}" y="{_TOP + plot_h + 14}" text-anchor="middle">{x:.0f}</text>')
     parts.append(f'<text x="{_WIDTH - _RIGHT}" y="{_TOP + plot_h + 26}" text-anchor="end">step</text>'
@@ -269,20 +276,21 @@ def _line_chart(title: str, series: Sequence[Series], kind: str = "num") -> str:
         if s.band:
             upper = " ".join(f"{px(x):.1f},{py(hi):.1f}" for x, _, hi in s.band)
             lower = " ".join(f"{px(x):.1f},{py(lo):.1f}" for x, lo, _ in reversed(s.band))
-            parts.append(f'<polygon class="band" data-series="{label}" points="{upper} {lower}" fill="{color}" '
-                         f'fill-opacity="0.15" stroke="none"/>')
+            parts.append(f'<polygon class="band" data-series="{label}" points="{upper} {lower}" '
+                         f'fill="{color}" fill-opacity="0.15" stroke="none"/>')
         points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in s.points)
         parts.append(f'<polyline class="series" data-series="{label}" points="{points}" fill="none" '
                      f'stroke="{color}" stroke-width="1.5"{dash}><title>{label}</title></polyline>')
         if len(s.points) <= _MARKERS:
-            parts.extend(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.2" fill="{color}"><title>{label}, step '
-                         f'{x:.0f}: {_tick(y, kind) if kind != "num" else f"{y:.4g}"}</title></circle>'
+            parts.extend(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.2" fill="{color}"><title>{label}, '
+                         f'step {x:.0f}: {_tick(y, kind) if kind != "num" else f"{y:.4g}"}</title></circle>'
                          for x, y in s.points)
     for i, s in enumerate(series):
         x, y = (i % per_row) * (_WIDTH // per_row), _LINE_H + (i // per_row) * 16
         dash = f' stroke-dasharray="{dashes[s.stage]}"' if dashes[s.stage] else ""
         parts.append(f'<line x1="{x}" y1="{y + 5}" x2="{x + 18}" y2="{y + 5}" stroke="{colors[s.name]}" '
-                     f'stroke-width="2.5"{dash}/><text x="{x + 22}" y="{y + 9}">{html.escape(s.label)}</text>')
+                     f'stroke-width="2.5"{dash}/><text x="{x + 22}" '
+                     f'y="{y + 9}">{html.escape(s.label)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -311,7 +319,8 @@ def _series(records: Sequence[dict[str, Any]], key: str, name: str | None = None
 def _chart(title: str, parts: Sequence[tuple[Sequence[dict[str, Any]], str, str | None]], kind: str = "num",
            band: str | None = None) -> str:
     """A chart of several keys: (records, key, series name)."""
-    return _line_chart(title, [s for records, key, name in parts for s in _series(records, key, name, band)], kind)
+    return _line_chart(title, [s for records, key, name in parts for s in _series(records, key, name, band)],
+                       kind)
 
 
 def _pass_keys(records: Sequence[dict[str, Any]]) -> list[str]:
@@ -328,8 +337,8 @@ def _heldout_chart(heldout: Sequence[dict[str, Any]]) -> str:
         for key in ["correct_rate", *_pass_keys(records)]:
             # a line that repeats one of its label's (greedy pass@1 is its correct_rate) is left out
             series += [s for s in _series(records, key, f"{label} {key}")
-                       if not any(o.name.startswith(f"{label} ") and (o.stage, o.points) == (s.stage, s.points)
-                                  for o in series)]
+                       if not any(o.name.startswith(f"{label} ")
+                                  and (o.stage, o.points) == (s.stage, s.points) for o in series)]
     return _line_chart("held-out correctness (test split)", series, "pct")
 
 
@@ -389,7 +398,8 @@ def _rollouts_section(rollouts: Sequence[Rollout]) -> str:
             for label, count, reward in zip(labels, counts, rewards, strict=True)]
     table = _table(["steps", "completions", *[_status(s) for s in statuses], "mean reward"], rows, left=(0,),
                    cls="rollouts")
-    return table + f"<div class=plots>{_verdict_chart('rollout verdicts by step range', labels, counts)}</div>"
+    return table + ("<div "
+                    f"class=plots>{_verdict_chart('rollout verdicts by step range', labels, counts)}</div>")
 
 
 # -- the page ------------------------------------------------------------------------------------------------
@@ -408,8 +418,8 @@ def _section(title: str, charts: Sequence[str]) -> str:
 
 def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
                          run: TrainingRun | None = None) -> str:
-    """The report page of a training run; links (held-out bench runs, files) are relative to `out_dir`, where the
-    page will be written (default the run directory)."""
+    """The report page of a training run; links (held-out bench runs, files) are relative to `out_dir`, where
+    the page will be written (default the run directory)."""
     run_dir = Path(run_dir)
     run = run if run is not None else load_training_run(run_dir)
     base = Path(out_dir) if out_dir is not None else run_dir
@@ -418,10 +428,11 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
     phases = Counter(r["phase"] for r in run.records)
     steps = [r["step"] for r in run.records]
     files = [f for d, _ in _run_dirs(run_dir) for f in (d / CONFIG, d / METRICS, d / ROLLOUTS) if f.is_file()]
-    links = " · ".join(f'<a href="{html.escape(_href(f, base))}">{html.escape(f.relative_to(run_dir).as_posix())}'
-                       f'</a>' for f in files)
+    links = " · ".join(f'<a href="{html.escape(_href(f, base))}">'
+                       f'{html.escape(f.relative_to(run_dir).as_posix())}</a>' for f in files)
     counts = ", ".join(f"{html.escape(p)}: {n}" for p, n in phases.items()) or "none"
-    skipped = (f"<p class=note>{run.skipped} malformed metrics line{'s' if run.skipped != 1 else ''} skipped.</p>"
+    skipped = (f"<p class=note>{run.skipped} malformed metrics "
+               f"line{'s' if run.skipped != 1 else ''} skipped.</p>"
                if run.skipped else "")
     if run.rollouts_skipped:
         skipped += f"<p class=note>{run.rollouts_skipped} malformed rollouts line(s) skipped.</p>"
@@ -431,13 +442,15 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
         f"</pre></details>" for name, value in run.configs.items())
     body = [
         f"<h1>kernelrl training report</h1><p class=meta>{html.escape(str(run_dir.resolve()))} · generated "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')} · command {html.escape(str(config.get('command', '?')))} · model "
-        f"{html.escape(str(config.get('model', '?')))}</p>",
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')} · command {html.escape(str(config.get('command', '?')))} · "
+        f"model {html.escape(str(config.get('model', '?')))}</p>",
         f"<p class=meta>{len(run.records)} records ({counts})"
         + (f" · steps {min(steps)}–{max(steps)}" if steps else "") + f"{_duration(run.records)}</p>",
         f"<p class=meta>files: {links}</p>" if links else "", skipped, configs,
         _section("Loss and optimizer", [
-            _chart("loss", [(sft, "loss", "sft loss"), (sft, "eval_loss", "sft eval_loss"), (grpo, "loss", "grpo loss")]),
+            _chart("loss",
+                   [(sft, "loss", "sft loss"), (sft, "eval_loss", "sft eval_loss"),
+                    (grpo, "loss", "grpo loss")]),
             _chart("learning rate", [(sft, "learning_rate", "sft"), (grpo, "learning_rate", "grpo")]),
             _chart("grad norm", [(sft, "grad_norm", "sft"), (grpo, "grad_norm", "grpo")]),
             _chart("mean token accuracy", [(sft, "mean_token_accuracy", "sft")], "pct"),
@@ -446,9 +459,11 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
             _line_chart("reward (mean ± std)", _series(grpo, "reward", band="reward_std")),
             _chart("frac_reward_zero_std", [(grpo, "frac_reward_zero_std", None)], "pct"),
             _chart("reward components (per step)", [
-                (grpo, "kernelrl/format_error_rate", "format_error"), (grpo, "kernelrl/compiled_rate", "compiled"),
-                (grpo, "kernelrl/correct_rate", "correct"), (grpo, "kernelrl/hack_rate", "hack")], "pct"),
-            _chart("mean speedup vs eager (correct kernels)", [(grpo, "kernelrl/mean_speedup_vs_eager", "speedup")]),
+                (grpo, "kernelrl/format_error_rate", "format_error"),
+                (grpo, "kernelrl/compiled_rate", "compiled"), (grpo, "kernelrl/correct_rate", "correct"),
+                (grpo, "kernelrl/hack_rate", "hack")], "pct"),
+            _chart("mean speedup vs eager (correct kernels)",
+                   [(grpo, "kernelrl/mean_speedup_vs_eager", "speedup")]),
             _chart("KL", [(grpo, "kl", None)]),
             _chart("entropy", [(grpo, "entropy", None)]),
             _chart("completion mean length (tokens)", [(grpo, "completions/mean_length", "mean length")]),
@@ -463,15 +478,16 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
     if heldout:
         body += ["<h2>Held-out evaluations</h2>", f"<div class=plots>{_heldout_chart(heldout)}</div>",
                  _heldout_table(run, heldout, base),
-                 "<p class=note>Rates over attempts (compile, correct) and problems (pass@k, fast_1: best correct "
-                 "kernel faster than eager); – means not measured. Each row's bench run has its own report "
-                 "(kernelrl report on its directory).</p>"]
+                 "<p class=note>Rates over attempts (compile, correct) and problems (pass@k, fast_1: best "
+                 "correct kernel faster than eager); – means not measured. Each row's bench run has its "
+                 "own report (kernelrl report on its directory).</p>"]
     if run.rollouts:
         body += ["<h2>Rollouts</h2>", _rollouts_section(run.rollouts),
                  _learning_section(learning_by_problem(run.rollouts)),
                  originality_section(rollout_programs(run))]
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>kernelrl training report: "
-            f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
+            f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head>"
+            f"<body>{''.join(body)}</body></html>\n")
 
 
 def write_training_report(run_dir: str | Path, out: str | Path | None = None,

@@ -1,8 +1,8 @@
 """LLM judge: a reward term r' = r + lambda*J for bootstrapping sparse rewards, and an optional extra
 verification layer that classifies a correct kernel as honest or as a named kind of reward hack.
 
-Any `Policy` can be the judge (an OpenAI-compatible server, a local model, or replay in tests). Judge calls are
-cached in SQLite, keyed by the sha256 of (policy name, messages, temperature, max_tokens).
+Any `Policy` can be the judge (an OpenAI-compatible server, a local model, or replay in tests). Judge calls
+are cached in SQLite, keyed by the sha256 of (policy name, messages, temperature, max_tokens).
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def parse_hack_verdict(text: str) -> HackVerdict | None:
             return HackVerdict(True)
         if verdict == "hack":
             kind = str(obj.get("kind", "")).strip().lower()
-            return HackVerdict(False, kind if kind in HACK_KINDS else "unknown_hack", str(obj.get("reason", ""))[:500])
+            return HackVerdict(False, kind if kind in HACK_KINDS else "unknown_hack",
+                               str(obj.get("reason", ""))[:500])
     return None
 
 
@@ -96,7 +97,8 @@ class JudgeCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS judge (key TEXT PRIMARY KEY, text TEXT NOT NULL, created REAL)")
+            db.execute("CREATE TABLE IF NOT EXISTS judge (key TEXT PRIMARY KEY, text TEXT "
+                       "NOT NULL, created REAL)")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)
@@ -147,7 +149,8 @@ def judged_reward(base: Callable[[EvalResult], float], judge: LLMJudge, lam: flo
                   minimum: float | None = None) -> Callable[[EvalResult, Problem, str], float]:
     """r' = r + lam * J, with J the judge's mean score in [0, 1] (0 when its answer is unusable).
 
-    `hack_detected` keeps the base preset's value (its minimum, or `minimum` when given): no judge bonus for hacks.
+    `hack_detected` keeps the base preset's value (its minimum,
+    or `minimum` when given): no judge bonus for hacks.
     """
 
     def reward(result: EvalResult, problem: Problem, code: str | None) -> float:
@@ -178,7 +181,7 @@ def verify_with_judge(result: EvalResult, problem: Problem, code: str, judge: LL
     changed = dataclasses.replace(result, findings=[*result.findings, finding])
     if enforce:
         changed = dataclasses.replace(changed, status=Status.HACK_DETECTED, stage=Stage.DONE,
-                                      message=f"LLM judge: {verdict.kind}" + (f": {verdict.reason}" if verdict.reason
-                                                                               else "")[:200],
+                                      message=f"LLM judge: {verdict.kind}"
+                                      + (f": {verdict.reason}" if verdict.reason else "")[:200],
                                       feedback=f"{finding.message}: {verdict.reason}")
     return changed

@@ -1,11 +1,11 @@
 """Reward presets: pure functions `EvalResult -> float`, selectable by name with parameters.
 
-A missing speedup (timing unavailable: CPU interpreter mode, timing disabled, a failed baseline) earns no speed
-credit: every preset uses `missing_speedup` (default 0.0) in place of the speedup in its speed term and treats
-the kernel as "not faster" in threshold terms. So on a CPU a correct kernel gets the preset's correctness-only
-reward; pass `missing_speedup=1.0` to assume parity with the baseline instead. Timed-out, crashed, unsupported
-and format errors are failures like any other non-correct verdict. `hack_detected` always maps to the preset's
-minimum (`reward_minimum`).
+A missing speedup (timing unavailable: CPU interpreter mode, timing disabled, a failed baseline) earns no
+speed credit: every preset uses `missing_speedup` (default 0.0) in place of the speedup in its speed term and
+treats the kernel as "not faster" in threshold terms. So on a CPU a correct kernel gets the preset's
+correctness-only reward; pass `missing_speedup=1.0` to assume parity with the baseline instead. Timed-out,
+crashed, unsupported and format errors are failures like any other non-correct verdict. `hack_detected` always
+maps to the preset's minimum (`reward_minimum`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def makora(result: EvalResult, delta: float = 1.8, missing_speedup: float = 0.0)
     """Makora: r = 0 if not compiled, wrong or a hack, else sigmoid(1 + max(0, s_inductor) - delta).
 
     s_inductor is the speedup over torch.compile (Inductor); delta=1.8 by default, so a correct kernel at
-    parity with Inductor (s=1) earns sigmoid(0.2) = 0.5498 and one with no timing earns sigmoid(-0.8) = 0.3100.
-    Range (0, 1); minimum 0.
+    parity with Inductor (s=1) earns sigmoid(0.2) = 0.5498 and one with no timing earns sigmoid(-0.8) =
+    0.3100. Range (0, 1); minimum 0.
     """
     if not result.correct:
         return 0.0
@@ -49,12 +49,12 @@ def makora(result: EvalResult, delta: float = 1.8, missing_speedup: float = 0.0)
     return _sigmoid(1.0 + max(0.0, s) - delta)
 
 
-def composite(result: EvalResult, alpha: float = 0.1, beta: float = 1.0, gamma: float = 1.0, r_max: float = 10.0,
-              missing_speedup: float = 0.0) -> float:
+def composite(result: EvalResult, alpha: float = 0.1, beta: float = 1.0, gamma: float = 1.0,
+              r_max: float = 10.0, missing_speedup: float = 0.0) -> float:
     """Composite: r = alpha*compiled + beta*correct + gamma*min(s_eager, r_max)*correct.
 
-    compiled and correct are 0/1 (`EvalResult.compiled`, `.correct`); s_eager is the speedup over PyTorch eager.
-    A hack gets the minimum, 0 (with non-negative weights).
+    compiled and correct are 0/1 (`EvalResult.compiled`, `.correct`); s_eager is the speedup over PyTorch
+    eager. A hack gets the minimum, 0 (with non-negative weights).
     """
     if result.status is Status.HACK_DETECTED:
         return _composite_min(alpha, beta, gamma, r_max)
@@ -156,8 +156,9 @@ class RewardRegistry:
         if preset is not None:
             return preset
         if ":" not in name:
-            raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(self.names())}, register one "
-                             "with kernelrl.rewards.register_reward, or name a function as module:function")
+            raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(self.names())}, "
+                             "register one with kernelrl.rewards.register_reward, or name a "
+                             "function as module:function")
         return _preset_of(name, load_object(name, "reward"))
 
 
@@ -186,8 +187,8 @@ def _as_minimum(minimum: float | Callable[..., float]) -> Callable[..., float]:
 
 REWARDS = RewardRegistry({
     "makora": RewardPreset(makora, lambda **_: 0.0),
-    "composite": RewardPreset(composite, lambda alpha=0.1, beta=1.0, gamma=1.0, r_max=10.0, **_: _composite_min(
-        alpha, beta, gamma, r_max)),
+    "composite": RewardPreset(composite, lambda alpha=0.1, beta=1.0, gamma=1.0, r_max=10.0, **_:
+                              _composite_min(alpha, beta, gamma, r_max)),
     "two_stage": RewardPreset(two_stage, lambda failure=-10.0, **_: failure),
     "kevin": RewardPreset(kevin, lambda **_: 0.0),
     "tiered": RewardPreset(tiered, lambda **_: -1.0),
@@ -206,7 +207,8 @@ def _check(name: str, params: dict) -> RewardPreset:
     names = preset.parameter_names()
     unknown = sorted(set(params) - set(names))
     if unknown:
-        raise ValueError(f"reward {name!r} has no parameter {', '.join(unknown)} (it takes {', '.join(names)})")
+        raise ValueError(f"reward {name!r} has no parameter {', '.join(unknown)} (it "
+                         f"takes {', '.join(names)})")
     return preset
 
 

@@ -64,12 +64,13 @@ class KernelDB:
             old = db.execute("SELECT reward FROM kernels WHERE problem_sha256 = ? AND code_sha256 = ?",
                              (row[1], row[5])).fetchone()
             if old is None or old[0] < reward:
-                db.execute("INSERT OR REPLACE INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                db.execute("INSERT OR REPLACE INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           row)
 
     def best(self, problem: Problem, k: int = 2, exclude: set[str] | frozenset[str] = frozenset(),
              similar: bool = True) -> list[Inspiration]:
-        """Up to k correct kernels, best reward first: this problem's, then (with `similar`) those of problems in
-        the same family or sharing a tag. `exclude` holds code sha256s to leave out."""
+        """Up to k correct kernels, best reward first: this problem's, then (with `similar`) those of problems
+        in the same family or sharing a tag. `exclude` holds code sha256s to leave out."""
         with self._connect() as db:
             rows = db.execute("SELECT problem_id, problem_sha256, family, tags, code_sha256, code, reward, "
                               "speedup_vs_eager FROM kernels WHERE status = 'correct' ORDER BY reward DESC, "

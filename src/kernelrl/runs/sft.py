@@ -8,7 +8,8 @@ from pathlib import Path
 from kernelrl.runs.store import RunStore
 
 
-def export_sft(run_dir: str | Path, out: str | Path, min_reward: float | None = None, correct_only: bool = True) -> int:
+def export_sft(run_dir: str | Path, out: str | Path, min_reward: float | None = None,
+               correct_only: bool = True) -> int:
     """Write chat-format SFT records (`{"messages": prompt + [assistant completion], "problem_id", "turn",
     "sample", "reward", "status"}`) for the run's attempts that are correct (unless `correct_only=False`) and
     reach `min_reward`. Returns the number of records written."""

@@ -1,6 +1,6 @@
-"""A run directory: every attempt (prompt messages, completion, extracted code, EvalResult, reward, turn, sample)
-as JSON lines and in SQLite, written as it happens (JSONL appended and flushed, one SQLite commit per step), so a
-crash loses nothing already evaluated and a re-run skips what is done.
+"""A run directory: every attempt (prompt messages, completion, extracted code, EvalResult, reward, turn,
+sample) as JSON lines and in SQLite, written as it happens (JSONL appended and flushed, one SQLite commit per
+step), so a crash loses nothing already evaluated and a re-run skips what is done.
 
 Layout: `RUN_DIR/trajectories.jsonl`, `RUN_DIR/run.sqlite` (table `steps`), `RUN_DIR/config.json`.
 """
@@ -78,17 +78,17 @@ class Step:
 
     def to_dict(self) -> dict[str, Any]:
         return {"problem_id": self.problem_id, "sample": self.sample, "turn": self.turn, "level": self.level,
-                "family": self.family, "parent": self.parent, "reward": self.reward, "messages": self.messages,
-                "completion": self.completion.to_dict(), "code": self.code, "result": self.result.to_dict(),
-                "created": self.created}
+                "family": self.family, "parent": self.parent, "reward": self.reward,
+                "messages": self.messages, "completion": self.completion.to_dict(), "code": self.code,
+                "result": self.result.to_dict(), "created": self.created}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Step:
         return cls(problem_id=data["problem_id"], sample=int(data["sample"]), turn=int(data["turn"]),
                    messages=list(data["messages"]), completion=Completion.from_dict(data["completion"]),
-                   code=data.get("code"), result=EvalResult.from_dict(data["result"]), reward=float(data["reward"]),
-                   level=data.get("level"), family=data.get("family") or "", parent=data.get("parent"),
-                   created=float(data.get("created", 0.0)))
+                   code=data.get("code"), result=EvalResult.from_dict(data["result"]),
+                   reward=float(data["reward"]), level=data.get("level"), family=data.get("family") or "",
+                   parent=data.get("parent"), created=float(data.get("created", 0.0)))
 
 
 class RunStore:
@@ -135,14 +135,15 @@ class RunStore:
             with self._connect() as db:  # the context manager commits
                 db.execute(
                     "INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (step.problem_id, step.sample, step.turn, step.level, step.family, step.result.status.value,
-                     step.reward, step.speedup_vs_eager, step.speedup_vs_inductor, step.completion.tokens_in,
-                     step.completion.tokens_out, step.parent, step.code, json.dumps(step.messages),
-                     json.dumps(step.completion.to_dict()), step.result.to_json(), step.created))
+                    (step.problem_id, step.sample, step.turn, step.level, step.family,
+                     step.result.status.value, step.reward, step.speedup_vs_eager, step.speedup_vs_inductor,
+                     step.completion.tokens_in, step.completion.tokens_out, step.parent, step.code,
+                     json.dumps(step.messages), json.dumps(step.completion.to_dict()), step.result.to_json(),
+                     step.created))
 
     def steps(self, problem_id: str | None = None) -> list[Step]:
-        query = "SELECT problem_id, sample, turn, level, family, reward, parent, code, messages, completion, " \
-                "result, created FROM steps"
+        query = ("SELECT problem_id, sample, turn, level, family, reward, parent, code, messages, "
+                 "completion, result, created FROM steps")
         args: tuple = ()
         if problem_id is not None:
             query += " WHERE problem_id = ?"
@@ -161,12 +162,14 @@ class RunStore:
     def mark_problem(self, problem_id: str, state: dict[str, Any]) -> None:
         """Per-problem bookkeeping (e.g. stopped early), so a resumed run knows a problem is finished."""
         with self._lock, self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS problems (problem_id TEXT PRIMARY KEY, state TEXT NOT NULL)")
+            db.execute("CREATE TABLE IF NOT EXISTS problems "
+                       "(problem_id TEXT PRIMARY KEY, state TEXT NOT NULL)")
             db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?)", (problem_id, json.dumps(state)))
 
     def problem_state(self, problem_id: str) -> dict[str, Any] | None:
         with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS problems (problem_id TEXT PRIMARY KEY, state TEXT NOT NULL)")
+            db.execute("CREATE TABLE IF NOT EXISTS problems "
+                       "(problem_id TEXT PRIMARY KEY, state TEXT NOT NULL)")
             row = db.execute("SELECT state FROM problems WHERE problem_id = ?", (problem_id,)).fetchone()
         return None if row is None else json.loads(row[0])
 
@@ -175,6 +178,6 @@ def open_run(run_dir: str | Path) -> RunStore:
     """Open an existing run directory (error if it holds no run)."""
     path = Path(run_dir)
     if not (path / DATABASE).is_file():
-        raise ValueError(f"{path} is not a kernelrl run directory (no {DATABASE}); create one with kernelrl bench "
-                         "or kernelrl agent")
+        raise ValueError(f"{path} is not a kernelrl run directory (no {DATABASE}); create one with kernelrl "
+                         "bench or kernelrl agent")
     return RunStore(path)

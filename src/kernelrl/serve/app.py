@@ -1,5 +1,5 @@
-"""The reward service's HTTP face (FastAPI): kernelrl's own routes, the trainers' native ones (OpenRLHF, slime),
-health, readiness, metrics and the problem list, over one `RewardService`.
+"""The reward service's HTTP face (FastAPI): kernelrl's own routes, the trainers' native ones (OpenRLHF,
+slime), health, readiness, metrics and the problem list, over one `RewardService`.
 
 Errors say what to do: 400 (not JSON), 401 (no or wrong token), 413 (too large), 422 (not what the wire takes;
 nothing was evaluated), 429 + Retry-After (the queue is full), 503 + Retry-After (draining or not ready).
@@ -115,7 +115,8 @@ def create_app(service: RewardService, *, token: str | None = None,
             given = request.headers.get("authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
                 service.metrics.rejected.labels("unauthorized").inc()
-                return JSONResponse({"detail": "missing or wrong bearer token (Authorization: Bearer <token>)"},
+                return JSONResponse({"detail": "missing or wrong bearer token "
+                                               "(Authorization: Bearer <token>)"},
                                     status_code=401, headers={"WWW-Authenticate": "Bearer"})
         return await call_next(request)
 
@@ -139,14 +140,16 @@ def create_app(service: RewardService, *, token: str | None = None,
         s = service.settings
         return {"wire": WIRE_VERSION, "grader": service.grader, "max_batch": s.max_batch,
                 "max_queued_items": s.max_queued_items, "max_deadline_s": s.max_deadline_s,
-                "verdict": verdict_to_wire(service.verdict), "allowed_verdict": sorted(s.allowed_verdict_fields),
-                "rewards": sorted(s.rewards), "default_reward": s.default_reward,
-                "trust_problem_sources": s.trust_problem_sources, "problems": len(service.problems)}
+                "verdict": verdict_to_wire(service.verdict),
+                "allowed_verdict": sorted(s.allowed_verdict_fields), "rewards": sorted(s.rewards),
+                "default_reward": s.default_reward, "trust_problem_sources": s.trust_problem_sources,
+                "problems": len(service.problems)}
 
     @app.get("/v1/problems")
     async def problems(source: bool = False) -> dict:
         return {"problems": [{"id": p.id, "sha256": p.sha256, "level": p.level, "name": p.name,
-                              "tags": list(p.tags), "metadata": p.metadata, **({"source": p.source} if source else {})}
+                              "tags": list(p.tags), "metadata": p.metadata,
+                              **({"source": p.source} if source else {})}
                              for p in service.problems.values()]}
 
     @app.post("/v1/evaluate")
@@ -154,7 +157,8 @@ def create_app(service: RewardService, *, token: str | None = None,
         body, sha = await _read(request, service, EvaluateIn)
         sub = await _submit(service, body, request, sha)
         if body.stream or NDJSON in request.headers.get("accept", ""):
-            return StreamingResponse(_lines(sub.answers(), lambda a: answer_line(a.id, a.index, a.key, a.result)),
+            return StreamingResponse(_lines(sub.answers(),
+                                            lambda a: answer_line(a.id, a.index, a.key, a.result)),
                                      media_type=NDJSON)
         return {"results": [answer_line(a.id, a.index, a.key, a.result) for a in await sub.collect()],
                 "server": {"grader": service.grader, "wire": WIRE_VERSION}}
@@ -169,7 +173,8 @@ def create_app(service: RewardService, *, token: str | None = None,
             scored = service.score(a.result, spec)
             if scored.reward is not None:
                 service.remember(a.result.problem_id, scored.reward, a.result.correct)
-            return answer_line(a.id, a.index, a.key, a.result, reward=scored.reward, components=scored.components)
+            return answer_line(a.id, a.index, a.key, a.result, reward=scored.reward,
+                               components=scored.components)
 
         if body.stream or NDJSON in request.headers.get("accept", ""):
             return StreamingResponse(_lines(sub.answers(), line), media_type=NDJSON)
@@ -261,7 +266,8 @@ async def _read(request: Request, service: RewardService, model: type[BaseModel]
     try:
         body = model.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:10])
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}"
+                             for e in exc.errors()[:10])
         raise HTTPError(422, f"the request does not match the wire schema: {problems}") from None
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return body, hashlib.sha256(canonical.encode()).hexdigest()
@@ -271,13 +277,15 @@ async def _submit(service: RewardService, body: EvaluateIn, request: Request, sh
     if len(body.items) > service.settings.max_batch:
         raise HTTPError(413, f"{len(body.items)} items in one request; this server takes at most "
                              f"{service.settings.max_batch} (split the batch)")
-    verdict = _or_422(verdict_from_wire, body.verdict, service.verdict, service.settings.allowed_verdict_fields)
+    verdict = _or_422(verdict_from_wire, body.verdict, service.verdict,
+                      service.settings.allowed_verdict_fields)
     items = []
     for index, it in enumerate(body.items):
         problem = _or_422(service.problem, it.problem.id, it.problem.sha256, it.problem.source)
         text, kind = it.text_and_kind()
         deadlines = [d for d in (it.deadline_s, body.deadline_s) if d is not None]
-        items.append(ItemRequest(it.id if it.id is not None else index, problem, _or_422(service.candidate, text, kind),
+        items.append(ItemRequest(it.id if it.id is not None else index, problem,
+                                 _or_422(service.candidate, text, kind),
                                  min(deadlines) if deadlines else None))
     try:
         return await service.submit(items, verdict, idempotency_key=request.headers.get("idempotency-key"),

@@ -48,9 +48,9 @@ class ServiceError(RuntimeError):
 
 
 class Client(ScorerBase):
-    """`Client("http://evalhost:8777", token_file="~/.kernelrl/token")`. The token comes from `token_file`, else
-    the KERNELRL_SERVE_TOKEN environment variable (a token given inline works but does not pickle: it would
-    copy the secret). `timeout_s`: the longest a call waits for an item without its own deadline.
+    """`Client("http://evalhost:8777", token_file="~/.kernelrl/token")`. The token comes from `token_file`,
+    else the KERNELRL_SERVE_TOKEN environment variable (a token given inline works but does not pickle: it
+    would copy the secret). `timeout_s`: the longest a call waits for an item without its own deadline.
     `send_sources`: send problems by source too (for servers started with --trust-sources)."""
 
     def __init__(self, url: str, *, token: str | None = None, token_file: str | Path | None = None,
@@ -71,8 +71,8 @@ class Client(ScorerBase):
     # pickles as what it is configured with, never as a connection (or an inline secret)
     def __getstate__(self) -> dict[str, Any]:
         if self._inline_token is not None and self.token_file is None:
-            raise TypeError("a Client built with token=... does not pickle (that would copy the secret): give "
-                            f"token_file=... or set {TOKEN_ENV}")
+            raise TypeError("a Client built with token=... does not pickle (that would copy the secret): "
+                            f"give token_file=... or set {TOKEN_ENV}")
         return {"url": self.url, "token_file": self.token_file, "timeout_s": self.timeout_s,
                 "max_in_flight": self.max_in_flight, "backoff_cap_s": self.backoff_cap_s,
                 "send_sources": self.send_sources}
@@ -108,7 +108,7 @@ class Client(ScorerBase):
             raise ServiceError(response.status_code, _detail(response))
         return response.json()
 
-    # --- what the server has ---------------------------------------------------------------------------------
+    # --- what the server has --------------------------------------------------------------------------------
     def info(self) -> dict:
         """The server's limits, grader, default verdict settings and allow-lists (fetched once)."""
         if self._info is None:
@@ -127,9 +127,10 @@ class Client(ScorerBase):
         """The server's problems by id, with their sources (for prompts)."""
         if self._problems is None:
             listed = self._get("/v1/problems", source=True)["problems"]
-            self._problems = {p["id"]: Problem(id=p["id"], name=p["name"], level=p["level"], source=p["source"],
-                                               path=Path(f"<{self.url}>/{p['id']}"), sha256=p["sha256"],
-                                               tags=tuple(p["tags"]), metadata=p["metadata"]) for p in listed}
+            self._problems = {p["id"]: Problem(id=p["id"], name=p["name"], level=p["level"],
+                                               source=p["source"], path=Path(f"<{self.url}>/{p['id']}"),
+                                               sha256=p["sha256"], tags=tuple(p["tags"]),
+                                               metadata=p["metadata"]) for p in listed}
         return self._problems
 
     def problem(self, problem_id: str) -> Problem:
@@ -159,7 +160,7 @@ class Client(ScorerBase):
                 self._http_client.close()
                 self._http_client = None
 
-    # --- the Scorer core -------------------------------------------------------------------------------------
+    # --- the Scorer core ------------------------------------------------------------------------------------
     def _evaluate_work(self, work: Iterator[Work], verdict: VerdictSettings | None) -> Iterator[Indexed]:
         try:
             max_batch = int(self.info()["max_batch"])
@@ -204,13 +205,15 @@ class Client(ScorerBase):
 
     def _post_chunk(self, chunk: list[Work], verdict: VerdictSettings | None,
                     stop: threading.Event) -> Iterator[Indexed]:
-        """Post one chunk under one Idempotency-Key until every item is answered, retrying what can be retried."""
+        """Post one chunk under one Idempotency-Key until every
+        item is answered, retrying what can be retried."""
         import httpx
 
         key = uuid.uuid4().hex
         by_id = {str(k): w for k, w in enumerate(chunk)}
         body = json.dumps(self._body(chunk, verdict)).encode()
-        end = min([w.deadline_at for w in chunk if w.deadline_at is not None] or [time.monotonic() + self.timeout_s])
+        end = min([w.deadline_at for w in chunk if w.deadline_at is not None]
+                  or [time.monotonic() + self.timeout_s])
         attempt = 0
         while by_id and not stop.is_set():
             wait_s, reason = None, ""
@@ -240,14 +243,17 @@ class Client(ScorerBase):
             if not by_id:
                 return
             attempt += 1
-            delay = wait_s if wait_s is not None else random.uniform(0, min(self.backoff_cap_s, 0.5 * 2 ** attempt))
+            delay = wait_s if wait_s is not None else random.uniform(0,
+                                                                     min(self.backoff_cap_s,
+                                                                         0.5 * 2 ** attempt))
             if time.monotonic() + delay >= end:
                 break
             time.sleep(delay)
         for item in by_id.values():  # no verdict: the service could not answer in time
             yield Indexed(item.index, infrastructure_result(
                 item.problem.id, item.problem.sha256,
-                f"the reward service at {self.url} did not answer in time ({reason or 'stopped'})", Stage.STATIC))
+                f"the reward service at {self.url} did not answer in time ({reason or 'stopped'})",
+                Stage.STATIC))
 
     def _body(self, chunk: list[Work], verdict: VerdictSettings | None) -> dict[str, Any]:
         now = time.monotonic()

@@ -1,5 +1,5 @@
-"""The service journal (SQLite): every answered item, committed before it is answered, and every idempotency key
-with the hash of its request's body. A server killed and restarted still answers what it had answered.
+"""The service journal (SQLite): every answered item, committed before it is answered, and every idempotency
+key with the hash of its request's body. A server killed and restarted still answers what it had answered.
 
 Not the result cache: the journal keeps every answer (timeouts, crashes, no-verdicts included) for replays of
 the same request, and serves fresh requests only verdicts; the result cache keeps only verdicts it may reuse,
@@ -56,7 +56,8 @@ class Journal:
 
     def get(self, item_key: str) -> Stored | None:
         with self._lock:
-            row = self._db.execute("SELECT result, answered_at FROM answers WHERE item_key = ? AND answered_at > ?",
+            row = self._db.execute("SELECT result, answered_at FROM answers WHERE item_key "
+                                   "= ? AND answered_at > ?",
                                    (item_key, time.time() - self.retention_s)).fetchone()
         return Stored(EvalResult.from_json(row[0]), row[1]) if row else None
 
@@ -74,7 +75,8 @@ class Journal:
         """Record a request's key; returns the body hash already recorded under it (None when new). A caller
         that gets another hash than its own has reused the key for another request."""
         with self._lock:
-            row = self._db.execute("SELECT body_sha256 FROM requests WHERE idempotency_key = ? AND created_at > ?",
+            row = self._db.execute("SELECT body_sha256 FROM requests WHERE "
+                                   "idempotency_key = ? AND created_at > ?",
                                    (idempotency_key, time.time() - self.retention_s)).fetchone()
             if row is not None:
                 return row[0]

@@ -1,10 +1,10 @@
-"""kernelrl as an OpenEnv environment (the `openenv` package, 0.10): the reward service's problems and verdicts
-behind OpenEnv's reset/step wire, for trainers that drive OpenEnv environments (TRL's `environment_factory`,
-verifiers' `openenv` taskset, SkyRL and the other OpenEnv integrations).
+"""kernelrl as an OpenEnv environment (the `openenv` package, 0.10): the reward service's problems and
+verdicts behind OpenEnv's reset/step wire, for trainers that drive OpenEnv environments (TRL's
+`environment_factory`, verifiers' `openenv` taskset, SkyRL and the other OpenEnv integrations).
 
 Server: `create_app(service, extra_routes=mount_openenv)` (or `kernelrl serve --openenv`) serves it under
-/openenv: `WS /openenv/ws` (one session per connection, `reset` then `step`s), the stateless `POST /openenv/reset`
-and `POST /openenv/step`, and OpenEnv's /schema, /state, /health, /metadata. Client:
+/openenv: `WS /openenv/ws` (one session per connection, `reset` then `step`s), the stateless
+`POST /openenv/reset` and `POST /openenv/step`, and OpenEnv's /schema, /state, /health, /metadata. Client:
 
     env = KernelEnvClient("http://evalhost:8777/openenv", token_file="~/.kernelrl/token").sync()
     with env:
@@ -14,8 +14,8 @@ and `POST /openenv/step`, and OpenEnv's /schema, /state, /health, /metadata. Cli
 
 An action carries its problem id because OpenEnv's HTTP /step builds a fresh environment for every call; in a
 session the id must be the one the session was reset to. Evaluations go through the `RewardService` like every
-other route's (admission queue, journal, deduplication by content key) and are held rather than refused when the
-queue is full: after the service's `hold_s` the step answers a neutral reward with `no_verdict` set.
+other route's (admission queue, journal, deduplication by content key) and are held rather than refused when
+the queue is full: after the service's `hold_s` the step answers a neutral reward with `no_verdict` set.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ from kernelrl.rewards import speedup
 from kernelrl.serve.schema import WireError
 from kernelrl.serve.service import ItemRequest, QueueFull, RewardService
 
-__all__ = ["KernelAction", "KernelEnv", "KernelEnvClient", "KernelObservation", "KernelState", "mount_openenv"]
+__all__ = ["KernelAction", "KernelEnv", "KernelEnvClient", "KernelObservation", "KernelState",
+           "mount_openenv"]
 
 
 class KernelAction(Action):
@@ -54,8 +55,8 @@ class KernelAction(Action):
     code: str = Field(description="A Python module defining ModelNew, or a model's completion whose fenced "
                                   "code block defines it.")
     kind: Literal["auto", "code", "completion"] = Field(
-        "auto", description="How to read `code`: 'auto' takes it as a module when it parses as Python, else as "
-                            "a completion.")
+        "auto", description="How to read `code`: 'auto' takes it as a module when it parses as "
+                            "Python, else as a completion.")
 
 
 class KernelObservation(Observation):
@@ -77,8 +78,9 @@ class KernelObservation(Observation):
     correctness_pass: bool = False
     speedup: float | None = Field(None, description="Over PyTorch eager, when timed.")
     speedup_vs_inductor: float | None = None
-    no_verdict: bool = Field(False, description="No verdict (queue full, deadline): the reward is neutral, the "
-                                                "problem's recent mean; a trainer that can should skip it.")
+    no_verdict: bool = Field(False, description="No verdict (queue full, deadline): the reward is "
+                                                "neutral, the problem's recent mean; a trainer "
+                                                "that can should skip it.")
     item_key: str = Field("", description="The verdict's content key in the service's journal.")
 
 
@@ -164,8 +166,9 @@ class KernelEnv(Environment[KernelAction, KernelObservation, KernelState]):
         answer the verdict, its feedback and reward."""
         service, st = self.service, self._state
         if st.problem_id is not None and action.problem_id != st.problem_id:
-            raise HTTPException(422, f"this episode is on problem {st.problem_id!r}, not {action.problem_id!r}: "
-                                     "reset(problem_id=...) to start one on another problem")
+            raise HTTPException(422, f"this episode is on problem {st.problem_id!r}, not "
+                                     f"{action.problem_id!r}: reset(problem_id=...) to "
+                                     "start one on another problem")
         if st.step_count >= st.max_turns:
             raise HTTPException(422, f"the episode is over ({st.max_turns} turns): reset to start another")
         problem = self._problem(action.problem_id)
@@ -174,11 +177,13 @@ class KernelEnv(Environment[KernelAction, KernelObservation, KernelState]):
         except WireError as exc:
             raise HTTPException(413, str(exc)) from None
         hold = service.settings.hold_s
-        item = ItemRequest(0, problem, candidate, deadline_s=hold if timeout_s is None else min(timeout_s, hold))
+        item = ItemRequest(0, problem, candidate,
+                           deadline_s=hold if timeout_s is None else min(timeout_s, hold))
         try:
             submission = await service.submit([item], hold_s=hold)
         except QueueFull as exc:  # the service is draining: another replica, or this one restarted, takes it
-            raise HTTPException(503, str(exc), {"Retry-After": str(max(1, round(exc.retry_after_s)))}) from None
+            raise HTTPException(503, str(exc),
+                                {"Retry-After": str(max(1, round(exc.retry_after_s)))}) from None
         [answer] = await submission.collect()
         result = answer.result
         scored = service.score(result, service.settings.default_reward)
@@ -223,7 +228,8 @@ class _Front:
         if scope["type"] == "websocket" and self.expected is not None:
             given = dict(scope.get("headers") or ()).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
-                await send({"type": "websocket.close", "code": 1008, "reason": "missing or wrong bearer token"})
+                await send({"type": "websocket.close", "code": 1008,
+                            "reason": "missing or wrong bearer token"})
                 return
         await self.app(scope, receive, send)
 
@@ -231,9 +237,9 @@ class _Front:
 def mount_openenv(app: FastAPI, service: RewardService, path: str = "/openenv", *, max_turns: int = 1,
                   max_concurrent_envs: int | None = None) -> None:
     """Serve `KernelEnv` under `path` of the service's app: `create_app(service, extra_routes=mount_openenv)`
-    (`functools.partial(mount_openenv, max_turns=4)` to change a default). `max_concurrent_envs`: open sessions
-    (default the service's `max_queued_items`: a session has at most one evaluation in flight, so more sessions
-    would only wait for the queue)."""
+    (`functools.partial(mount_openenv, max_turns=4)` to change a default). `max_concurrent_envs`: open
+    sessions (default the service's `max_queued_items`: a session has at most one evaluation in flight, so
+    more sessions would only wait for the queue)."""
     if not hasattr(app.state, "token"):  # never serve sessions unchecked behind a server that wants a token
         raise ValueError("mount_openenv mounts on the service's app: kernelrl.serve.app.create_app(service, "
                          "token=..., extra_routes=mount_openenv)")
@@ -247,9 +253,9 @@ def mount_openenv(app: FastAPI, service: RewardService, path: str = "/openenv", 
 
 class KernelEnvClient(EnvClient[KernelAction, KernelObservation, KernelState]):
     """OpenEnv's client for `KernelEnv` (asynchronous; `.sync()` for a blocking one). `base_url`: the mount,
-    e.g. http://evalhost:8777/openenv (its WebSocket is used). `token`/`token_file`: the service's bearer token.
-    `message_timeout_s`: how long a step may take; a cold evaluation takes minutes, and the service holds a step
-    up to its `hold_s` (110 s by default) when its queue is full, so the default is long."""
+    e.g. http://evalhost:8777/openenv (its WebSocket is used). `token`/`token_file`: the service's bearer
+    token. `message_timeout_s`: how long a step may take; a cold evaluation takes minutes, and the service
+    holds a step up to its `hold_s` (110 s by default) when its queue is full, so the default is long."""
 
     def __init__(self, base_url: str | None = None, *, token: str | None = None,
                  token_file: str | Path | None = None, message_timeout_s: float = 900.0,

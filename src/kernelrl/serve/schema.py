@@ -27,9 +27,9 @@ WIRE_VERSION = 1
 # how candidates are judged. Never from a request: extra_rules (code), seed (the trials' secret), timeouts and
 # memory (the server's resources), the floors and static_checks (the checks themselves).
 REQUEST_VERDICT_FIELDS: frozenset[str] = frozenset({
-    "trials", "input_sets", "bench_correctness", "tolerances", "reference_error_k", "timing", "inductor_baseline",
-    "timer", "rule_policy", "runtime_policy", "timing_variants", "fresh_timed_inputs", "timing_mode",
-    "paired_baseline", "speedup_rse_target", "baseline_source", "cpu_timing"})
+    "trials", "input_sets", "bench_correctness", "tolerances", "reference_error_k", "timing",
+    "inductor_baseline", "timer", "rule_policy", "runtime_policy", "timing_variants", "fresh_timed_inputs",
+    "timing_mode", "paired_baseline", "speedup_rse_target", "baseline_source", "cpu_timing"})
 NEVER_FROM_REQUESTS: frozenset[str] = frozenset({"extra_rules", "seed"})
 _VERDICT_FIELDS = {f.name for f in dataclasses.fields(VerdictSettings)}
 
@@ -90,9 +90,10 @@ def digest(document: Any) -> str:
 
 
 def item_key(problem_sha256: str, candidate: Candidate, verdict: VerdictSettings, grader: str) -> str:
-    """What an item's verdict depends on: the problem, the candidate's canonical code (the text of a completion
-    without code), the verdict settings and the grader (kernelrl's verdict code and the server's device). Equal
-    keys are one evaluation: a retried request and a GRPO group's duplicate completions are judged once."""
+    """What an item's verdict depends on: the problem, the candidate's canonical code (the text of a
+    completion without code), the verdict settings and the grader (kernelrl's verdict code and the server's
+    device). Equal keys are one evaluation: a retried request and a GRPO group's duplicate completions are
+    judged once."""
     code = canonical_code(candidate.code) if candidate.code is not None else "no-code:" + candidate.text
     return digest({"v": WIRE_VERSION, "problem": problem_sha256, "code": code,
                    "verdict": verdict_to_wire(verdict), "grader": grader})
@@ -103,8 +104,8 @@ def infrastructure_result(problem_id: str, problem_sha256: str, message: str, st
     """An answer that says nothing about the code (a full queue, a dead evaluator, an unreachable server):
     `no_verdict`, so a reward leaves it out instead of scoring it 0."""
     return EvalResult(status=status, stage=stage, problem_id=problem_id, problem_sha256=problem_sha256,
-                      message=message, feedback="the evaluation did not run to a verdict; this says nothing about "
-                      "the code", no_verdict=True)
+                      message=message, feedback="the evaluation did not run to a verdict; this "
+                      "says nothing about the code", no_verdict=True)
 
 
 def answer_line(item_id: Any, index: int, key: str, result: EvalResult, **extra: Any) -> dict[str, Any]:

@@ -1,11 +1,11 @@
-"""The reward service's core, without HTTP: admission (a queue bounded in items), single-flight by content key,
-idempotent replays, per-item deadlines and the journal, over any `Scorer`. `kernelrl.serve.app` puts routes on
-it; tests drive it directly too.
+"""The reward service's core, without HTTP: admission (a queue bounded in items), single-flight by content
+key, idempotent replays, per-item deadlines and the journal, over any `Scorer`. `kernelrl.serve.app` puts
+routes on it; tests drive it directly too.
 
 An item is answered once per content key: a request's item whose key is being evaluated joins that evaluation;
-one whose verdict is in the journal is answered from it; the rest are admitted (or the request is refused with a
-wait to retry after) and handed to the scorer in one call, on a task that outlives the request, so a client that
-disconnects loses nothing: its retry finds the answer in the journal.
+one whose verdict is in the journal is answered from it; the rest are admitted (or the request is refused with
+a wait to retry after) and handed to the scorer in one call, on a task that outlives the request, so a client
+that disconnects loses nothing: its retry finds the answer in the journal.
 """
 
 from __future__ import annotations
@@ -48,28 +48,30 @@ class ServiceSettings:
     """What the operator decides (`kernelrl serve` options); a request may only narrow its own work."""
 
     max_batch: int = _help("Items one request may carry (the client splits larger calls).", 512)
-    max_queued_items: int = _help("Items admitted and not yet answered, over all requests; beyond it a request "
-                                  "gets 429 with Retry-After.", 2048)
+    max_queued_items: int = _help("Items admitted and not yet answered, over all requests; beyond it a "
+                                  "request gets 429 with Retry-After.", 2048)
     max_code_bytes: int = _help("Bytes of one item's code or completion.", 256 * 1024)
     max_body_bytes: int = _help("Bytes of one request body (413 beyond).", 64 * 1024 * 1024)
     max_deadline_s: float = _help("The longest deadline an item may ask for (seconds).", 3600.0)
-    default_deadline_s: float | None = _help("An item's deadline when its request gives none (seconds; default "
-                                             "the longest).", None)
-    hold_s: float = _help("Trainer routes that must never get 429 (OpenRLHF, slime, OpenEnv) wait this long for "
-                          "room, then answer a neutral score flagged no_verdict; also their items' deadline, "
-                          "counted from arrival (under slime's 120 s and OpenRLHF's 180 s request timeouts).", 110.0)
+    default_deadline_s: float | None = _help("An item's deadline when its request gives none "
+                                             "(seconds; default the longest).", None)
+    hold_s: float = _help("Trainer routes that must never get 429 (OpenRLHF, slime, OpenEnv) wait this "
+                          "long for room, then answer a neutral score flagged no_verdict; also their "
+                          "items' deadline, counted from arrival (under slime's 120 s and OpenRLHF's "
+                          "180 s request timeouts).", 110.0)
     allowed_verdict_fields: frozenset[str] = _help("Verdict settings a request may change.",
                                                    default_factory=lambda: REQUEST_VERDICT_FIELDS)
     trust_problem_sources: bool = _help("Take problems by source from requests: the judge runs a problem's "
-                                        "reference outside the sandbox, so only for clients you trust.", False)
-    rewards: Mapping[str, str] = _help("Allow-listed reward names -> specs ('module:NAME' too); requests name "
-                                       "built-in presets or these.", default_factory=dict)
-    default_reward: str = _help("The reward of the trainer routes (OpenRLHF, slime) and of /v1/reward without "
-                                "one.", "composite")
+                                        "reference outside the sandbox, so only for clients you trust.",
+                                        False)
+    rewards: Mapping[str, str] = _help("Allow-listed reward names -> specs ('module:NAME' too); requests "
+                                       "name built-in presets or these.", default_factory=dict)
+    default_reward: str = _help("The reward of the trainer routes (OpenRLHF, slime) and of "
+                                "/v1/reward without one.", "composite")
     neutral_score: float = _help("A no-verdict item's score on routes that must return a number, when the "
                                  "problem has no recent verdicts.", 0.0)
-    neutral_window_s: float = _help("A no-verdict item's score is the mean of its problem's rewards over this "
-                                    "many seconds (an advantage of 0).", 600.0)
+    neutral_window_s: float = _help("A no-verdict item's score is the mean of its problem's rewards over "
+                                    "this many seconds (an advantage of 0).", 600.0)
     drain_s: float = _help("On shutdown, seconds in-flight evaluations may take to finish.", 60.0)
 
     def __post_init__(self) -> None:
@@ -77,7 +79,8 @@ class ServiceSettings:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.max_batch > self.max_queued_items:
-            raise ValueError("max_batch must not exceed max_queued_items (a full batch could never be admitted)")
+            raise ValueError("max_batch must not exceed max_queued_items (a full batch "
+                             "could never be admitted)")
 
 
 class QueueFull(Exception):
@@ -145,11 +148,13 @@ class Scored:
 
 
 class RewardService:
-    """`scorer`: where items are evaluated (an Evaluator, a MultiDeviceEvaluator, a Ray pool). `problems`: the
-    suites the server loaded, by id. `device`: the grader's device in content keys (one verdict per device)."""
+    """`scorer`: where items are evaluated (an Evaluator, a MultiDeviceEvaluator,
+    a Ray pool). `problems`: the suites the server loaded, by id. `device`: the
+    grader's device in content keys (one verdict per device)."""
 
-    def __init__(self, scorer: Scorer, problems: Mapping[str, Problem], settings: ServiceSettings | None = None,
-                 journal: Journal | None = None, device: str = "", metrics: ServiceMetrics | None = None) -> None:
+    def __init__(self, scorer: Scorer, problems: Mapping[str, Problem],
+                 settings: ServiceSettings | None = None, journal: Journal | None = None, device: str = "",
+                 metrics: ServiceMetrics | None = None) -> None:
         self.scorer = scorer
         self.problems = dict(problems)
         self.settings = settings or ServiceSettings()
@@ -168,9 +173,10 @@ class RewardService:
         self._rewards: dict[str, BoundReward] = {}  # by spec: parsed and imported once, not per answer
         self._sources: Path | None = None  # problems taken by source, as files the judge reads
 
-    # --- lifecycle -------------------------------------------------------------------------------------------
+    # --- lifecycle ------------------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Warm the scorer (judge, zygote, workers) without blocking the server: /readyz answers 503 until done."""
+        """Warm the scorer (judge, zygote, workers) without
+        blocking the server: /readyz answers 503 until done."""
         try:
             await asyncio.to_thread(self.scorer.warm_up)
             self.ready_error = None
@@ -194,7 +200,8 @@ class RewardService:
             await asyncio.wait(set(self._tasks), timeout=self.settings.drain_s)
 
     def close(self) -> None:
-        """Close the journal and remove problem files taken by source (the scorer is its opener's to close)."""
+        """Close the journal and remove problem files taken
+        by source (the scorer is its opener's to close)."""
         self.journal.close()
         if self._sources is not None:
             shutil.rmtree(self._sources, ignore_errors=True)
@@ -203,28 +210,31 @@ class RewardService:
     def outstanding(self) -> int:
         return self._outstanding
 
-    # --- requests --------------------------------------------------------------------------------------------
-    def problem(self, problem_id: str | None, sha256: str | None = None, source: str | None = None) -> Problem:
+    # --- requests -------------------------------------------------------------------------------------------
+    def problem(self, problem_id: str | None, sha256: str | None = None,
+                source: str | None = None) -> Problem:
         """A request's problem: a loaded one by id (and its sha256, when given), or one by source when the
         operator trusts its clients with that (the judge runs a problem's reference outside the sandbox)."""
         if source is not None:
             if not self.settings.trust_problem_sources:
-                raise WireError("this server does not take problems by source (the judge would run their "
-                                "reference); give a problem id it has loaded, or start it with --trust-sources")
+                raise WireError("this server does not take problems by source (the judge would "
+                                "run their reference); give a problem id it has loaded, or start "
+                                "it with --trust-sources")
             return self._problem_from_source(problem_id, source)
         if problem_id is None:
             raise WireError("an item's problem needs an id (or a source, where the server allows it)")
         problem = self.problems.get(problem_id)
         if problem is None:
-            raise WireError(f"unknown problem {problem_id!r}: this server has loaded {len(self.problems)} problems "
-                            "(GET /v1/problems lists them)")
+            raise WireError(f"unknown problem {problem_id!r}: this server has loaded {len(self.problems)} "
+                            "problems (GET /v1/problems lists them)")
         if sha256 is not None and sha256 != problem.sha256:
-            raise WireError(f"problem {problem_id!r} differs between client and server (sha256 {sha256[:12]} vs "
-                            f"{problem.sha256[:12]}): load the same suite on both")
+            raise WireError(f"problem {problem_id!r} differs between client and server (sha256 {sha256[:12]} "
+                            f"vs {problem.sha256[:12]}): load the same suite on both")
         return problem
 
     def _problem_from_source(self, problem_id: str | None, source: str) -> Problem:
-            """A problem sent as source, written where the judge reads problems from (one file per content)."""
+            """A problem sent as source, written where the judge
+            reads problems from (one file per content)."""
             sha = hashlib.sha256(source.encode()).hexdigest()
             if self._sources is None:
                 self._sources = Path(tempfile.mkdtemp(prefix="kernelrl-serve-problems-"))
@@ -238,12 +248,13 @@ class RewardService:
 
     def candidate(self, text: str, kind: TextKind) -> Candidate:
         if len(text.encode()) > self.settings.max_code_bytes:
-            raise WireError(f"an item's text is over the server's limit of {self.settings.max_code_bytes} bytes")
+            raise WireError("an item's text is over the server's limit of "
+                            f"{self.settings.max_code_bytes} bytes")
         return Candidate.from_text(text, kind)
 
     def reward_spec(self, spec: str | None) -> str:
-        """A request's reward: a built-in preset (with parameters) or a name the operator allow-listed; never a
-        module path from the request."""
+        """A request's reward: a built-in preset (with parameters) or a name the operator allow-listed; never
+        a module path from the request."""
         spec = spec or self.settings.default_reward
         if spec in self.settings.rewards:
             return self.settings.rewards[spec]
@@ -318,7 +329,8 @@ class RewardService:
                 self.metrics.no_verdicts.inc()
             new = {}
         if new:
-            task = asyncio.create_task(self._evaluate([(k, items[i]) for k, i in new.items()], verdict, arrived))
+            task = asyncio.create_task(self._evaluate([(k, items[i]) for k, i in new.items()], verdict,
+                                                      arrived))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         answered = {a.index for a in sub.ready}
@@ -346,7 +358,8 @@ class RewardService:
             raise QueueFull(count, limit - self._outstanding, self.retry_after_s())
         try:
             async with self._room:
-                await asyncio.wait_for(self._room.wait_for(lambda: self._outstanding + count <= limit), hold_s)
+                await asyncio.wait_for(self._room.wait_for(lambda: self._outstanding + count <= limit),
+                                       hold_s)
                 self._reserve(count)
             return False
         except TimeoutError:
@@ -414,13 +427,14 @@ class RewardService:
         async with self._room:
             self._room.notify_all()
 
-    # --- rewards ---------------------------------------------------------------------------------------------
+    # --- rewards --------------------------------------------------------------------------------------------
     def score(self, result: EvalResult, spec: str) -> Scored:
         """The reward of one answer (None without a verdict), and what it is made of."""
         components = {"correct": float(result.correct), "compiled": float(result.compiled),
                       "format_ok": float(result.status is not Status.FORMAT_ERROR),
                       "hack": float(result.status is Status.HACK_DETECTED),
-                      "speedup_vs_eager": speedup(result, "eager"), "speedup_vs_inductor": speedup(result, "inductor")}
+                      "speedup_vs_eager": speedup(result, "eager"),
+                      "speedup_vs_inductor": speedup(result, "inductor")}
         if result.no_verdict:
             return Scored(None, components)
         reward = self._rewards.get(spec)
@@ -434,8 +448,9 @@ class RewardService:
         self._recent[problem_id].append((time.monotonic(), reward, float(correct)))
 
     def neutral(self, problem_id: str) -> tuple[float, float]:
-        """A no-verdict item's (reward, score) where a trainer needs numbers: the means over the problem's
-        recent verdicts (its group's, in practice: an advantage of 0), else the operator's constant and 0.5."""
+        """A no-verdict item's (reward, score) where a trainer needs numbers:
+        the means over the problem's recent verdicts (its group's, in
+        practice: an advantage of 0), else the operator's constant and 0.5."""
         cutoff = time.monotonic() - self.settings.neutral_window_s
         recent = [(r, c) for t, r, c in self._recent.get(problem_id, ()) if t >= cutoff]
         if not recent:

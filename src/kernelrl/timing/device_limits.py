@@ -1,5 +1,5 @@
-"""What the speed-of-light floors divide by, measured in the judge (trusted, never candidate code): the device's
-dense matmul rate and copy bandwidth, and a reference forward's matmul/convolution FLOPs."""
+"""What the speed-of-light floors divide by, measured in the judge (trusted, never candidate code): the
+device's dense matmul rate and copy bandwidth, and a reference forward's matmul/convolution FLOPs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from kernelrl.problems.input_sets import call_with
 
 
 def reference_flops(torch, module, params: dict, args: list[dict], inputs: Callable[[], list]) -> int | None:
-    """Matmul/convolution FLOPs of one reference forward (torch's FlopCounterMode), counted on the meta device:
-    shapes only, no compute and no device memory. None when the model or an op has no meta support."""
+    """Matmul/convolution FLOPs of one reference forward (torch's FlopCounterMode), counted on the meta
+    device: shapes only, no compute and no device memory. None when the model or an op has no meta support."""
     from torch.utils.flop_counter import FlopCounterMode
 
     try:
@@ -40,8 +40,8 @@ def _best_ms(torch, work: Callable[[], object], runs: int) -> float:
 
 
 def peak_matmul_flops(torch, device) -> float:
-    """The fastest dense matmul rate (FLOP/s), fp16 and fp32-with-TF32, best of a few 8192^3 products: no honest
-    kernel (whatever tensor cores it uses) is faster."""
+    """The fastest dense matmul rate (FLOP/s), fp16 and fp32-with-TF32, best of a few 8192^3 products: no
+    honest kernel (whatever tensor cores it uses) is faster."""
     n, best = 8192, 0.0
     allow = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True

@@ -3,9 +3,9 @@ reports it per timing, so a rerun spread caused by the GPU's clock is told apart
 
 Measured on an H100 (driver 580): the level-1 fp16 matmul draws the board's 700 W limit, the driver caps the
 SM clock (1980 -> 1480-1620 MHz; NVML clock-event reason: software power cap) within its first timing, and
-waiting before each timing until NVML no longer reports the cap (~0.5 s) did not steady it. Longer launch-cover
-spins lower the duty cycle and with it the cap (reruns 0.13% apart in one run with a 300 us spin, 2.6% in
-another with the 400 us cover): what is left is the machine, which the bench's rows now say.
+waiting before each timing until NVML no longer reports the cap (~0.5 s) did not steady it. Longer
+launch-cover spins lower the duty cycle and with it the cap (reruns 0.13% apart in one run with a 300 us spin,
+2.6% in another with the 400 us cover): what is left is the machine, which the bench's rows now say.
 
 `GpuPower.open(cuda_index)` is None where NVML cannot be used (no driver, no nvidia-ml-py, a MIG instance).
 """
@@ -57,7 +57,8 @@ class GpuPower:
                 handle = pynvml.nvmlDeviceGetHandleByIndex(target)
             else:
                 handles = (pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount()))
-                handle = next((h for h in handles if _text(pynvml.nvmlDeviceGetUUID(h)).startswith(target)), None)
+                handle = next((h for h in handles if _text(pynvml.nvmlDeviceGetUUID(h)).startswith(target)),
+                              None)
                 if handle is None:
                     return None
             power = cls(pynvml, handle)

@@ -64,10 +64,11 @@ def speedup_rse(candidate_rse: float | None, baseline_rse: float | None) -> floa
 
 
 def candidate_rse_target(speedup_target: float, baseline_rse: float | None, *, floor: float = 0.25) -> float:
-    """The candidate median's RSE at which the speedup's RSE (`speedup_rse`) reaches `speedup_target`, the
-    baseline's being fixed (it comes from the baseline cache). Unknown baseline RSE: half the variance each
-    (target / sqrt 2). A baseline already near or above the target leaves no room: the candidate then aims for
-    `floor` x the target (its timer's max_ms bounds the cost) and the reported speedup RSE says what was reached."""
+    """The candidate median's RSE at which the speedup's RSE (`speedup_rse`) reaches
+    `speedup_target`, the baseline's being fixed (it comes from the baseline cache). Unknown
+    baseline RSE: half the variance each (target / sqrt 2). A baseline already near or above
+    the target leaves no room: the candidate then aims for `floor` x the target (its timer's
+    max_ms bounds the cost) and the reported speedup RSE says what was reached."""
     if not speedup_target > 0:
         raise ValueError(f"speedup_target must be positive, got {speedup_target!r}")
     if baseline_rse is None or not math.isfinite(baseline_rse):

@@ -1,9 +1,9 @@
 """Training settings: one dataclass per command, mirrored by a TOML file and by `kernelrl train` options.
 
-Defaults follow the published recipes: SFT as seed 003's warm start (LoRA r=8, lr 1e-4, 5 epochs); GRPO as seed
-003's RL stage (LoRA r=32, lr 1e-5, 6 generations, beta 0); `preset="seed004"` gives the two-stage paper's
-settings (LoRA r=16, alpha 32, 4 generations, beta 0.1). Stdlib only, so the CLI can show help without the
-`train` extra installed.
+Defaults follow the published recipes: SFT as seed 003's warm start (LoRA r=8, lr 1e-4, 5 epochs); GRPO as
+seed 003's RL stage (LoRA r=32, lr 1e-5, 6 generations, beta 0); `preset="seed004"` gives the two-stage
+paper's settings (LoRA r=16, alpha 32, 4 generations, beta 0.1). Stdlib only, so the CLI can show help without
+the `train` extra installed.
 """
 
 from __future__ import annotations
@@ -28,14 +28,16 @@ class TrainConfigError(ValueError):
 class CommonConfig:
     """Settings every training command shares."""
 
-    run_dir: str = field(default="", metadata={"help": "Run directory (config, metrics.jsonl, checkpoints, adapter)."})
+    run_dir: str = field(default="",
+                         metadata={"help": "Run directory (config, metrics.jsonl, checkpoints, adapter)."})
     model: str = field(default="smollm2", metadata={
         "help": "smollm2 (the offline GGUF), a local directory or .gguf file, or a Hugging Face hub id."})
     adapter: str | None = field(default=None, metadata={
         "help": "Start from this LoRA adapter directory (e.g. an SFT run's RUN_DIR/adapter)."})
     suite: str = field(default="builtin", metadata={"help": "Problem suite: builtin or a directory."})
     problems: tuple[str, ...] = field(default=(), metadata={
-        "help": "Training problems: ids or prefixes (level1/, level0/1_relu); default the whole train split."})
+        "help": "Training problems: ids or prefixes (level1/, level0/1_relu); "
+                "default the whole train split."})
     backend: str = field(default="triton", metadata={"help": "Prompt for triton or cuda kernels."})
     prompt_style: str = field(default="full", metadata={
         "help": "full (the agent's prompt, with a worked example), compact (no example: ~1,000 tokens "
@@ -49,29 +51,33 @@ class CommonConfig:
         "help": "Module names LoRA adapts."})
     learning_rate: float = field(default=1e-4, metadata={"help": "Peak learning rate."})
     max_steps: int = field(default=-1, metadata={"help": "Optimizer steps (-1: from epochs)."})
-    save_steps: int = field(default=50, metadata={"help": "Checkpoint every N steps (resume picks the last)."})
+    save_steps: int = field(default=50,
+                            metadata={"help": "Checkpoint every N steps (resume picks the last)."})
     logging_steps: int = field(default=1, metadata={"help": "Log (metrics.jsonl) every N steps."})
     seed: int = field(default=0, metadata={"help": "Random seed."})
     bf16: bool | None = field(default=None, metadata={
-        "help": "bf16 training (default: on when a CUDA GPU supports it; off on CPU, where it is ~40x slower)."})
+        "help": "bf16 training (default: on when a CUDA GPU supports it; off on CPU, "
+                "where it is ~40x slower)."})
     gradient_checkpointing: bool | None = field(default=None, metadata={
         "help": "Gradient checkpointing (default: on a GPU only)."})
     eval_device: str = field(default="auto", metadata={
-        "help": "The evaluator's device: auto, cpu (Triton interpreter) or cuda:N (keep it off the training GPU "
-                "where you can); or a reward service's URL (http://evalhost:8777, `kernelrl serve`; its token from "
-                "KERNELRL_SERVE_TOKEN)."})
+        "help": "The evaluator's device: auto, cpu (Triton interpreter) or cuda:N (keep it off the training "
+                "GPU where you can); or a reward service's URL (http://evalhost:8777, `kernelrl serve`; its "
+                "token from KERNELRL_SERVE_TOKEN)."})
     eval_concurrency: int = field(default=4, metadata={"help": "Sandboxes the evaluator runs at once."})
     gpu_memory_fraction: float | None = field(default=None, metadata={
-        "help": "Cap on the training process's share of its GPU's memory (default: 0.6 when the evaluator runs on "
-                "the same GPU, so its sandboxes and reference outputs find room; else none)."})
+        "help": "Cap on the training process's share of its GPU's memory (default: 0.6 when the evaluator "
+                "runs on the same GPU, so its sandboxes and reference outputs find room; else none)."})
     eval_timing: bool = field(default=True, metadata={
-        "help": "Time correct kernels (GPU): off for correctness-only rewards, which then need no timing slot."})
+        "help": "Time correct kernels (GPU): off for correctness-only rewards, which "
+                "then need no timing slot."})
     eval_bench_inputs: bool = field(default=True, metadata={
-        "help": "Rewards (GPU): check correctness on the bench-sized inputs too; off: check and sweep sizes only "
-                "(far less GPU memory an evaluation, so more run at once; held-out evaluations always check "
-                "them)."})
+        "help": "Rewards (GPU): check correctness on the bench-sized inputs too; off: check and sweep "
+                "sizes only (far less GPU memory an evaluation, so more run at once; held-out "
+                "evaluations always check them)."})
     heldout_every: int = field(default=0, metadata={
-        "help": "Held-out evaluation on the test split every N steps (0: only at the start and end; -1: never)."})
+        "help": "Held-out evaluation on the test split every N steps (0: only at the "
+                "start and end; -1: never)."})
     heldout_at_start: bool = field(default=True, metadata={
         "help": "Also evaluate the starting model (off when it was just evaluated, e.g. at the end of SFT)."})
     heldout_samples: int = field(default=8, metadata={
@@ -116,7 +122,8 @@ class CommonConfig:
 
 @dataclass(frozen=True)
 class SFTConfig(CommonConfig):
-    """`kernelrl train sft`: supervised fine-tuning on (prompt, correct kernel) pairs, loss on the completion."""
+    """`kernelrl train sft`: supervised fine-tuning on
+    (prompt, correct kernel) pairs, loss on the completion."""
 
     data: tuple[str, ...] = field(default=("solutions",), metadata={
         "help": "SFT sources: 'solutions' (the suite's reference solutions), a run directory (agent/bench "
@@ -124,7 +131,8 @@ class SFTConfig(CommonConfig):
     epochs: float = field(default=5.0, metadata={"help": "Passes over the SFT data."})
     batch_size: int = field(default=2, metadata={"help": "Examples per device step."})
     gradient_accumulation: int = field(default=1, metadata={"help": "Steps accumulated per optimizer step."})
-    max_length: int = field(default=2048, metadata={"help": "Longest tokenized example (longer ones are cut)."})
+    max_length: int = field(default=2048,
+                            metadata={"help": "Longest tokenized example (longer ones are cut)."})
     merge: bool = field(default=False, metadata={"help": "Also save the model with the adapter merged in."})
     eval_loss: bool = field(default=True, metadata={
         "help": "Report the loss on the test split's reference solutions (never trained on)."})
@@ -134,7 +142,8 @@ class SFTConfig(CommonConfig):
         if not self.data:
             raise TrainConfigError("data needs at least one source")
         if self.epochs <= 0 or self.batch_size < 1 or self.gradient_accumulation < 1 or self.max_length < 64:
-            raise TrainConfigError("epochs > 0, batch_size >= 1, gradient_accumulation >= 1, max_length >= 64")
+            raise TrainConfigError("epochs > 0, batch_size >= 1, "
+                                   "gradient_accumulation >= 1, max_length >= 64")
 
 
 @dataclass(frozen=True)
@@ -147,8 +156,8 @@ class GRPOConfig(CommonConfig):
     preset: str | None = field(default=None, metadata={
         "help": "seed004: LoRA r=16, alpha 32, 4 generations, beta 0.1 (fields you set yourself win)."})
     reward: str = field(default="composite", metadata={
-        "help": "Reward preset with parameters (composite, makora:delta=1.8, two_stage:stage=frontend, tiered) "
-                "or module:function."})
+        "help": "Reward preset with parameters (composite, makora:delta=1.8, two_stage:stage=frontend, "
+                "tiered) or module:function."})
     format_weight: float = field(default=0.0, metadata={
         "help": "Weight of a shaping term: 1 when the completion has a fenced block defining ModelNew."})
     judge: str | None = field(default=None, metadata={
@@ -158,33 +167,37 @@ class GRPOConfig(CommonConfig):
     num_generations: int = field(default=6, metadata={"help": "Completions per prompt (the GRPO group)."})
     prompts_per_step: int = field(default=2, metadata={"help": "Distinct prompts per optimizer step."})
     micro_batch: int | None = field(default=None, metadata={
-        "help": "Completions per forward/backward pass, the step's gradient accumulated over them (default: the "
-                "whole step at once); lower it when a step runs out of GPU memory."})
+        "help": "Completions per forward/backward pass, the step's gradient accumulated over them (default: "
+                "the whole step at once); lower it when a step runs out of GPU memory."})
     max_completion_length: int = field(default=1024, metadata={"help": "Completion token limit."})
-    max_prompt_length: int | None = field(default=None, metadata={"help": "Prompt token limit (None: no limit)."})
+    max_prompt_length: int | None = field(default=None,
+                                          metadata={"help": "Prompt token limit (None: no limit)."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of the rollouts."})
     beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model is kept)."})
     loss_type: str = field(default="grpo", metadata={"help": f"TRL loss: {', '.join(LOSS_TYPES)}."})
     num_iterations: int = field(default=1, metadata={"help": "Optimization passes per generated batch."})
     dynamic_sampling: int = field(default=0, metadata={
-        "help": "Dynamic sampling (DAPO): up to N more generation rounds a step for the groups whose rewards are "
-                "all equal (each round generates and evaluates them again; 0: off)."})
+        "help": "Dynamic sampling (DAPO): up to N more generation rounds a step for the groups whose rewards "
+                "are all equal (each round generates and evaluates them again; 0: off)."})
     epochs: float = field(default=1.0, metadata={"help": "Passes over the prompts (when max_steps is -1)."})
     use_vllm: bool = field(default=False, metadata={"help": "Generate with vLLM (GPU, TRL's colocate mode)."})
     continuous_batching: bool = field(default=False, metadata={
-        "help": "Generate with transformers' continuous batching (paged attention: a finished completion frees "
-                "its slot at once instead of waiting for the longest in the batch)."})
+        "help": "Generate with transformers' continuous batching (paged attention: a finished completion "
+                "frees its slot at once instead of waiting for the longest in the batch)."})
     curriculum: bool = field(default=True, metadata={
         "help": "Start on the lowest level and promote when the running solve rate passes the threshold."})
     curriculum_key: str = field(default="level", metadata={"help": "Tiers by level or difficulty."})
-    promote_threshold: float = field(default=0.5, metadata={"help": "Solve rate that promotes the next tier."})
+    promote_threshold: float = field(default=0.5,
+                                     metadata={"help": "Solve rate that promotes the next tier."})
     curriculum_window: int = field(default=32, metadata={"help": "Attempts the running solve rate counts."})
-    curriculum_min_attempts: int = field(default=16, metadata={"help": "Attempts on a tier before it promotes."})
+    curriculum_min_attempts: int = field(default=16,
+                                         metadata={"help": "Attempts on a tier before it promotes."})
     skip_solved_after: int | None = field(default=2, metadata={
         "help": "Skip a problem whose last N groups were all correct (None: never)."})
     skip_hopeless_after: int | None = field(default=None, metadata={
         "help": "Set aside a problem whose last N groups had no correct completion (None: never)."})
-    stage: str | None = field(default=None, metadata={"help": "two-stage: frontend or midend (set by two-stage)."})
+    stage: str | None = field(default=None,
+                              metadata={"help": "two-stage: frontend or midend (set by two-stage)."})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -196,10 +209,11 @@ class GRPOConfig(CommonConfig):
             raise TrainConfigError(f"dynamic_sampling must be >= 0, not {self.dynamic_sampling}")
         step = self.prompts_per_step * self.num_generations
         if self.micro_batch is not None and (self.micro_batch < 1 or step % self.micro_batch):
-            raise TrainConfigError(f"micro_batch must divide the step's {step} completions (prompts_per_step x "
-                                   f"num_generations), not {self.micro_batch}")
+            raise TrainConfigError(f"micro_batch must divide the step's {step} completions (prompts_per_step "
+                                   f"x num_generations), not {self.micro_batch}")
         if self.loss_type not in LOSS_TYPES:
-            raise TrainConfigError(f"loss_type must be one of {', '.join(LOSS_TYPES)}, not {self.loss_type!r}")
+            raise TrainConfigError(f"loss_type must be one of {', '.join(LOSS_TYPES)}, "
+                                   f"not {self.loss_type!r}")
         if self.preset not in (None, "seed004"):
             raise TrainConfigError(f"unknown preset {self.preset!r} (known: seed004)")
         if self.curriculum_key not in ("level", "difficulty"):
@@ -288,14 +302,15 @@ def check_inputs(config: CommonConfig) -> None:
     if model != "smollm2":
         path = Path(model)
         if looks_like_path(model) and not path.exists():
-            raise TrainConfigError(f"--model {model}: no such file or directory (give an existing model "
-                                   "directory or .gguf file, smollm2, or a Hugging Face hub id such as org/name)")
+            raise TrainConfigError(f"--model {model}: no such file or directory (give an "
+                                   "existing model directory or .gguf file, smollm2, or a "
+                                   "Hugging Face hub id such as org/name)")
         if path.is_file() and path.suffix != ".gguf":
             raise TrainConfigError(f"--model {model} is a file but not a .gguf model (give a .gguf file or a "
                                    "model directory)")
     if config.adapter is not None and not Path(config.adapter).is_dir():
-        raise TrainConfigError(f"--adapter {config.adapter}: no such directory (give a LoRA adapter directory, "
-                               "e.g. an SFT run's RUN_DIR/adapter)")
+        raise TrainConfigError(f"--adapter {config.adapter}: no such directory (give a LoRA adapter "
+                               "directory, e.g. an SFT run's RUN_DIR/adapter)")
 
 
 def to_dict(config: Any) -> dict[str, Any]:

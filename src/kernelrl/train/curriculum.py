@@ -1,9 +1,10 @@
-"""A curriculum for GRPO (the Makora recipe): train on the simplest tier of problems first and promote the next
-tier when the running solve rate on the highest active tier passes a threshold. Problems that the model always
-solves, or never solves, are skipped: their GRPO groups have all-equal rewards and so teach nothing.
+"""A curriculum for GRPO (the Makora recipe): train on the simplest tier of problems first and promote the
+next tier when the running solve rate on the highest active tier passes a threshold. Problems that the model
+always solves, or never solves, are skipped: their GRPO groups have all-equal rewards and so teach nothing.
 
-`Curriculum` keeps the state (thread-safe: the reward function records outcomes in one thread while the sampler
-draws in another); `CurriculumSampler` feeds TRL's GRPOTrainer indices in the layout of its RepeatSampler.
+`Curriculum` keeps the state (thread-safe: the reward function records outcomes
+in one thread while the sampler draws in another); `CurriculumSampler` feeds
+TRL's GRPOTrainer indices in the layout of its RepeatSampler.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ class Curriculum:
         return cls(tiers, config, seed)
 
     def _clamp(self, tier: int) -> int:
-        # the highest existing tier at or below `tier`; below every tier, the lowest (something must be active)
+        # the highest existing tier at or below `tier`; below
+        # every tier, the lowest (something must be active)
         below = [t for t in self._levels if t <= tier]
         return below[-1] if below else self._levels[0]
 
@@ -116,7 +118,8 @@ class Curriculum:
             return self._active
 
     def record(self, problem_id: str, correct: Sequence[bool]) -> None:
-        """One group's outcomes (one bool per completion). An empty group carries no information and is ignored."""
+        """One group's outcomes (one bool per completion). An
+        empty group carries no information and is ignored."""
         if problem_id not in self._tiers:
             raise KeyError(f"curriculum: {problem_id!r} is not one of its {len(self._tiers)} problems "
                            "(was it left out of the training problems?)")
@@ -261,11 +264,11 @@ class Curriculum:
 
 
 class CurriculumSampler(Sampler[int]):
-    """Indices for TRL's GRPOTrainer in the layout its RepeatSampler produces: each drawn prompt index repeated
-    `mini_repeat_count` (= num_generations) times consecutively, `batch_size` distinct prompts per generation
-    batch, the whole batch repeated `repeat_count` times (num_iterations * steps_per_generation), for
-    `num_batches` batches. Prompts come from `curriculum.draw`, one batch at a time, so outcomes recorded during
-    training steer the next batches. One process: several would each keep their own curriculum."""
+    """Indices for TRL's GRPOTrainer in the layout its RepeatSampler produces: each drawn prompt index
+    repeated `mini_repeat_count` (= num_generations) times consecutively, `batch_size` distinct prompts per
+    generation batch, the whole batch repeated `repeat_count` times (num_iterations * steps_per_generation),
+    for `num_batches` batches. Prompts come from `curriculum.draw`, one batch at a time, so outcomes recorded
+    during training steer the next batches. One process: several would each keep their own curriculum."""
 
     def __init__(self, curriculum: Curriculum, row_problem_ids: Sequence[str], mini_repeat_count: int,
                  batch_size: int, repeat_count: int = 1, num_batches: int = 10**6) -> None:

@@ -28,8 +28,8 @@ class TrainDataError(ValueError):
 
 
 def select_problems(suite: Suite, patterns: Sequence[str] = (), split: str = "train") -> list[Problem]:
-    """The split's problems, narrowed to ids or id prefixes when given. Naming a problem outside the split is an
-    error, not a silent drop."""
+    """The split's problems, narrowed to ids or id prefixes when given. Naming a problem outside the split is
+    an error, not a silent drop."""
     chosen = list(suite.split(split))
     if not patterns:
         return chosen
@@ -60,9 +60,10 @@ def check_no_test_leak(rows: Iterable[dict[str, Any]], suite: Suite) -> None:
 
 
 def problem_row(problem: Problem, prompt: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
-    return {"prompt": prompt, "problem_id": problem.id, "level": problem.level if problem.level is not None else -1,
-            "difficulty": problem.difficulty if problem.difficulty is not None else -1, "family": problem.family,
-            **extra}
+    return {"prompt": prompt, "problem_id": problem.id,
+            "level": problem.level if problem.level is not None else -1,
+            "difficulty": problem.difficulty if problem.difficulty is not None else -1,
+            "family": problem.family, **extra}
 
 
 def prompt_rows(problems: Sequence[Problem], prompts: Prompts, suite: Suite) -> list[dict[str, Any]]:
@@ -76,9 +77,10 @@ def fenced(code: str) -> str:
     return f"```python\n{code.strip()}\n```"
 
 
-def speedup_prompt(prompts: Prompts, problem: Problem, code: str, result: EvalResult | None) -> list[dict[str, str]]:
-    """Stage-2 (mid-end) prompt: a known-correct kernel and its measurements, asking for a faster one. Uses the
-    refinement template, whose feedback section carries the verdict and timings."""
+def speedup_prompt(prompts: Prompts, problem: Problem, code: str,
+                   result: EvalResult | None) -> list[dict[str, str]]:
+    """Stage-2 (mid-end) prompt: a known-correct kernel and its measurements, asking for a faster one. Uses
+    the refinement template, whose feedback section carries the verdict and timings."""
     if result is None:
         from kernelrl.results import Stage, Status
 
@@ -91,7 +93,8 @@ def speedup_prompt(prompts: Prompts, problem: Problem, code: str, result: EvalRe
 
 
 def _sft_row(problem: Problem, prompt: list[dict[str, str]], completion: str, source: str) -> dict[str, Any]:
-    return problem_row(problem, prompt, completion=[{"role": "assistant", "content": completion}], source=source)
+    return problem_row(problem, prompt, completion=[{"role": "assistant", "content": completion}],
+                       source=source)
 
 
 def _records(path: Path) -> Iterable[dict[str, Any]]:
@@ -106,9 +109,10 @@ def _records(path: Path) -> Iterable[dict[str, Any]]:
 
 
 def _from_jsonl(path: Path, suite: Suite, prompts: Prompts) -> Iterable[tuple[str, list, str]]:
-    """(problem id, prompt messages, completion text) of the correct records of a .jsonl file: `kernelrl export`
-    records (`messages` ending with the assistant turn), training rollouts (`prompt`, `completion`, `status`),
-    or plain {problem_id, completion} records (prompted with the first-turn prompt)."""
+    """(problem id, prompt messages, completion text) of the correct records of a
+    .jsonl file: `kernelrl export` records (`messages` ending with the assistant
+    turn), training rollouts (`prompt`, `completion`, `status`), or plain
+    {problem_id, completion} records (prompted with the first-turn prompt)."""
     for record in _records(path):
         status = record.get("status", "correct")
         if status != "correct":
@@ -129,11 +133,13 @@ def _from_jsonl(path: Path, suite: Suite, prompts: Prompts) -> Iterable[tuple[st
                 completion = completion[-1]["content"]
             yield pid, prompt, completion
         else:
-            raise TrainDataError(f"{path}: a record needs 'messages' or 'completion' (keys: {sorted(record)})")
+            raise TrainDataError(f"{path}: a record needs 'messages' or 'completion' "
+                                 f"(keys: {sorted(record)})")
 
 
 def _from_run_dir(path: Path) -> Iterable[tuple[str, list, str]]:
-    """Correct attempts of an agent/bench run (its trajectory store) and of a training run (rollouts.jsonl)."""
+    """Correct attempts of an agent/bench run (its trajectory
+    store) and of a training run (rollouts.jsonl)."""
     found = False
     if (path / ROLLOUTS).is_file():
         found = True
@@ -186,7 +192,8 @@ def sft_rows(sources: Sequence[str], suite: Suite, prompts: Prompts,
             for pid, prompt, completion in _from_jsonl(path, suite, prompts):
                 add(pid, prompt, completion, str(path))
         else:
-            raise TrainDataError(f"SFT source {source!r} is not 'solutions', a run directory or a .jsonl file")
+            raise TrainDataError(f"SFT source {source!r} is not 'solutions', a run "
+                                 "directory or a .jsonl file")
     if not rows:
         raise TrainDataError(f"no SFT rows from {', '.join(sources)} for the selected train-split problems")
     check_no_test_leak(rows, suite)
@@ -194,7 +201,8 @@ def sft_rows(sources: Sequence[str], suite: Suite, prompts: Prompts,
 
 
 def heldout_sft_rows(suite: Suite, prompts: Prompts) -> list[dict[str, Any]]:
-    """The test split's reference solutions as (prompt, completion) rows: for an eval loss only, never trained on."""
+    """The test split's reference solutions as (prompt,
+    completion) rows: for an eval loss only, never trained on."""
     rows = []
     for problem in suite.split("test"):
         path = suite.solution_path(problem)

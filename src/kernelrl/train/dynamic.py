@@ -1,10 +1,10 @@
 """Dynamic sampling (DAPO): a GRPO step generates again the groups whose rewards are all equal.
 
-Such a group has advantage 0 and teaches nothing. With `dynamic_sampling=N`, once TRL has generated and scored a
-step's batch, the prompts of those groups go through TRL's `_generate_and_score_completions` again (only their
-rows), up to N more rounds; a group that comes back with a spread replaces its first-round rows in the batch,
-padded to the batch's width. Groups still equal after N rounds keep their first-round rows (advantage 0). Every
-round runs the reward function, so every round's rollouts are recorded (with their round, from the
+Such a group has advantage 0 and teaches nothing. With `dynamic_sampling=N`, once TRL has generated and scored
+a step's batch, the prompts of those groups go through TRL's `_generate_and_score_completions` again (only
+their rows), up to N more rounds; a group that comes back with a spread replaces its first-round rows in the
+batch, padded to the batch's width. Groups still equal after N rounds keep their first-round rows (advantage
+0). Every round runs the reward function, so every round's rollouts are recorded (with their round, from the
 `sampling_round` column) and the curriculum sees each group once per round it was scored.
 
 The cost: each round is another generation and evaluation of the still-equal groups. One process only: under
@@ -64,11 +64,11 @@ def _widen(t: torch.Tensor, width: int, value: Any, side: str) -> torch.Tensor:
     return torch.cat([pad, t] if side == "left" else [t, pad], dim=1)
 
 
-def splice_groups(batch: dict[str, Any], new: dict[str, Any], moved: Sequence[tuple[int, int]], group_size: int,
-                  pad_token_id: int) -> dict[str, Any]:
-    """`batch` (TRL's generate-and-score output) with its group g replaced by group j of `new` for each (g, j) in
-    `moved`. The two were padded to their own longest prompt and completion: both are padded to the wider first.
-    `num_items_in_batch` (the loss's token count) is counted again."""
+def splice_groups(batch: dict[str, Any], new: dict[str, Any], moved: Sequence[tuple[int, int]],
+                  group_size: int, pad_token_id: int) -> dict[str, Any]:
+    """`batch` (TRL's generate-and-score output) with its group g replaced by group j of `new` for each (g, j)
+    in `moved`. The two were padded to their own longest prompt and completion: both are padded to the wider
+    first. `num_items_in_batch` (the loss's token count) is counted again."""
     if not moved:
         return batch
     unknown = (set(batch) | set(new)) - set(PADDED) - PER_ROW - {"num_items_in_batch"}
@@ -95,7 +95,8 @@ def splice_groups(batch: dict[str, Any], new: dict[str, Any], moved: Sequence[tu
 
 
 class DynamicSamplingGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer that regenerates a step's zero-std groups up to `dynamic_sampling` more rounds (0: never)."""
+    """GRPOTrainer that regenerates a step's zero-std groups
+    up to `dynamic_sampling` more rounds (0: never)."""
 
     def __init__(self, *args: Any, dynamic_sampling: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -137,7 +138,8 @@ class DynamicSamplingGRPOTrainer(GRPOTrainer):
             moved = [(g, j) for j, g in enumerate(pending) if not equal[j]]
             batch = splice_groups(batch, again, moved, size, self._tokenizer.pad_token_id)
             scored = scored.clone()
-            scored[group_rows([g for g, _ in moved], size)] = self._scored[group_rows([j for _, j in moved], size)]
+            scored[group_rows([g for g, _ in moved], size)] = \
+                self._scored[group_rows([j for _, j in moved], size)]
             pending = [g for j, g in enumerate(pending) if equal[j]]
         self._log_rounds(scored, logged, {"dynamic_sampling/groups_resampled": resampled,
                                           "dynamic_sampling/rounds": rounds,
@@ -146,8 +148,9 @@ class DynamicSamplingGRPOTrainer(GRPOTrainer):
         return batch
 
     def _log_rounds(self, scored: torch.Tensor, logged: dict[str, int], extra: dict[str, float]) -> None:
-        """TRL's reward metrics of this step's rounds, replaced by those of the batch the step trains on (each
-        round appended its own); the other per-round metrics (lengths, kernelrl/*) stay means over the rounds."""
+        """TRL's reward metrics of this step's rounds, replaced by those of
+        the batch the step trains on (each round appended its own); the other
+        per-round metrics (lengths, kernelrl/*) stay means over the rounds."""
         metrics = self._metrics["train"]
         rewards = weighted_rewards(scored, self.reward_weights)
         values = {"reward": torch.nanmean(rewards).item(), "reward_std": nanstd(rewards).item(),

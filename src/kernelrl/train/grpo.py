@@ -1,7 +1,8 @@
-"""`kernelrl train grpo`: GRPO with TRL's GRPOTrainer and a LoRA adapter; the reward is the sandboxed evaluator.
+"""`kernelrl train grpo`: GRPO with TRL's GRPOTrainer and
+a LoRA adapter; the reward is the sandboxed evaluator.
 
-A step generates `num_generations` completions for each of `prompts_per_step` prompts, sends all of them to the
-`Scorer` at once (`kernelrl.adapters.trl.KernelReward`), and logs the reward components next to TRL's own
+A step generates `num_generations` completions for each of `prompts_per_step` prompts, sends all of them to
+the `Scorer` at once (`kernelrl.adapters.trl.KernelReward`), and logs the reward components next to TRL's own
 metrics (reward mean/std, `frac_reward_zero_std`: the share of groups whose rewards are all equal and so teach
 nothing); with `dynamic_sampling` such groups are generated again (`kernelrl.train.dynamic`). A completion
 without a verdict gets no reward (None): TRL leaves it out of its group's baseline and gives it no advantage.
@@ -112,9 +113,10 @@ def step_split(completions: int, micro_batch: int | None, world: int) -> tuple[i
 
 def run_grpo(config: GRPOConfig, scorer: Scorer | None = None, rows: Sequence[dict[str, Any]] | None = None,
              judge: Any = None) -> GRPOOutcome:
-    """Train (or resume) a GRPO run. `scorer`: any Scorer (default an Evaluator on `config.eval_device`);
-    `rows`: prompt rows (default the first-turn prompts of the selected train-split problems; two-stage passes
-    its mid-end prompts); `judge`: an LLMJudge for the cold-start term (default: built from `config.judge`)."""
+    """Train (or resume) a GRPO run. `scorer`: any Scorer (default an Evaluator on
+    `config.eval_device`); `rows`: prompt rows (default the first-turn prompts of the
+    selected train-split problems; two-stage passes its mid-end prompts); `judge`: an
+    LLMJudge for the cold-start term (default: built from `config.judge`)."""
     session = Session.open(config)
     try:
         return _train(session, config, scorer, rows, judge)
@@ -138,7 +140,8 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
         from kernelrl.policies import make_policy
         from kernelrl.rewards.judge import LLMJudge
 
-        judge = LLMJudge(make_policy(config.judge), cache_path=run_dir / "judge.sqlite", prompts=session.prompts)
+        judge = LLMJudge(make_policy(config.judge), cache_path=run_dir / "judge.sqlite",
+                         prompts=session.prompts)
     curriculum = _curriculum(config, session, run_dir, rows) if config.curriculum else None
 
     def on_groups(groups: dict[str, list[bool]]) -> dict[str, float]:
@@ -179,10 +182,12 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
     row_ids = [r["problem_id"] for r in rows]
     trainer_class = _trainer_class(curriculum, row_ids)
     label = config.stage or "grpo"
-    callbacks = make_callbacks(run_dir, "grpo", config.stage, session.heldout_fn(scorer, label), config.heldout_every,
+    callbacks = make_callbacks(run_dir, "grpo", config.stage, session.heldout_fn(scorer, label),
+                               config.heldout_every,
                                      config.heldout_at_start)
-    trainer = trainer_class(model=model, reward_funcs=[reward], args=args, train_dataset=Dataset.from_list(rows),
-                            processing_class=session.tokenizer, peft_config=peft_config, callbacks=callbacks,
+    trainer = trainer_class(model=model, reward_funcs=[reward], args=args,
+                            train_dataset=Dataset.from_list(rows), processing_class=session.tokenizer,
+                            peft_config=peft_config, callbacks=callbacks,
                             dynamic_sampling=config.dynamic_sampling)
     resume = last_checkpoint(run_dir)
     session.train(trainer, resume)

@@ -1,8 +1,9 @@
-"""Held-out evaluation of the model being trained: the test split through the bench code (single attempt,
-greedy; and `samples` sampled attempts for pass@k), with `kernelrl bench`'s metrics (compile / correct / pass@k /
-fast_p vs eager and Inductor). Completions are generated in large batches (one `generate` call serves many
-problems; the agent would ask one problem at a time), written as a replay file, and the bench replays them into
-a run directory under RUN_DIR/heldout/ — so the verdicts, metrics and report are exactly the bench's."""
+"""Held-out evaluation of the model being trained: the test split through the bench code
+(single attempt, greedy; and `samples` sampled attempts for pass@k), with `kernelrl bench`'s
+metrics (compile / correct / pass@k / fast_p vs eager and Inductor). Completions are
+generated in large batches (one `generate` call serves many problems; the agent would ask one
+problem at a time), written as a replay file, and the bench replays them into a run directory
+under RUN_DIR/heldout/ — so the verdicts, metrics and report are exactly the bench's."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
     import torch
 
     device = next(model.parameters()).device
-    texts = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in conversations]
+    texts = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
+             for c in conversations]
     eos = tokenizer.eos_token_id
     out: list[list[dict[str, Any]]] = []
     side = tokenizer.padding_side
@@ -44,7 +46,8 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
         for rows in generation_chunks(len(texts), n, batch):
             chunk = texts[rows.start:rows.stop]
             encoded = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+            sampling = ({"do_sample": True, "temperature": temperature} if temperature > 0
+                        else {"do_sample": False})
             with torch.no_grad():
                 generated = model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n,
                                            use_cache=True, pad_token_id=tokenizer.pad_token_id, **sampling)
@@ -56,8 +59,9 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
                     row = generated[i * n + j, width:].tolist()
                     ended = eos in row
                     row = row[: row.index(eos) + 1] if ended else row
-                    group.append({"text": tokenizer.decode(row, skip_special_tokens=True), "tokens_in": lengths[i],
-                                  "tokens_out": len(row), "finish_reason": "stop" if ended else "length"})
+                    group.append({"text": tokenizer.decode(row, skip_special_tokens=True),
+                                  "tokens_in": lengths[i], "tokens_out": len(row),
+                                  "finish_reason": "stop" if ended else "length"})
                 out.append(group)
     finally:
         tokenizer.padding_side = side
@@ -67,9 +71,10 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
 def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], scorer: Scorer, prompts: Prompts,
                     run_dir: Path, step: int, model_label: str, samples: int, max_tokens: int,
                     concurrency: int = 4, batch: int = 128, suite: str | None = None) -> list[dict]:
-    """Evaluate `model` on `problems`; returns the metrics records (also appended to metrics.jsonl). A greedy or
-    sampled evaluation already recorded for this model label, step and suite (a resumed run) is not repeated.
-    `suite`: the name of a held-out suite other than the training suite's (None: the training suite's)."""
+    """Evaluate `model` on `problems`; returns the metrics records (also appended to
+    metrics.jsonl). A greedy or sampled evaluation already recorded for this model
+    label, step and suite (a resumed run) is not repeated. `suite`: the name of a
+    held-out suite other than the training suite's (None: the training suite's)."""
     done = {(r.get("model_label"), r.get("step"), r.get("label"), r.get("suite"))
             for r in read_metrics(run_dir) if r.get("phase") == "heldout"}
     runs = [("greedy", 1, 0.0)] + ([("sampled", samples, SAMPLING_TEMPERATURE)] if samples > 0 else [])
@@ -85,8 +90,8 @@ def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], sco
             bench_dir = run_dir / "heldout" / f"{model_label}-{label}-step{step}{where}"
             bench_dir.mkdir(parents=True, exist_ok=True)
             started = time.monotonic()
-            groups = generate_batched(model, tokenizer, [prompts.initial(p) for p in problems], n, temperature,
-                                      max_tokens, batch)
+            groups = generate_batched(model, tokenizer, [prompts.initial(p) for p in problems], n,
+                                      temperature, max_tokens, batch)
             generation_s = time.monotonic() - started
             name = f"train:{model_label}@{step}"
             replay = write_replay(bench_dir / "completions.jsonl", [
@@ -97,11 +102,11 @@ def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], sco
                               prompts=prompts, kernel_db=None, problem_concurrency=concurrency,
                               info={"heldout": True, "step": step, "model_label": model_label})
             m = bench.metrics["all"]
-            record = {"phase": "heldout", "step": step, "label": label, "model_label": model_label, "split": "test",
-                      **({} if suite is None else {"suite": suite}),
+            record = {"phase": "heldout", "step": step, "label": label, "model_label": model_label,
+                      "split": "test", **({} if suite is None else {"suite": suite}),
                       "problems": m.problems, "attempts": m.attempts, "format_rate": m.format_rate,
-                      "compile_rate": m.compile_rate, "correct_rate": m.correct_rate, "solved_rate": m.solved_rate,
-                      **m.pass_at_k, "fast_1": m.fast_p_eager.get("fast_1"),
+                      "compile_rate": m.compile_rate, "correct_rate": m.correct_rate,
+                      "solved_rate": m.solved_rate, **m.pass_at_k, "fast_1": m.fast_p_eager.get("fast_1"),
                       "fast_1_inductor": m.fast_p_inductor.get("fast_1"), "status_counts": m.status_counts,
                       "generation_s": round(generation_s, 2),
                       "eval_s": round(time.monotonic() - started - generation_s, 2)}

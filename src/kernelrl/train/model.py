@@ -59,8 +59,9 @@ def placement(config: CommonConfig) -> Placement:
 
 
 def evaluator_gpu_budget_gb(total_bytes: int, trainer_fraction: float) -> float:
-    """The evaluator's GPU memory admission budget beside a trainer capped at `trainer_fraction`: 0.8 of what
-    the cap leaves (the judge measures free memory when it starts, before the trainer has grown to its cap)."""
+    """The evaluator's GPU memory admission budget beside a trainer capped
+    at `trainer_fraction`: 0.8 of what the cap leaves (the judge measures
+    free memory when it starts, before the trainer has grown to its cap)."""
     return round(0.8 * (1 - trainer_fraction) * total_bytes / (1 << 30), 2)
 
 
@@ -143,9 +144,9 @@ def adapter_chain(adapter: str | None) -> list[str]:
 
 
 def load_policy(config: CommonConfig, place: Placement) -> tuple[Any, Any]:
-    """(model, LoRA config): the base model with `config.adapter` (and the adapters it was trained from) merged
-    in, and a new LoRA adapter with this stage's own settings for the trainer to apply (seed 003: SFT at r=8,
-    then GRPO at r=32 on top)."""
+    """(model, LoRA config): the base model with `config.adapter` (and the adapters it was trained from)
+    merged in, and a new LoRA adapter with this stage's own settings for the trainer to apply (seed 003: SFT
+    at r=8, then GRPO at r=32 on top)."""
     model = load_base_model(config.model, place)
     for adapter in adapter_chain(config.adapter):
         model = merge_adapter(model, adapter)

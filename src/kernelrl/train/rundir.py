@@ -53,7 +53,8 @@ def _finite(value: Any) -> Any:
 
 
 def append_metrics(run_dir: Path, record: dict[str, Any]) -> None:
-    """Append one record to metrics.jsonl (a line written whole, so a crash loses at most the line in flight)."""
+    """Append one record to metrics.jsonl (a line written
+    whole, so a crash loses at most the line in flight)."""
     record = {"time": round(time.time(), 3), **{k: _finite(v) for k, v in record.items()}}
     with (run_dir / METRICS).open("a") as f:
         f.write(json.dumps(record) + "\n")
@@ -88,7 +89,8 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
     from transformers import TrainerCallback
 
     class MetricsLog(TrainerCallback):
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
+                   **kwargs: Any) -> None:
             if logs and state.is_world_process_zero:  # one line per step, not one per process
                 extra = {"stage": stage} if stage else {}
                 append_metrics(run_dir, {"phase": phase, **extra, "step": state.global_step, **logs})
@@ -102,7 +104,8 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
                 self.done.add(step)
                 heldout(model, step)
 
-        def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
+                           **kwargs: Any) -> None:
             if state.global_step == 0 and heldout_at_start:
                 self._run(model, 0, state.is_world_process_zero)
 

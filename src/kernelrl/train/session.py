@@ -61,10 +61,10 @@ class Session:
         return load_policy(self.config, self.placement)
 
     def scorer(self, given: Scorer | None, timing: bool | None = None) -> Scorer:
-        """`given`, else the evaluator on the configured device (one for the whole run) with the rewards' verdict
-        settings (`timing` None: `eval_timing`, `eval_bench_inputs`). Held-out evaluations (`timing` given:
-        `heldout_timing`, for fast_p) check the bench inputs: the same evaluator with other verdict
-        settings."""
+        """`given`, else the evaluator on the configured device (one for the whole run)
+        with the rewards' verdict settings (`timing` None: `eval_timing`,
+        `eval_bench_inputs`). Held-out evaluations (`timing` given: `heldout_timing`, for
+        fast_p) check the bench inputs: the same evaluator with other verdict settings."""
         if given is not None:
             return given
         # a reward service (its token from the env)
@@ -126,8 +126,9 @@ class Session:
             return trainer.train(resume_from_checkpoint=resume)
         except torch.OutOfMemoryError:
             raise TrainSetupError(
-                f"out of GPU memory at step {trainer.state.global_step}: lower batch_size / prompts_per_step, "
-                "num_generations, max_length / max_completion_length, or turn gradient_checkpointing on") from None
+                f"out of GPU memory at step {trainer.state.global_step}: lower batch_size / "
+                "prompts_per_step, num_generations, max_length / max_completion_length, or turn "
+                "gradient_checkpointing on") from None
 
     def close(self) -> None:
         if self._owned is not None:

@@ -1,8 +1,9 @@
-"""`kernelrl train sft`: supervised fine-tuning with TRL's SFTTrainer and a LoRA adapter, loss on the completion.
+"""`kernelrl train sft`: supervised fine-tuning with TRL's
+SFTTrainer and a LoRA adapter, loss on the completion.
 
-Data: the suite's reference solutions for its train split, teacher rollouts (agent/bench run directories,
-correct attempts only), training rollouts, or exported .jsonl files — deduplicated by canonical AST, the test
-split refused. The test split's solutions give an eval loss (never trained on).
+Data: the suite's reference solutions for its train split, teacher rollouts (agent/bench run
+directories, correct attempts only), training rollouts, or exported .jsonl files — deduplicated by
+canonical AST, the test split refused. The test split's solutions give an eval loss (never trained on).
 """
 
 from __future__ import annotations
@@ -53,20 +54,24 @@ def _train(session: Session, config: SFTConfig, scorer: Scorer | None) -> SFTOut
     model, peft_config = session.load_model()
     epoch_steps = math.ceil(len(rows) / (config.batch_size * config.gradient_accumulation))
     args = TRLSFTConfig(
-        output_dir=str(run_dir / CHECKPOINTS), learning_rate=config.learning_rate, num_train_epochs=config.epochs,
-        max_steps=config.max_steps, per_device_train_batch_size=config.batch_size,
+        output_dir=str(run_dir / CHECKPOINTS), learning_rate=config.learning_rate,
+        num_train_epochs=config.epochs, max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size,
         gradient_accumulation_steps=config.gradient_accumulation, max_length=config.max_length,
         completion_only_loss=True, logging_steps=config.logging_steps, save_steps=config.save_steps,
-        save_total_limit=2, seed=config.seed, bf16=place.bf16, gradient_checkpointing=place.gradient_checkpointing,
-        eval_strategy="steps" if eval_rows else "no", eval_steps=max(1, min(config.save_steps, epoch_steps)),
-        per_device_eval_batch_size=config.batch_size, report_to=[], use_cpu=place.device == "cpu",
-        dataloader_pin_memory=place.device != "cpu", lr_scheduler_type="cosine", warmup_steps=0)
+        save_total_limit=2, seed=config.seed, bf16=place.bf16,
+        gradient_checkpointing=place.gradient_checkpointing, eval_strategy="steps" if eval_rows else "no",
+        eval_steps=max(1, min(config.save_steps, epoch_steps)), per_device_eval_batch_size=config.batch_size,
+        report_to=[], use_cpu=place.device == "cpu", dataloader_pin_memory=place.device != "cpu",
+        lr_scheduler_type="cosine", warmup_steps=0)
     columns = ("prompt", "completion")
     trainer = SFTTrainer(
         model=model, args=args, processing_class=session.tokenizer, peft_config=peft_config,
         train_dataset=Dataset.from_list([{k: r[k] for k in columns} for r in rows]),
-        eval_dataset=Dataset.from_list([{k: r[k] for k in columns} for r in eval_rows]) if eval_rows else None,
-        callbacks=make_callbacks(run_dir, "sft", None, session.heldout_fn(scorer, "sft"), config.heldout_every,
+        eval_dataset=Dataset.from_list([{k: r[k] for k in columns}
+                                        for r in eval_rows]) if eval_rows else None,
+        callbacks=make_callbacks(run_dir, "sft", None, session.heldout_fn(scorer, "sft"),
+                                 config.heldout_every,
                                      config.heldout_at_start))
     resume = last_checkpoint(run_dir)
     adapter = run_dir / ADAPTER
@@ -86,8 +91,9 @@ def _train(session: Session, config: SFTConfig, scorer: Scorer | None) -> SFTOut
 
 
 def keep_last_step(trainer: Any, run_dir: Path, adapter: Path) -> None:
-    """A run stopped between save steps (Ctrl-C): checkpoint the last finished step, so the same command resumes
-    from it, and save its adapter (a step cut midway has not changed the weights: the optimizer steps last)."""
+    """A run stopped between save steps (Ctrl-C): checkpoint the last finished
+    step, so the same command resumes from it, and save its adapter (a step
+    cut midway has not changed the weights: the optimizer steps last)."""
     step = trainer.state.global_step
     if step == 0 or not trainer.is_world_process_zero():
         return
@@ -107,8 +113,8 @@ def _check_lengths(rows: list[dict[str, Any]], tokenizer: Any, max_length: int) 
     if dropped:
         import warnings
 
-        warnings.warn(f"{len(dropped)} of {len(rows)} SFT prompts reach max_length={max_length} and are dropped: "
-                      f"{', '.join(dropped[:5])}", stacklevel=2)
+        warnings.warn(f"{len(dropped)} of {len(rows)} SFT prompts reach max_length={max_length} and are "
+                      f"dropped: {', '.join(dropped[:5])}", stacklevel=2)
 
 
 def _loss(output: Any) -> float | None:

@@ -1,6 +1,6 @@
-"""`kernelrl train two-stage` (seed 004): stage 1, a frontend GRPO run for correctness (reward -10 / +1); stage
-2, a mid-end GRPO run whose prompts carry a known-correct kernel and ask for a faster one (reward 1 + speedup,
--10 on failure), starting from stage 1's adapter. Each stage keeps its own LoRA and GRPO settings.
+"""`kernelrl train two-stage` (seed 004): stage 1, a frontend GRPO run for correctness (reward -10 / +1);
+stage 2, a mid-end GRPO run whose prompts carry a known-correct kernel and ask for a faster one (reward 1 +
+speedup, -10 on failure), starting from stage 1's adapter. Each stage keeps its own LoRA and GRPO settings.
 
 Known-correct kernels for stage 2 come from `kernel_sources`: 'frontend' (stage 1's correct rollouts, the best
 reward per problem), 'solutions' (the suite's reference solutions), or 'db:PATH' (a kernel database).
@@ -89,7 +89,8 @@ def midend_rows(kernels: dict[str, tuple[str, str]], session: Session) -> list[d
 
 
 def run_two_stage(frontend: GRPOConfig, midend: GRPOConfig, run_dir: str | Path,
-                  kernel_sources: Sequence[str] = ("frontend",), scorer: Scorer | None = None) -> TwoStageOutcome:
+                  kernel_sources: Sequence[str] = ("frontend",),
+                  scorer: Scorer | None = None) -> TwoStageOutcome:
     """Run (or resume) both stages under RUN_DIR/frontend and RUN_DIR/midend."""
     run_dir = Path(run_dir)
     if not kernel_sources:

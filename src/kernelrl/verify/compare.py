@@ -18,11 +18,12 @@ def _unravel(flat_index: int, shape: tuple[int, ...]) -> list[int]:
 def compare_tensors(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float,
                     ref_error: torch.Tensor | None = None, k: float = 0.0) -> dict | None:
     """None when `actual` matches `expected` (allclose semantics, NaN only where the reference has NaN);
-    otherwise a dict of Mismatch fields (without trial/output_index). With `ref_error` (the float64 answer minus
-    `expected`, same shape) an element also passes within atol + rtol * |exact| + k * |ref_error| of the float64
-    answer (kernelrl.verify.tolerance)."""
+    otherwise a dict of Mismatch fields (without trial/output_index). With `ref_error` (the float64 answer
+    minus `expected`, same shape) an element also passes within atol + rtol * |exact| + k * |ref_error| of
+    the float64 answer (kernelrl.verify.tolerance)."""
     if tuple(actual.shape) != tuple(expected.shape):
-        return {"reason": "shape", "detail": f"shape {list(actual.shape)} but expected {list(expected.shape)}"}
+        return {"reason": "shape",
+                "detail": f"shape {list(actual.shape)} but expected {list(expected.shape)}"}
     if actual.dtype != expected.dtype:
         return {
             "reason": "dtype",
@@ -59,8 +60,8 @@ class _Allowance:
 
 def _widened(exp: torch.Tensor, act: torch.Tensor, tol: _Allowance, start: int, ratios: bool = False):
     """Both in float64 (complex128), |act - exp|, which elements are close (allclose; NaN where NaN; or within
-    the float64 allowance) and, with `ratios` (the mismatch report only), each element's error over what it was
-    allowed (the smaller of the two models')."""
+    the float64 allowance) and, with `ratios` (the mismatch report only), each element's error over what it
+    was allowed (the smaller of the two models')."""
     wide = torch.complex128 if exp.is_complex() else torch.float64
     exp, act = exp.to(wide), act.to(wide)
     diff = (act - exp).abs()
@@ -92,8 +93,8 @@ def _mismatch_report(flat_exp: torch.Tensor, flat_act: torch.Tensor, shape: tupl
     max_abs = max_rel = max_ratio = 0.0
     exp_v = act_v = 0.0
     for start in range(first_chunk, numel, _CHUNK):
-        exp, act, diff, ok, ratio = _widened(flat_exp[start:start + _CHUNK], flat_act[start:start + _CHUNK], tol,
-                                             start, ratios=True)
+        exp, act, diff, ok, ratio = _widened(flat_exp[start:start + _CHUNK], flat_act[start:start + _CHUNK],
+                                             tol, start, ratios=True)
         bad = ~ok
         count = int(bad.sum())
         if count and first is None:
@@ -107,7 +108,8 @@ def _mismatch_report(flat_exp: torch.Tensor, flat_act: torch.Tensor, shape: tupl
         nonfinite += int((~torch.isfinite(act) & torch.isfinite(exp)).sum())
         max_abs, max_rel = max(max_abs, float(finite_diff.max())), max(max_rel, float(rel.max()))
         if count:
-            max_ratio = max(max_ratio, float(torch.where(both_finite & bad, ratio, torch.zeros_like(ratio)).max()))
+            max_ratio = max(max_ratio,
+                            float(torch.where(both_finite & bad, ratio, torch.zeros_like(ratio)).max()))
     index = _unravel(first, shape)
     exp_v = exp_v.real if isinstance(exp_v, complex) else exp_v
     act_v = act_v.real if isinstance(act_v, complex) else act_v
@@ -138,8 +140,8 @@ def _mismatch_report(flat_exp: torch.Tensor, flat_act: torch.Tensor, shape: tupl
 
 def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], atol: float, rtol: float,
                     ref_errors: list[torch.Tensor | None] | None = None, k: float = 0.0) -> dict | None:
-    """Compare output lists; the first mismatch wins, tagged with its `output_index`. `ref_errors`: per output,
-    the float64 answer minus the reference, or None (see `compare_tensors`)."""
+    """Compare output lists; the first mismatch wins, tagged with its `output_index`. `ref_errors`: per
+    output, the float64 answer minus the reference, or None (see `compare_tensors`)."""
     if len(actual) != len(expected):
         return {
             "reason": "count",
@@ -155,9 +157,9 @@ def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], at
 
 
 def widen(check, errors_of, k: float) -> tuple[dict | None, bool | None]:
-    """A comparison under the tolerance model: `check(errors, k)` is the comparison (errors None: plain allclose),
-    `errors_of()` the trial's (errors, why none). Returns the mismatch, and True when only the float64
-    allowance let the outputs pass (None otherwise)."""
+    """A comparison under the tolerance model: `check(errors, k)` is the comparison (errors None: plain
+    allclose), `errors_of()` the trial's (errors, why none). Returns the mismatch, and True when only the
+    float64 allowance let the outputs pass (None otherwise)."""
     found = check(None, 0.0)
     if found is None or found.get("reason") != "values" or not k:
         return found, None
@@ -180,7 +182,8 @@ def compare_timed(expected: list[torch.Tensor], metas: list[dict], read, atol: f
     for n, (meta, ref) in enumerate(zip(metas, expected, strict=True)):
         values = read(n, meta, ref)
         if meta.get("sampled"):
-            check = partial(compare_sampled, ref, meta["shape"], meta["dtype"], meta.get("sample_seed"), values)
+            check = partial(compare_sampled, ref, meta["shape"], meta["dtype"], meta.get("sample_seed"),
+                            values)
         else:
             check = partial(compare_tensors, ref, values)
         found, wide = widen(lambda errors, kk, n=n, check=check: check(atol, rtol, errors and errors[n], kk),
@@ -192,8 +195,8 @@ def compare_timed(expected: list[torch.Tensor], metas: list[dict], read, atol: f
 
 def inputs_mutated(originals: list[torch.Tensor], after: list[torch.Tensor],
                    positions: list[int] | None = None) -> dict | None:
-    """Inputs must come back bit-identical: a forward that writes into its inputs is wrong. `positions` are the
-    inputs' places in forward's argument list when only some are passed."""
+    """Inputs must come back bit-identical: a forward that writes into its inputs is wrong. `positions` are
+    the inputs' places in forward's argument list when only some are passed."""
     for n, (orig, now) in enumerate(zip(originals, after, strict=True)):
         i = positions[n] if positions is not None else n
         now = now.to(orig.device)
@@ -228,7 +231,8 @@ def sample_positions(numel: int, seed: int, device: torch.device | str) -> torch
 
 
 def compare_sampled(expected: torch.Tensor, shape: list[int], dtype: str, seed: int, values: torch.Tensor,
-                    atol: float, rtol: float, ref_error: torch.Tensor | None = None, k: float = 0.0) -> dict | None:
+                    atol: float, rtol: float, ref_error: torch.Tensor | None = None,
+                    k: float = 0.0) -> dict | None:
     """Like `compare_tensors` for an output of which only `values` at `sample_positions(seed)` came back (the
     sandbox samples large outputs of timed calls at secret positions): a wrong or stale output differs almost
     everywhere, so a million positions find it."""
@@ -237,7 +241,8 @@ def compare_sampled(expected: torch.Tensor, shape: list[int], dtype: str, seed: 
     want = str(expected.dtype).removeprefix("torch.")
     if dtype != want:
         return {"reason": "dtype", "detail": f"dtype {dtype} but expected {want}"}
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 63 or expected.numel() == 0:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 63 \
+            or expected.numel() == 0:
         return {"reason": "values", "detail": "malformed sample of a timed call's output"}
     positions = sample_positions(expected.numel(), seed, expected.device)
     if positions.numel() != values.numel():
@@ -247,8 +252,8 @@ def compare_sampled(expected: torch.Tensor, shape: list[int], dtype: str, seed: 
     if found is not None and "first_index" in found:
         flat = int(positions[found["first_index"][0]])
         found["first_index"] = _unravel(flat, tuple(expected.shape))
-        found["detail"] = (f"{found['mismatched']} of {found['numel']} sampled elements differ beyond atol={atol:g}, "
-                           f"rtol={rtol:g}; first at index {found['first_index']}: expected "
+        found["detail"] = (f"{found['mismatched']} of {found['numel']} sampled elements differ beyond "
+                           f"atol={atol:g}, rtol={rtol:g}; first at index {found['first_index']}: expected "
                            f"{found['expected_value']:.6g}, got {found['actual_value']:.6g}")
         found["numel"] = expected.numel()
     return found

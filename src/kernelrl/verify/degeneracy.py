@@ -46,9 +46,10 @@ def _other_weights_pass(passes, reinit_run, first) -> bool:
 def output_flags(run, fresh_inputs, atol: float, rtol: float, reinit_run=None, errors_of=None, k: float = 0.0
                  ) -> list[tuple[str, str]]:
     """`run(inputs) -> outputs`; `fresh_inputs(seed) -> inputs`; `reinit_run` runs a model built with other
-    weights (another seed, then `perturbed`; None when the model has no parameters or buffers); `errors_of(inputs,
-    outputs)`, with the tolerance model's `k`, the float64 reference's errors (kernelrl.verify.exact), so that an
-    answer passes here exactly when it would pass for a candidate. Returns (flag, detail) pairs."""
+    weights (another seed, then `perturbed`; None when the model has no parameters or buffers);
+    `errors_of(inputs, outputs)`, with the tolerance model's `k`, the float64 reference's errors
+    (kernelrl.verify.exact), so that an answer passes here exactly when it would pass for a candidate. Returns
+    (flag, detail) pairs."""
     flags = []
     first, second = fresh_inputs(1001), fresh_inputs(1002)
     out, other = run(first), run(second)
@@ -65,7 +66,8 @@ def output_flags(run, fresh_inputs, atol: float, rtol: float, reinit_run=None, e
     constants = [t.double().mean().item() if t.numel() and not t.is_complex() else 0 for t in other]
     if passes([torch.zeros_like(t) for t in out]):
         flags.append(("zeros_pass", "an all-zeros answer passes"))
-    elif len(other) == len(out) and passes([torch.full_like(t, c) for t, c in zip(out, constants, strict=True)]):
+    elif len(other) == len(out) and passes([torch.full_like(t, c)
+                                            for t, c in zip(out, constants, strict=True)]):
         flags.append(("constant_pass", "a constant answer (the mean output for other inputs) passes"))
     if passes(other):
         flags.append(("input_independent", "the output for other random inputs passes"))

@@ -1,12 +1,12 @@
 """The reference recomputed in float64, for the tolerance model (kernelrl.verify.tolerance). Runs in the judge
 (needs torch), only when a candidate's output failed the plain allclose comparison.
 
-The reference model is copied and cast to float64 (`Module.double()`: floating parameters and buffers), floating
-inputs are cast to float64 (integer inputs stay), and forward runs with float64 as torch's default dtype (tensors
-made inside forward). An output's reference error is the float64 answer minus the reference's, kept where the
-output is fp32/fp16/bf16 and the float64 run gave a float64 output of the same shape; elsewhere (a model that
-casts to a fixed dtype inside, an op without float64 support, out of memory) there is none and the comparison
-stays plain allclose, as before the model.
+The reference model is copied and cast to float64 (`Module.double()`: floating parameters and buffers),
+floating inputs are cast to float64 (integer inputs stay), and forward runs with float64 as torch's default
+dtype (tensors made inside forward). An output's reference error is the float64 answer minus the reference's,
+kept where the output is fp32/fp16/bf16 and the float64 run gave a float64 output of the same shape; elsewhere
+(a model that casts to a fixed dtype inside, an op without float64 support, out of memory) there is none and
+the comparison stays plain allclose, as before the model.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def double_model(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def _wide(value):
-    """A float64 copy of a floating tensor, a copy of another tensor (forward may write into it), else as is."""
+    """A float64 copy of a floating tensor, a copy of another
+    tensor (forward may write into it), else as is."""
     if isinstance(value, torch.Tensor):
         return value.to(torch.float64, copy=True) if value.is_floating_point() else value.clone()
     return value
@@ -73,8 +74,10 @@ def reference_errors(model64: torch.nn.Module, call_args: list, refs: list[torch
             err = (answer - ref.detach().to(answer.device)).to(torch.float32)
             # never an inf allowance
             err = torch.where(torch.isfinite(err), err, torch.full_like(err, float("nan")))
-            scale = float(torch.nan_to_num(answer.abs(), nan=0.0, posinf=0.0).max()) if answer.numel() else 0.0
-            if err.numel() and float(torch.nan_to_num(err.abs(), nan=0.0).max()) > _MAX_ROUNDING_SHARE * scale:
+            scale = (float(torch.nan_to_num(answer.abs(), nan=0.0, posinf=0.0).max()) if answer.numel()
+                     else 0.0)
+            if err.numel() \
+                    and float(torch.nan_to_num(err.abs(), nan=0.0).max()) > _MAX_ROUNDING_SHARE * scale:
                 why = why or f"output {k}'s float64 answer differs from the reference beyond rounding"
                 err = None
         errors.append(err)
@@ -88,7 +91,8 @@ class FloatReferences:
     def __init__(self) -> None:
         self._models: dict[int, torch.nn.Module] = {}  # id of a reference model (the judge keeps them all)
 
-    def of(self, model: torch.nn.Module, call_args: list, refs: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    def of(self, model: torch.nn.Module, call_args: list,
+           refs: list[torch.Tensor]) -> list[torch.Tensor | None]:
         """The errors of `refs`, the reference's outputs for `call_args` (the audit's), or Nones."""
         try:
             if id(model) not in self._models:
@@ -100,8 +104,8 @@ class FloatReferences:
     def errors(self, state: dict, index: int) -> tuple[list[torch.Tensor | None], str | None]:
         """Trial `index`'s errors, from the judge's state of one evaluation: per trial its reference model and
         forward arguments ("calls": (model, [{"tensor": k} | {"value": v}])), its input tensors ("inputs", a
-        function of the trial: held or drawn again), reference outputs ("refs"), and the errors computed so far
-        ("errors")."""
+        function of the trial: held or drawn again), reference outputs ("refs"), and the errors computed so
+        far ("errors")."""
         cache = state["errors"]
         if index not in cache:
             model, args = state["calls"][index]

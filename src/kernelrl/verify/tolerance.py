@@ -1,11 +1,11 @@
 """Per-dtype tolerances; the defaults are KernelBench's (fp32 1e-4, half precision 1e-2). Stdlib only.
 
-The tolerance model (docs/evaluation.md, "Tolerance model"): an output element passes when it is allclose to the
-reference (|cand - ref| <= atol + rtol * |ref|), or, for fp32/fp16/bf16 outputs whose reference also runs in
-float64, when it is as close to the float64 answer as the reference itself plus that tolerance:
-|cand - ref64| <= atol + rtol * |ref64| + k * |ref - ref64|. A long reduction (a matrix-vector product over 24,576
-terms) rounds differently in every summation order, and the reference's own rounding error there can exceed
-atol: an honest kernel must not be failed for disagreeing with the reference's rounding.
+The tolerance model (docs/evaluation.md, "Tolerance model"): an output element passes when it is allclose
+to the reference (|cand - ref| <= atol + rtol * |ref|), or, for fp32/fp16/bf16 outputs whose reference also
+runs in float64, when it is as close to the float64 answer as the reference itself plus that tolerance:
+|cand - ref64| <= atol + rtol * |ref64| + k * |ref - ref64|. A long reduction (a matrix-vector product over
+24,576 terms) rounds differently in every summation order, and the reference's own rounding error there can
+exceed atol: an honest kernel must not be failed for disagreeing with the reference's rounding.
 """
 
 from __future__ import annotations
@@ -55,8 +55,9 @@ def tolerance_for(dtypes: list[str], overrides: dict[str, tuple[float, float]] |
 
 
 def tolerance_model(output_dtypes: list[str], k: float) -> str:
-    """What `CorrectnessReport.tolerance_model` says: 'allclose' (exact for integers), or
-    'allclose|float64-reference(k=3)' when an fp32/fp16/bf16 output may also pass against the float64 reference."""
+    """What `CorrectnessReport.tolerance_model` says: 'allclose' (exact
+    for integers), or 'allclose|float64-reference(k=3)' when an
+    fp32/fp16/bf16 output may also pass against the float64 reference."""
     if k > 0 and WIDENED_DTYPES.intersection(output_dtypes):
         return f"allclose|float64-reference(k={k:g})"
     return "allclose"

@@ -28,5 +28,6 @@ def test_static_analysis_syntax_backend_and_modelnew():
     assert "line 1" in report.syntax_error and "SyntaxError" in report.syntax_error
     assert analyze("class ModelNew: pass\n").defines_modelnew
     assert not analyze("class Model: pass\n").defines_modelnew
-    assert analyze("from torch.utils.cpp_extension import load_inline\nclass ModelNew: pass\n").backend == "cuda-cpp"
+    assert analyze("from torch.utils.cpp_extension import load_inline\n"
+                   "class ModelNew: pass\n").backend == "cuda-cpp"
     assert analyze("import triton\nclass ModelNew: pass\n").backend == "triton"

@@ -18,8 +18,8 @@ def test_input_set_helpers():
 
     plain = types.SimpleNamespace()
     assert input_sets(plain) == {"default": {}} and timing_set(["default"]) == "default"
-    hooked = types.SimpleNamespace(get_input_sets=lambda: {"bench": {"n": 8}, "check": {"n": 1}, "sweep_b": {},
-                                                           "sweep_a": {}})
+    hooked = types.SimpleNamespace(get_input_sets=lambda: {"bench": {"n": 8}, "check": {"n": 1},
+                                                           "sweep_b": {}, "sweep_a": {}})
     names = list(input_sets(hooked))
     assert correctness_sets(names, gpu=False) == ["check", "sweep_a", "sweep_b"]
     assert correctness_sets(names, gpu=True)[-1] == "bench" and timing_set(names) == "bench"

@@ -79,5 +79,6 @@ def test_sampled_comparison_finds_a_wrong_output_and_maps_the_index_back():
     # values drawn at other positions (another seed) do not match; a malformed seed or count is refused
     assert compare_sampled(expected, [64, 100], "float32", 8, good, 1e-4, 1e-4)["reason"] == "values"
     for seed in (None, -1, 1 << 63, True, "7"):
-        assert "malformed" in compare_sampled(expected, [64, 100], "float32", seed, good, 1e-4, 1e-4)["detail"]
+        assert "malformed" in compare_sampled(expected, [64, 100], "float32",
+                                              seed, good, 1e-4, 1e-4)["detail"]
     assert "malformed" in compare_sampled(expected, [64, 100], "float32", 7, good[:-1], 1e-4, 1e-4)["detail"]
