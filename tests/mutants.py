@@ -208,7 +208,7 @@ MUTANTS = (
            "if self.hooks_asked or _GET_PROFILE() is not None or _GET_TRACE() is not None:", "if False:",
            ("exploits_runtime/r12_profile_hook_finishes_the_output.py",), (CONTROL,)),
     Mutant("timed-mix-off", "the timed calls rotate through pristine variants instead of getting fresh inputs",
-           "evaluate/evaluator.py", "Evaluator._run",
+           "evaluate/run.py", "_sandbox",
            'timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True)', "timed_mix=False",
            ("exploits_runtime/r07_memo_by_sampled_key.py",), (CONTROL,)),
 )

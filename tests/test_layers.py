@@ -151,7 +151,6 @@ LONG_FUNCTIONS = {
     "src/kernelrl/serve/app.py:create_app": "the routes, closures over one app's state",
     "src/kernelrl/timing/cuda_timer.py:_time": "the timed loop: warm-up, reps, adaptive stop in one frame",
     "src/kernelrl/cli/serve.py:serve_cmd": "its typer options are its signature (50 lines of it)",
-    "src/kernelrl/evaluate/evaluator.py:_run": "one evaluation's request, run and verdict, not split yet",
     "bench/throughput.py:run_fresh": "a benchmark mode, not split yet",
     "bench/throughput.py:main": "a benchmark's options and modes, not split yet",
     "bench/serve_load.py:main": "a benchmark's options and phases, not split yet",

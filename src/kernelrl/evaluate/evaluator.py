@@ -4,7 +4,8 @@ concurrent batches, sync or async, with the result and baseline caches.
 This module is the verdict process. It never imports candidate code (and never imports torch): the candidate
 runs in a sandboxed child (`kernelrl.sandbox.child`, started by `kernelrl.sandbox.launcher`), the reference
 runs in the judge (`kernelrl.sandbox.judge`), and this process only compares what they report (`trials.py`)
-and decides (`verdict.py`, pure); a correct candidate's times become a report in `measure.py`.
+and decides (`verdict.py`, pure); a correct candidate's times become a report in `measure.py`. One
+evaluation's run, once its slots are granted, is `run.py`'s; this module holds the workers, caches and slots.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import secrets
 import shutil
 import threading
 import time
@@ -27,6 +27,7 @@ from kernelrl.candidates import Candidate
 from kernelrl.evaluate.deadlines import Deadline, deadline_result
 from kernelrl.evaluate.environment import KnownEnvironments
 from kernelrl.evaluate.measure import Measurer
+from kernelrl.evaluate.run import RunContext, run_evaluation
 from kernelrl.evaluate.scorer import Indexed, ScorerBase, Work
 from kernelrl.evaluate.settings import (
     RESULT_CACHE_ENV,
@@ -47,20 +48,15 @@ from kernelrl.evaluate.slots import (
     plan_device_memory,
     plan_slots,
 )
-from kernelrl.evaluate.trials import Trials
 from kernelrl.evaluate.verdict import (
     before_running,
     no_code_verdict,
     ran_out_of_memory,
-    sandbox_verdict,
-    timing_checks,
-    trim,
 )
 from kernelrl.problems import Problem
 from kernelrl.problems.audit import ProblemAudit, audit_from_report
-from kernelrl.results import CorrectnessReport, Environment, EvalResult, Stage, Status, TimingReport
+from kernelrl.results import Environment, EvalResult, TimingReport
 from kernelrl.sandbox import (
-    SHARE_ATTEMPTS,
     DeviceGate,
     JudgeClient,
     JudgeError,
@@ -68,15 +64,10 @@ from kernelrl.sandbox import (
     ProcessOwner,
     RunSlots,
     SandboxLauncher,
-    SandboxRequest,
-    Standby,
-    TrialPlan,
     mixes,
     new_workdir,
     timing_variants,
 )
-from kernelrl.timing.cuda_timer import HOST_MODE
-from kernelrl.verify.tolerance import tolerance_for, tolerance_model
 
 
 def _sha(text: str) -> str:
@@ -142,7 +133,8 @@ class Evaluator(ScorerBase):
         # other sandboxes and judge requests paused meanwhile
         self._gate = DeviceGate(hold_also=[self._judge.lock])
         self._slots = RunSlots()  # evaluations share the device; one that ran out of memory is retried alone
-        self.slots: SlotPlan = plan_slots(compile_slots=cfg.compile_slots, max_concurrency=cfg.max_concurrency,
+        self.slots: SlotPlan = plan_slots(compile_slots=cfg.compile_slots,
+                                          max_concurrency=cfg.max_concurrency,
                                           sandbox_memory_gb=cfg.sandbox_memory_gb,
                                           standby_sandboxes=cfg.standby_sandboxes if cfg.warm_pool else 0)
         self._sandbox_slots = FairSlots(self.slots.sandbox_slots)  # alive at once: the memory bound
@@ -160,6 +152,8 @@ class Evaluator(ScorerBase):
             max_file_bytes=int(cfg.max_output_gb * GiB) * 2, isolate_network=cfg.isolate_network,
             isolate_processes=cfg.isolate_processes, warm_pool=cfg.warm_pool,
             standby_sandboxes=cfg.standby_sandboxes), self._gate, self._owner.popen)
+        self._run_context = RunContext(self._judge, self.launcher, cfg, self._measurer, self._gpu_admission,
+                                       self._epoch_s)
 
     # -- public API ----------------------------------------------------------------------------------------
     def environment(self) -> Environment:
@@ -187,14 +181,16 @@ class Evaluator(ScorerBase):
     def time_baselines(self, problem: Problem, seed: int = 0, fresh: bool = False,
                        verdict: VerdictSettings | None = None) -> TimingReport:
         """Eager and Inductor times of the problem's reference (GPU only), from the baseline cache in
-        `cache_dir` when it has them (`TimingStats.source == "cache"`); `fresh` re-times and overwrites them."""
+        `cache_dir` when it has them (`TimingStats.source == "cache"`); `fresh` re-times and overwrites
+        them."""
         info = self._judge_info()
         if info["mode"] != "gpu":
             return TimingReport(unavailable_reason="baselines are timed on a GPU only")
         return self._measurer(verdict or self.verdict).baselines(problem, seed, TimingReport(), fresh=fresh,
                                                                 measure=True)
 
-    def audit(self, problem: Problem, timing: bool = False, verdict: VerdictSettings | None = None) -> ProblemAudit:
+    def audit(self, problem: Problem, timing: bool = False,
+              verdict: VerdictSettings | None = None) -> ProblemAudit:
         """Audit a problem on this evaluator's device with the verdict settings' tolerances (cached per
         problem and tolerances unless `timing` is asked for)."""
         verdict = verdict or self.verdict
@@ -270,8 +266,9 @@ class Evaluator(ScorerBase):
 
     def _audit(self, problem: Problem, timing: bool, verdict: VerdictSettings) -> ProblemAudit:
         try:
-            report = self._judge.request("audit", problem_path=str(problem.path), problem_sha256=problem.sha256,
-                                         timing=timing, tolerances=verdict.tolerances or {}, input_sets=[],
+            report = self._judge.request("audit", problem_path=str(problem.path),
+                                         problem_sha256=problem.sha256, timing=timing,
+                                         tolerances=verdict.tolerances or {}, input_sets=[],
                                          ref_error_k=verdict.reference_error_k or None)
         except JudgeError as exc:
             report = {"flags": [{"flag": "reference_raises", "input_set": None,
@@ -279,8 +276,9 @@ class Evaluator(ScorerBase):
         return audit_from_report(problem, report)
 
     def _answer_at_once(self, work: Work, verdict: VerdictSettings) -> EvalResult | None:
-        """The result of an item that needs no sandbox, found without waiting for the judge when this machine's
-        environment is known: a completion without code (format error) or a verdict in the result cache."""
+        """The result of an item that needs no sandbox, found without waiting for the judge when this
+        machine's environment is known: a completion without code (format error) or a verdict in the result
+        cache."""
         if work.candidate.code is not None and self._result_cache is None:
             return None
         env = self.environment() if self._judge.ready() else self._known.predicted()
@@ -292,7 +290,8 @@ class Evaluator(ScorerBase):
                 "candidate_sha256": _sha(work.candidate.text), "environment": env})
         return self._cached(work.problem, work.candidate.code, env, verdict)
 
-    def _cached(self, problem: Problem, code: str, env: Environment, verdict: VerdictSettings) -> EvalResult | None:
+    def _cached(self, problem: Problem, code: str, env: Environment,
+                verdict: VerdictSettings) -> EvalResult | None:
         if self._result_cache is None:
             return None
         result = self._result_cache.get(self._result_key(problem, code, env, verdict))
@@ -436,7 +435,8 @@ class Evaluator(ScorerBase):
         if audit is None or not (cfg.timing or cfg.bench_correctness):
             return None  # nothing of the timing (bench) set on the device: the default charge
         mixed = cfg.fresh_timed_inputs and mixes(problem.metadata)  # the judge decides from the module itself
-        return first_need(audit.timing_set_bytes, timing_variants(cfg.timing_variants, mixed) if cfg.timing else 1)
+        variants = timing_variants(cfg.timing_variants, mixed) if cfg.timing else 1
+        return first_need(audit.timing_set_bytes, variants)
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
                  cfg: VerdictSettings, deadline: Deadline | None = None, alone: bool = False
@@ -451,9 +451,11 @@ class Evaluator(ScorerBase):
         # a sandbox slot (memory) and its problem's GPU memory for its whole life, a compile slot (a core)
         # until it asks for the timing token or has left the run slots; always taken in this order
         memory = self._gpu_admission(env)
+        # the problem's need is read once its sandbox slot is held (it is learned meanwhile)
         with HeldSlot(self._sandbox_slots, caller, cancel) as sandbox_slot, \
                 HeldSlot(memory.slots if memory else None, caller, cancel,
-                         memory.need(problem.sha256, self._first_need(problem, cfg)) if memory else 1) as device_bytes, \
+                         memory.need(problem.sha256, self._first_need(problem, cfg))
+                         if memory else 1) as device_bytes, \
                 HeldSlot(self._compile_slots, caller, cancel) as compile_slot:
             granted = time.monotonic()
             if not sandbox_slot.held or not device_bytes.held or not compile_slot.held:
@@ -474,8 +476,8 @@ class Evaluator(ScorerBase):
         workdir = standby.workdir if standby is not None else new_workdir()
         eval_id = uuid.uuid4().hex
         try:
-            return self._run(problem, code, env, base, workdir, eval_id, standby, compile_slot, granted, cfg,
-                             deadline)
+            return run_evaluation(self._run_context, problem, code, env, base, workdir, eval_id, standby,
+                                  compile_slot, granted, cfg, deadline)
         finally:
             if self._judge.running():  # a judge that died took this evaluation's state with it
                 try:
@@ -483,114 +485,6 @@ class Evaluator(ScorerBase):
                 except JudgeError:
                     pass
             shutil.rmtree(workdir, ignore_errors=True)
-
-    @staticmethod
-    def _measures_share(env: Environment, cfg: VerdictSettings) -> bool:
-        """Whether the calls behind rt-kernel-gpu-fraction are made: on a GPU, with timing, unless that check
-        can neither reject nor warn."""
-        return env.mode == "gpu" and cfg.timing and cfg.min_kernel_gpu_fraction > 0 and (
-            cfg.runtime_policy or {}).get("rt-kernel-gpu-fraction", "reject") != "off"
-
-    def _run(self, problem: Problem, code: str, env: Environment, base: dict, workdir: Path, eval_id: str,
-             standby: Standby | None, compile_slot: HeldSlot, started: float, cfg: VerdictSettings,
-             deadline: Deadline | None = None) -> EvalResult:
-        """`started`: when the evaluation got its slots (its prepare phase includes taking a standby)."""
-        own = self.settings  # the evaluator's (cfg: this call's verdict settings)
-        in_dir, out_dir = workdir / "in", workdir / "out"
-        master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
-        share_trials = SHARE_ATTEMPTS if self._measures_share(env, cfg) else 0
-        try:
-            prepared = self._judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
-                                           problem_sha256=problem.sha256, master_seed=master,
-                                           min_trials=cfg.trials, input_sets=list(cfg.input_sets or []),
-                                           in_dir=str(in_dir), bench_correctness=cfg.bench_correctness,
-                                           timing_variants=(cfg.timing_variants
-                                                            if env.mode == "gpu" and cfg.timing else 0),
-                                           timed_mix=cfg.fresh_timed_inputs, share_trials=share_trials)
-        except JudgeError as exc:
-            return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
-                              message="the problem's reference failed (a problem error, not the candidate's)",
-                              feedback=trim(str(exc)), no_verdict=True, **base)
-        tol = tolerance_for(prepared["output_dtypes"], cfg.tolerances)
-        if env.mode != "gpu" and "bfloat16" in prepared["output_dtypes"] + prepared["input_dtypes"]:
-            return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
-                              message="bfloat16 problems need a GPU: the Triton "
-                                      "interpreter computes bf16 wrongly", **base)
-        candidate_path = workdir / "candidate.py"
-        candidate_path.write_text(code)
-        caches = self.launcher.candidate_caches(code)
-        # CPU mode times only with cpu_timing: the host clock around the interpreter, on the first correctness
-        # set (bench-sized inputs would take minutes there)
-        host_timing = env.mode != "gpu" and cfg.cpu_timing and cfg.timing
-        timing_set = prepared["sets"][0] if host_timing and prepared["sets"] else prepared["timing_set"]
-        request = SandboxRequest.create(
-            self.launcher.sandbox_settings(env.mode),
-            problem_path=str(problem.path), candidate_path=str(candidate_path),
-            in_dir=str(in_dir), out_dir=str(out_dir),
-            trials=[TrialPlan.from_dict(t) for t in prepared["trials"]], timing_set=timing_set,
-            timing=cfg.timing and (env.mode == "gpu" or host_timing),
-            timer=dataclasses.asdict(self._measurer(cfg).candidate_timer(problem, env)),
-            timing_mode=HOST_MODE if host_timing else cfg.timing_mode, paired_baseline=cfg.paired_baseline,
-            timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True),
-            kernel_share=share_trials > 0,
-            memory_limit_bytes=int(cfg.memory_limit_gb * GiB), readonly_fs=own.readonly_filesystem,
-            # its own compile caches are the only writable places outside workdir
-            writable_paths=[str(workdir), *caches.values()],
-            candidate_uid=own.candidate_uid,
-        )
-        prepare_s = time.monotonic() - started
-        trials = Trials(self._judge, eval_id, str(out_dir), prepared["trials"], env.mode, tol,
-                         int(own.max_output_gb * GiB), dict(cfg.runtime_policy or {}), cfg.reference_error_k)
-
-        def on_event(event: dict) -> bool:
-            if event["event"] == "timing_token":  # CPU work done: the next sandbox may start compiling
-                compile_slot.give_back()
-            return trials.on_event(event)
-
-        sandbox_started = time.monotonic()
-        outcome, path = self.launcher.run(
-            workdir=workdir, mode=env.mode, request=request, caches=caches, on_event=on_event,
-            token_allowed=lambda: trials.passed == trials.planned and trials.hack is None, standby=standby,
-            cancelled=deadline.cancel.is_set if deadline is not None else None,
-            limits={"compile_timeout_s": cfg.compile_timeout_s, "run_timeout_s": cfg.run_timeout_s,
-                    "memory_limit_bytes": int(cfg.memory_limit_gb * GiB)})
-        sandbox_finished = time.monotonic()
-        memory = self._gpu_admission(env)
-        if memory is not None:  # what this problem's evaluations need: learned for the next ones
-            memory.observed(problem.sha256, (outcome.last("done") or {}).get("gpu_peak_bytes"),
-                            prepared.get("device_bytes"))
-        phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, sandbox_finished)}
-        timeline = {"prepare": started, **trials.phase_begins(sandbox_started)}
-        ready = outcome.last("ready") or {}
-        timeline.update(trials.sandbox_marks(ready))
-        iso = ready.get("isolation", [])
-        iso = [str(x)[:32] for x in iso] if isinstance(iso, list) else []
-        env = dataclasses.replace(env, isolation=[*iso, path] if iso else [])
-        correctness = CorrectnessReport(
-            trials_run=trials.run, trials_passed=trials.passed, trials_planned=trials.planned,
-            seeds_sha256=prepared["seeds_sha256"], atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype,
-            input_sets=prepared["sets"], mismatch=trials.mismatch,
-            tolerance_model=tolerance_model(prepared["output_dtypes"], cfg.reference_error_k),
-            trials_within_reference_error=trials.widened,
-        )
-        base = {**base, "environment": env, "log": outcome.log,
-                "log_bytes_dropped": outcome.log_bytes_dropped, "correctness": correctness, "phases_s": phases,
-                "findings": [*base.get("findings", []), *trials.findings],
-                "timeline": {name: self._epoch_s(t) for name, t in timeline.items()}}
-        if outcome.cancelled and deadline is not None:  # the batch's deadline, not the candidate: no verdict
-            reached = [(e, st) for e, st in (("timing_granted", Stage.TIMING),
-                                             ("initialized", Stage.CORRECTNESS), ("imported", Stage.INIT))
-                       if e in trials.arrived]
-            stage = reached[0][1] if reached else Stage.IMPORT
-            return deadline_result(base, deadline.seconds, stage)
-        verdict = sandbox_verdict(outcome, trials, base, cfg.memory_limit_gb)
-        if verdict.status is Status.CORRECT:
-            timing_started = time.monotonic()
-            verdict.timing = self._measurer(cfg).timing(problem, env, trials, master, prepared)
-            verdict.phases_s["baselines"] = round(time.monotonic() - timing_started, 4)
-            verdict.timeline["baselines"] = self._epoch_s(timing_started)
-            verdict = timing_checks(verdict, trials, cfg.min_kernel_gpu_fraction)
-        return verdict
 
 
 def evaluate(problem: Problem, code: str, **settings) -> EvalResult:
