@@ -148,7 +148,6 @@ MAX_FUNCTION_LINES = 80
 # functions longer than that, each with why it still is; the list only shrinks (a split takes its line out)
 LONG_FUNCTIONS = {
     "src/kernelrl/sandbox/runner.py:watch_child": "one select loop over the child's pipes and watches",
-    "src/kernelrl/serve/app.py:create_app": "the routes, closures over one app's state",
     "src/kernelrl/timing/cuda_timer.py:_time": "the timed loop: warm-up, reps, adaptive stop in one frame",
     "src/kernelrl/cli/serve.py:serve_cmd": "its typer options are its signature (50 lines of it)",
     "bench/throughput.py:run_fresh": "a benchmark mode, not split yet",

@@ -120,6 +120,17 @@ def create_app(service: RewardService, *, token: str | None = None,
                                     status_code=401, headers={"WWW-Authenticate": "Bearer"})
         return await call_next(request)
 
+    _probe_routes(app, service)
+    _evaluation_routes(app, service)
+    _trainer_routes(app, service)
+    if extra_routes is not None:
+        extra_routes(app, service)
+    return app
+
+
+def _probe_routes(app: FastAPI, service: RewardService) -> None:
+    """Liveness, readiness, Prometheus metrics, the server's settings and its problems."""
+
     @app.get("/healthz")
     async def healthz() -> dict:
         return {"status": "ok"}
@@ -152,6 +163,11 @@ def create_app(service: RewardService, *, token: str | None = None,
                               **({"source": p.source} if source else {})}
                              for p in service.problems.values()]}
 
+
+def _evaluation_routes(app: FastAPI, service: RewardService) -> None:
+    """The wire's own routes: verdicts (`/v1/evaluate`) and verdicts with rewards (`/v1/reward`), streamed
+    as NDJSON when asked."""
+
     @app.post("/v1/evaluate")
     async def evaluate(request: Request):
         body, sha = await _read(request, service, EvaluateIn)
@@ -181,6 +197,11 @@ def create_app(service: RewardService, *, token: str | None = None,
         lines = [line(a) for a in await sub.collect()]
         return {"results": lines, "rewards": [x["reward"] for x in lines], "reward": spec,
                 "server": {"grader": service.grader, "wire": WIRE_VERSION}}
+
+
+def _trainer_routes(app: FastAPI, service: RewardService) -> None:
+    """The remote reward models of trainers that speak their own protocol: OpenRLHF's and slime's. A request
+    there is held rather than refused when the queue is full (those trainers retry too briefly)."""
 
     @app.post("/openrlhf/get_reward")
     async def openrlhf(request: Request) -> dict:
@@ -233,11 +254,6 @@ def create_app(service: RewardService, *, token: str | None = None,
         return {"score": score, "no_verdict": a.result.no_verdict, "status": a.result.status.value,
                 "correct": a.result.correct, "speedup": scored.components["speedup_vs_eager"],
                 "message": a.result.message}
-
-    if extra_routes is not None:
-        extra_routes(app, service)
-    return app
-
 
 def _or_422(fn, *args):
     try:
