@@ -107,11 +107,8 @@ def run_mode(ev: Evaluator, name: str, items, kinds: list[str]) -> dict:
     }
 
 
-def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str, cache_dir: Path) -> dict:
-    """Fresh candidates (every one unseen) or one GRPO-style reward batch, on a new Evaluator whose caches
-    start empty; each problem warmed first (audit, judge state, baselines), as in a training run."""
-    suite = load_suite()
-    training = profile == "training"
+def fresh_settings(args, cache_dir: Path) -> dict:
+    """The evaluator's settings of a fresh-candidates or grpo-batch row, from the command line."""
     extra = {} if args.standby_sandboxes is None else {"standby_sandboxes": args.standby_sandboxes}
     if args.compile_slots is not None:
         extra["compile_slots"] = args.compile_slots
@@ -121,34 +118,69 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         extra["cpu_timing"] = True
     if args.trials is not None:  # else the profile's own (5)
         extra["trials"] = args.trials
-    settings = dict(device=args.device, inductor_baseline=not args.no_inductor, cache_dir=cache_dir,
-                    result_cache=True,
-                    max_concurrency=None if args.concurrency == "auto" else int(args.concurrency), **extra)
+    return dict(device=args.device, inductor_baseline=not args.no_inductor, cache_dir=cache_dir,
+                result_cache=True,
+                max_concurrency=None if args.concurrency == "auto" else int(args.concurrency), **extra)
+
+
+def warm_problems(ev: Evaluator, args, suite, warm: dict[str, str], mode: str, run: str) -> None:
+    """Each problem's judge state, audit and baselines (the GPU fills the baseline cache here), and one
+    evaluation of a differently tagged copy, none of it counted."""
+    for pid, code in warm.items():
+        problem = suite.get(pid)
+        ev.audit(problem)
+        if ev.environment().mode == "gpu" and ev.verdict.timing:
+            ev.time_baselines(problem)
+        # one at a time: each problem's GPU memory need learned with the device to itself
+        if not args.warm_batch:
+            ev.evaluate(problem, fresh(code, f"{run}-warm"))
+    # all at once, as a trainer's first step: unseen problems charged their audit's estimate
+    if args.warm_batch:
+        warmed = list(ev.evaluate_many([(suite.get(pid), fresh(code, f"{run}-warm"))
+                                        for pid, code in warm.items()]))
+        print(f"{mode}: warm-up batch of {len(warmed)} unseen problems: "
+              f"{sum('oom_retry' in r.phases_s for r in warmed)} out-of-memory retries, statuses "
+              f"{dict(Counter(r.status.value for r in warmed))}", flush=True)
+
+
+def evaluate_batch(ev: Evaluator, args, items: list, kinds: list[str], mode: str, profile: str
+                   ) -> tuple[list[EvalResult], float, float]:
+    """One batch, as a reward function hands it in; progress printed (and streamed to --progress) as results
+    finish, so a run stopped early still says how far it got. Returns the results in order, the wall time
+    and when it started (Unix seconds)."""
+    started_epoch, started = time.time(), time.monotonic()
+    by_index: dict[int, EvalResult] = {}
+    for index, result in ev.evaluate_indexed(items):
+        by_index[index] = result
+        if args.progress is not None:
+            with args.progress.open("a") as f:
+                f.write(json.dumps({"mode": mode, "profile": profile, "index": index,
+                                    "kind": kinds[index], "problem": result.problem_id,
+                                    "status": result.status.value, "wall_s": result.wall_time_s,
+                                    "phases_s": result.phases_s,
+                                    "t_s": round(time.monotonic() - started, 3)}) + "\n")
+        if len(by_index) % 10 == 0 or len(by_index) == len(items):
+            elapsed = time.monotonic() - started
+            print(f"{mode}: {len(by_index)}/{len(items)} done in {elapsed:.0f} s "
+                  f"({60 * len(by_index) / elapsed:.1f} evals/min so far)", flush=True)
+    return [by_index[k] for k in range(len(items))], time.monotonic() - started, started_epoch
+
+
+def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str, cache_dir: Path) -> dict:
+    """Fresh candidates (every one unseen) or one GRPO-style reward batch, on a new Evaluator whose caches
+    start empty; each problem warmed first (audit, judge state, baselines), as in a training run."""
+    suite = load_suite()
     run = uuid.uuid4().hex[:8]
-    profiles = (EvaluatorSettings.training(), VerdictSettings.training()) if training else (None, None)
-    with Evaluator(*profiles, **settings) as ev:
+    profiles = (EvaluatorSettings.training(), VerdictSettings.training()) if profile == "training" \
+        else (None, None)
+    with Evaluator(*profiles, **fresh_settings(args, cache_dir)) as ev:
         print(f"{mode}: profile {profile}, slots: {ev.slots.reason}", flush=True)
         started = time.monotonic()
         ev.warm_up()
         batch = grpo_items(chosen, args.batch) if mode == "grpo-batch" else []
         warm = {pid: code for _, pid, code in chosen}
         warm.update({pid: code for kind, pid, _, code in batch if kind == "wrong" and pid not in warm})
-        # judge state, audit, baselines (the GPU fills the baseline cache here)
-        for pid, code in warm.items():
-            problem = suite.get(pid)
-            ev.audit(problem)
-            if ev.environment().mode == "gpu" and ev.verdict.timing:
-                ev.time_baselines(problem)
-            # one at a time: each problem's GPU memory need learned with the device to itself
-            if not args.warm_batch:
-                ev.evaluate(problem, fresh(code, f"{run}-warm"))
-        # all at once, as a trainer's first step: unseen problems charged their audit's estimate
-        if args.warm_batch:
-            warmed = list(ev.evaluate_many([(suite.get(pid), fresh(code, f"{run}-warm"))
-                                            for pid, code in warm.items()]))
-            print(f"{mode}: warm-up batch of {len(warmed)} unseen problems: "
-                  f"{sum('oom_retry' in r.phases_s for r in warmed)} out-of-memory retries, statuses "
-                  f"{dict(Counter(r.status.value for r in warmed))}", flush=True)
+        warm_problems(ev, args, suite, warm, mode, run)
         print(f"{mode}: warm-up ({len(warm)} problems: judge, audits, baselines) "
               f"{time.monotonic() - started:.1f} s", flush=True)
         if ev.gpu_memory() is not None:  # now, so that a run stopped early still says what bounds it
@@ -167,25 +199,7 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
         if sampler is not None:
             sampler.start()
         host_cpu = HostCpu()
-        started_epoch, started = time.time(), time.monotonic()
-        # one batch, as a reward function hands it in; progress printed (and streamed to --progress) as
-        # results finish, so a run stopped early still says how far it got
-        by_index: dict[int, EvalResult] = {}
-        for index, result in ev.evaluate_indexed(items):
-            by_index[index] = result
-            if args.progress is not None:
-                with args.progress.open("a") as f:
-                    f.write(json.dumps({"mode": mode, "profile": profile, "index": index,
-                                        "kind": kinds[index], "problem": result.problem_id,
-                                        "status": result.status.value, "wall_s": result.wall_time_s,
-                                        "phases_s": result.phases_s,
-                                        "t_s": round(time.monotonic() - started, 3)}) + "\n")
-            if len(by_index) % 10 == 0 or len(by_index) == len(items):
-                elapsed = time.monotonic() - started
-                print(f"{mode}: {len(by_index)}/{len(items)} done in {elapsed:.0f} s "
-                      f"({60 * len(by_index) / elapsed:.1f} evals/min so far)", flush=True)
-        results = [by_index[k] for k in range(len(items))]
-        total = time.monotonic() - started
+        results, total, started_epoch = evaluate_batch(ev, args, items, kinds, mode, profile)
         utilization = sampler.stop() if sampler is not None else None
         cpu = host_cpu.stop(len(results))
         stats = ev.cache_stats()
@@ -193,6 +207,14 @@ def run_fresh(args, chosen: list[tuple[str, str, str]], mode: str, profile: str,
     row = {"mode": mode, "profile": profile, "slots": dataclasses.asdict(ev.slots),
            **batch_stats(results, total, started_epoch), "gpu_utilization": utilization, "host_cpu": cpu,
            "result_cache": dataclasses.asdict(stats["results"]) if "results" in stats else None}
+    return fresh_row(row, results, kinds, total, started_epoch, memory, suite)
+
+
+def fresh_row(row: dict, results: list[EvalResult], kinds: list[str], total: float, started_epoch: float,
+              memory: dict | None, suite) -> dict:
+    """A fresh-candidates or grpo-batch row's figures beyond batch_stats: the slots held at once, the GPU
+    memory admission, the statuses by kind of candidate and every result."""
+    mode = row["mode"]
     # evaluations holding their slots at once, on average: below the compile slots, something else (the GPU
     # memory admission, the timing slot) is the bound
     row["mean_granted"] = round(sum(r.wall_time_s - r.phases_s.get("queue", 0.0) for r in results) / total, 2)
@@ -305,7 +327,7 @@ def write_rows(path: Path | None, device: str, rows: list[dict]) -> None:
     os.replace(partial, path)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser_of() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--rounds", type=int, default=1, help="times the mix is evaluated per mode")
@@ -348,44 +370,59 @@ def main(argv: list[str] | None = None) -> int:
                         help="EvaluatorSettings.standby_sandboxes (default: its default)")
     parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline (GPU)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = parser_of()
+    args = parser.parse_args(argv)
     names = args.modes.split(",")
-    rows = []
-    mix_trials = args.trials if args.trials is not None else 2
+    rows: list[dict] = []
     fresh_modes = [m for m in names if m in ("fresh-candidates", "grpo-batch")]
     names = [m for m in names if m not in fresh_modes]
     if fresh_modes:
-        chosen = mix() if args.candidates == "mix" else solutions(args.only)
-        chosen_grpo = [x for x in chosen if x[0] == "correct"]
         profiles = args.profile.split(",")
         if not set(profiles) <= {"default", "training"}:
             parser.error("--profile: default, training or default,training")
-        cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="kernelrl-fresh-"))
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        by_profile = {}
-        for profile in profiles:
-            for name in fresh_modes:
-                row = run_fresh(args, chosen_grpo if name == "grpo-batch" else chosen, name, profile,
-                                cache_dir)
-                rows.append(row)
-                write_rows(args.json, args.device, rows)
-                print_fresh(row)
-                if name == "fresh-candidates":
-                    by_profile[profile] = row
-        if len(by_profile) == 2:
-            comparison = compare_profiles(by_profile["default"], by_profile["training"])
-            rows.append({"mode": "profile-comparison", **comparison})
+        run_fresh_modes(args, fresh_modes, profiles, rows)
+    if names:
+        run_mix_modes(args, names, rows)
+    return 0
+
+
+def run_fresh_modes(args, fresh_modes: list[str], profiles: list[str], rows: list[dict]) -> None:
+    """The fresh-candidates and grpo-batch rows, per profile; with both profiles, their speedups compared."""
+    chosen = mix() if args.candidates == "mix" else solutions(args.only)
+    chosen_grpo = [x for x in chosen if x[0] == "correct"]
+    cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="kernelrl-fresh-"))
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    by_profile = {}
+    for profile in profiles:
+        for name in fresh_modes:
+            row = run_fresh(args, chosen_grpo if name == "grpo-batch" else chosen, name, profile,
+                            cache_dir)
+            rows.append(row)
             write_rows(args.json, args.device, rows)
-            print("training vs default speedups over eager: "
-                  f"{comparison['within_2rse']}/{comparison['problems']} problems within 2x the training "
-                  f"profile's speedup RSE, {comparison['within_2rse_or_rounds']} within that or the spread "
-                  f"between rounds; median |difference| {comparison['median_abs_rel_diff']}, max "
-                  f"{comparison['max_abs_rel_diff']}", flush=True)
-        if args.cache_dir is None:
-            shutil.rmtree(cache_dir, ignore_errors=True)
-    if not names:
-        return 0
+            print_fresh(row)
+            if name == "fresh-candidates":
+                by_profile[profile] = row
+    if len(by_profile) == 2:
+        comparison = compare_profiles(by_profile["default"], by_profile["training"])
+        rows.append({"mode": "profile-comparison", **comparison})
+        write_rows(args.json, args.device, rows)
+        print("training vs default speedups over eager: "
+              f"{comparison['within_2rse']}/{comparison['problems']} problems within 2x the training "
+              f"profile's speedup RSE, {comparison['within_2rse_or_rounds']} within that or the spread "
+              f"between rounds; median |difference| {comparison['median_abs_rel_diff']}, max "
+              f"{comparison['max_abs_rel_diff']}", flush=True)
+    if args.cache_dir is None:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def run_mix_modes(args, names: list[str], rows: list[dict]) -> None:
+    """The fixed mix's modes (fresh, pool, pool-batch, cached) on one evaluator, each row written when
+    done."""
+    mix_trials = args.trials if args.trials is not None else 2
     suite = load_suite()
     chosen = mix()
     items = [(suite.get(pid), code) for _, pid, code in chosen] * args.rounds
@@ -416,7 +453,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'':>11}  median overhead by kind (s): {row['median_overhead_by_kind_s']}; outside the timed "
               f"loop {row['median_outside_timed_loop_s']:.3f} s", flush=True)
     ev.close()
-    return 0
 
 
 if __name__ == "__main__":
