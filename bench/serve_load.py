@@ -16,6 +16,7 @@ does not favour one mode. Stops by itself; binds loopback only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import socket
@@ -25,6 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,7 +87,7 @@ def drive(make_scorer, work: list[list[tuple[str, str]]], problems, verdict) -> 
             "statuses": {s: statuses.count(s) for s in sorted(set(statuses))}}
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser_of() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--only", default="level1/", help="problem id prefix of the reference solutions used")
@@ -96,12 +98,68 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--max-concurrency", type=int, default=None)
     parser.add_argument("--json", type=Path, help="write the rows here")
-    args = parser.parse_args(argv)
+    return parser
 
+
+@contextlib.contextmanager
+def served(service) -> Iterator[str]:
+    """`kernelrl serve`'s app for `service` on a loopback port, in a thread of this process; yields its
+    URL."""
     import uvicorn
 
-    from kernelrl.serve import Client
     from kernelrl.serve.app import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join()
+
+
+def interleaved(args, chosen, problems, verdict, modes: dict) -> list[dict]:
+    """`--rounds` runs of each mode, alternating which goes first; one row a run."""
+    order = []
+    for r in range(args.rounds):
+        order += ["in-process", "service"] if r % 2 == 0 else ["service", "in-process"]
+    rows = []
+    for k, mode in enumerate(order):
+        work = batches(chosen, args.clients, args.items, f"{mode}-{k}-{uuid.uuid4().hex[:6]}")
+        row = {"mode": mode, "run": k, "clients": args.clients, "items_per_client": args.items,
+               "profile": args.profile, **drive(modes[mode], work, problems, verdict)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Per mode the median throughput and latencies over its runs, and the service's overhead."""
+    summary = {}
+    for mode in ("in-process", "service"):
+        runs = [r for r in rows if r["mode"] == mode]
+        summary[mode] = {"evals_per_min_median": statistics.median(r["evals_per_min"] for r in runs),
+                         "evals_per_min": [r["evals_per_min"] for r in runs],
+                         "latency_p50_s_median": statistics.median(r["latency_p50_s"] for r in runs),
+                         "latency_p99_s_median": statistics.median(r["latency_p99_s"] for r in runs)}
+    inproc = summary["in-process"]["evals_per_min_median"]
+    over_http = summary["service"]["evals_per_min_median"]
+    summary["http_overhead"] = round(inproc / over_http - 1, 4) if over_http else None
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = parser_of()
+    args = parser.parse_args(argv)
+
+    from kernelrl.serve import Client
     from kernelrl.serve.journal import Journal
     from kernelrl.serve.service import RewardService, ServiceSettings
 
@@ -118,7 +176,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_concurrency:
         overrides["max_concurrency"] = args.max_concurrency
     evaluator = open_scorer(args.device, **overrides)
-    rows = []
     with evaluator:
         evaluator.warm_up()
         # audits, judge state and baselines of every problem, as a training run has them after its first step
@@ -130,39 +187,12 @@ def main(argv: list[str] | None = None) -> int:
                                 ServiceSettings(max_batch=max(512, args.items),
                                                 max_queued_items=max(2048, 4 * args.items * args.clients)),
                                 journal, device=args.device)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port,
-                                               log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.05)
-        url = f"http://127.0.0.1:{port}"
-        Client(url).warm_up()
-        modes = {"in-process": lambda: evaluator, "service": lambda: Client(url)}
-        order = []
-        for r in range(args.rounds):
-            order += ["in-process", "service"] if r % 2 == 0 else ["service", "in-process"]
-        for k, mode in enumerate(order):
-            work = batches(chosen, args.clients, args.items, f"{mode}-{k}-{uuid.uuid4().hex[:6]}")
-            row = {"mode": mode, "run": k, "clients": args.clients, "items_per_client": args.items,
-                   "profile": args.profile, **drive(modes[mode], work, problems, verdict)}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-        server.should_exit = True
-        thread.join()
+        with served(service) as url:
+            Client(url).warm_up()
+            modes = {"in-process": lambda: evaluator, "service": lambda: Client(url)}
+            rows = interleaved(args, chosen, problems, verdict, modes)
         service.close()
-    summary = {}
-    for mode in ("in-process", "service"):
-        runs = [r for r in rows if r["mode"] == mode]
-        summary[mode] = {"evals_per_min_median": statistics.median(r["evals_per_min"] for r in runs),
-                         "evals_per_min": [r["evals_per_min"] for r in runs],
-                         "latency_p50_s_median": statistics.median(r["latency_p50_s"] for r in runs),
-                         "latency_p99_s_median": statistics.median(r["latency_p99_s"] for r in runs)}
-    inproc, served = summary["in-process"]["evals_per_min_median"], summary["service"]["evals_per_min_median"]
-    summary["http_overhead"] = round(inproc / served - 1, 4) if served else None
+    summary = summarize(rows)
     print(json.dumps({"summary": summary, "device": args.device, "candidates": len(chosen)}, indent=1))
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "summary": summary, "argv": sys.argv[1:],

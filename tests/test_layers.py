@@ -150,7 +150,6 @@ LONG_FUNCTIONS = {
     "src/kernelrl/sandbox/runner.py:watch_child": "one select loop over the child's pipes and watches",
     "src/kernelrl/timing/cuda_timer.py:_time": "the timed loop: warm-up, reps, adaptive stop in one frame",
     "src/kernelrl/cli/serve.py:serve_cmd": "its typer options are its signature (50 lines of it)",
-    "bench/serve_load.py:main": "a benchmark's options and phases, not split yet",
 }
 
 
