@@ -133,7 +133,7 @@ def pooled():
     environment before its zygote starts, and the tests below kill its zygote and standbys. Its slots are
     sized here, not from the host's free memory or cores: three sandboxes in flight (and the three standbys),
     each with a compile slot, so a batch goes past a hanging candidate on any host (the memory bound's own
-    tests are in test_scheduling.py)."""
+    tests are in unit/evaluate/test_scheduling.py)."""
     # the zygote and its children must never see the verdict process's environment
     os.environ[SECRET] = SECRET
     try:

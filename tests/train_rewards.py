@@ -1,4 +1,4 @@
-"""Reward functions for tests/test_train.py, named by `module:function` reward specs."""
+"""Reward functions for tests/train/test_train.py, named by `module:function` reward specs."""
 
 from __future__ import annotations
 
