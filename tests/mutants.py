@@ -1,6 +1,6 @@
 """Mutants of kernelrl's checker: each is one fault a refactor could introduce (a skipped comparison, a looser
-tolerance, a disabled check), written as an edit of one function of the source, with the corpus files that must
-notice it (tests/test_mutants.py applies each to a copy of the package and runs those files against it).
+tolerance, a disabled check), written as an edit of one function of the source, with the corpus files that
+must notice it (tests/test_mutants.py applies each to a copy of the package and runs those files against it).
 
 An edit names the function (`Class.method` for a method) and either replaces an exact `anchor` text inside it
 (which must occur there exactly once) or, with `anchor=None`, makes the function return `replacement` at once.
@@ -31,14 +31,16 @@ class Mutant:
 
 
 class MutationError(RuntimeError):
-    """A mutant that no longer applies: its function or anchor text is gone (update the mutant with the code)."""
+    """A mutant that no longer applies: its function or anchor text is gone (update the mutant with the
+    code)."""
 
 
 def _function(tree: ast.Module, dotted: str) -> ast.FunctionDef:
     scope: list[ast.stmt] = tree.body
     node = None
     for part in dotted.split("."):
-        node = next((n for n in scope if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == part), None)
+        node = next((n for n in scope
+                     if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == part), None)
         if node is None:
             raise MutationError(f"no {dotted} (missing {part!r})")
         scope = node.body
@@ -84,8 +86,10 @@ MUTANTS = (
     # -- the static layer (kernelrl.candidates) --------------------------------------------------------------
     Mutant("torch-compute-unchecked", "PyTorch compute in forward is not looked for", "candidates/rules.py",
            "_check_torch_compute", None, "[]",
-           ("exploits/x02_lazy_copy_kernel.py", "exploits/x04_matmul_operator.py", "exploits/m04_clamp_min_method.py")),
-    Mutant("torch-values-unchecked", "a torch function used as a value (in a table, bound to a name) is let through",
+           ("exploits/x02_lazy_copy_kernel.py", "exploits/x04_matmul_operator.py",
+            "exploits/m04_clamp_min_method.py")),
+    Mutant("torch-values-unchecked",
+           "a torch function used as a value (in a table, bound to a name) is let through",
            "candidates/rules.py", "_torch_values", None, "[]",
            ("exploits/m30_kernel_table_torch_fn.py", "exploits/m31_bound_launcher_torch_fn.py")),
     Mutant("banned-names-unchecked", "imports, calls and attributes of the banned tables are not looked for",
@@ -103,8 +107,9 @@ MUTANTS = (
     Mutant("reference-model-unchecked", "subclassing or calling the reference Model is let through",
            "candidates/rules.py", "_check_reference_model", None, "None",
            ("exploits/x11_subclass_model.py", "exploits/x12_calls_reference_model.py")),
-    Mutant("call-resolution-unchecked", "calls reachable from forward are not resolved against the allow-list "
-           "(host reads and string-named methods let through)", "candidates/resolve.py", "_check_call", None, "None",
+    Mutant("call-resolution-unchecked", "calls reachable from forward are not resolved against the "
+           "allow-list (host reads and string-named methods let through)", "candidates/resolve.py",
+           "_check_call", None, "None",
            ("exploits/x48_numpy_host_math_in_helper.py", "exploits/x49_operator_methodcaller.py")),
     Mutant("reach-stops-at-forward", "reachability does not follow calls of module-level helper functions",
            "candidates/reach.py", "_Reach._named", "self.queue.append(mod.functions[node.id])", "pass",
@@ -115,9 +120,11 @@ MUTANTS = (
     # -- the comparison (kernelrl.verify, run by the judge) --------------------------------------------------
     # (in the judge's compare request: the problem audit's own
     # comparisons stay intact, or every problem is refused)
-    Mutant("comparison-skipped", "the judge's comparison of a candidate's outputs always passes", "sandbox/judge.py",
-           "Judge.compare", "compare_outputs(expected, actual,", "(lambda *args: None)(expected, actual,",
-           ("exploits_values/v01_softmax_drops_last_column.py", "exploits_values/v02_gelu_sigmoid_approximation.py"),
+    Mutant("comparison-skipped", "the judge's comparison of a candidate's outputs always passes",
+           "sandbox/judge.py", "Judge.compare", "compare_outputs(expected, actual,",
+           "(lambda *args: None)(expected, actual,",
+           ("exploits_values/v01_softmax_drops_last_column.py",
+            "exploits_values/v02_gelu_sigmoid_approximation.py"),
            (CONTROL,)),
     Mutant("tolerance-1000x", "atol and rtol 1000 times looser", "verify/tolerance.py", "tolerance_for",
            "return best", "return __import__('dataclasses').replace(best, atol=best.atol * 1000, "
@@ -127,12 +134,15 @@ MUTANTS = (
            "verify/compare.py", "inputs_mutated", None, "None",
            ("exploits_values/v03_relu_writes_its_input.py",), (CONTROL,)),
     # -- runtime checks (kernelrl.sandbox, kernelrl.evaluate) ------------------------------------------------
-    Mutant("census-report-empty", "the op census reports nothing (ATen ops, host reads, provenance, tampering)",
-           "sandbox/opcensus.py", "OpCensus.report", "return found if any(found.values()) else None", "return None",
+    Mutant("census-report-empty",
+           "the op census reports nothing (ATen ops, host reads, provenance, tampering)",
+           "sandbox/opcensus.py", "OpCensus.report", "return found if any(found.values()) else None",
+           "return None",
            ("exploits_runtime/c05_scatter_reduce.py", "exploits_runtime/c02_numpy_round_trip.py",
             "exploits_runtime/c10_pop_dispatch_mode.py"), (CONTROL,)),
     Mutant("host-read-unchecked", "host reads the census reports are not turned into findings",
-           "evaluate/trials.py", "Trials._op_census", '("rt-host-read", counted("host"))', '("rt-host-read", "")',
+           "evaluate/trials.py", "Trials._op_census", '("rt-host-read", counted("host"))',
+           '("rt-host-read", "")',
            ("exploits_runtime/c02_numpy_round_trip.py", "exploits_runtime/c03_tolist_math.py"),
            ("exploits_runtime/c05_scatter_reduce.py",)),
     Mutant("ops-by-bare-name", "operators are classified by their bare name: one the candidate defines in "
@@ -154,12 +164,14 @@ MUTANTS = (
            'if False and not self.flag(', ("exploits_runtime/r03_launch_never_taken.py",), (CONTROL,)),
     Mutant("frontend-skipped", "CPU mode runs kernel bodies without compiling them for a GPU first",
            "sandbox/census.py", "LaunchCensus._wrap_run", "census.frontend.check(self, args, kwargs)", "pass",
-           ("exploits_frontend/f02_kernel_body_numpy.py", "exploits_frontend/f04_disowned_kernel_numpy_body.py"),
+           ("exploits_frontend/f02_kernel_body_numpy.py",
+            "exploits_frontend/f04_disowned_kernel_numpy_body.py"),
            (CONTROL,)),
     Mutant("precision-unchecked", "fp32 outputs are not compared with the float64 answer for lower-precision "
            "arithmetic", "evaluate/trials.py", "Trials._checks_precision", None, "False",
            ("exploits_runtime/r08_fp16_intermediates.py",), (CONTROL,)),
-    Mutant("native-thread-unchecked", "OS threads the candidate started outside Python's threading are not counted",
+    Mutant("native-thread-unchecked",
+           "OS threads the candidate started outside Python's threading are not counted",
            "sandbox/native_threads.py", "NativeThreads.stray", None, "[]",
            ("exploits_runtime/r06_native_thread.py",), ("exploits_runtime/r02_background_thread.py",)),
     Mutant("python-ops-closed", "an operator the candidate defined in Python (triton_op, custom_op) runs as "
@@ -177,16 +189,18 @@ MUTANTS = (
            "sandbox/runner.py", "watch_child",
            "if token_asked or (token_allowed is not None and not token_allowed()):", "if False:",
            ("exploits_sandbox/s01_forged_timing_token.py",), (CONTROL,)),
-    Mutant("event-order-unchecked", "messages out of the stub's order, or a second one of a kind, are accepted",
-           "sandbox/runner.py", "EventOrder.check", "last = self.seen[-1] if self.seen else None", "return None",
-           ("exploits_sandbox/s03_forged_report_out_of_order.py",), (CONTROL,)),
+    Mutant("event-order-unchecked",
+           "messages out of the stub's order, or a second one of a kind, are accepted",
+           "sandbox/runner.py", "EventOrder.check", "last = self.seen[-1] if self.seen else None",
+           "return None", ("exploits_sandbox/s03_forged_report_out_of_order.py",), (CONTROL,)),
     Mutant("share-without-checked-calls", "a kernel share is taken without the outputs of the calls it was "
            "measured on", "evaluate/trials.py", "Trials._on_census",
            "if event.get(\"fraction\") is not None and (not isinstance(checked, list) or not checked):",
            "if False:", ("exploits_sandbox/s02_forged_census_from_forward.py",), (CONTROL,)),
-    Mutant("reference-kept-in-sandbox", "the stub keeps the problem's Model past the candidate's import, unwatched",
-           "sandbox/problem_data.py", "_draw", "reference=reference), watched", "reference=(module.Model, [])), []",
-           ("exploits_sandbox/p01_reference_hunt.py",), (CONTROL,)),
+    Mutant("reference-kept-in-sandbox",
+           "the stub keeps the problem's Model past the candidate's import, unwatched",
+           "sandbox/problem_data.py", "_draw", "reference=reference), watched",
+           "reference=(module.Model, [])), []", ("exploits_sandbox/p01_reference_hunt.py",), (CONTROL,)),
     Mutant("problem-file-visible", "the problem file stays readable at its path inside the sandbox",
            "sandbox/isolation.py", "hide_files", None, "True", ("exploits_sandbox/p01_reference_hunt.py",),
            (CONTROL,)),
@@ -207,7 +221,8 @@ MUTANTS = (
            "sandbox/handoff.py", "Handoff.outputs",
            "if self.hooks_asked or _GET_PROFILE() is not None or _GET_TRACE() is not None:", "if False:",
            ("exploits_runtime/r12_profile_hook_finishes_the_output.py",), (CONTROL,)),
-    Mutant("timed-mix-off", "the timed calls rotate through pristine variants instead of getting fresh inputs",
+    Mutant("timed-mix-off",
+           "the timed calls rotate through pristine variants instead of getting fresh inputs",
            "evaluate/run.py", "_sandbox",
            'timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True)', "timed_mix=False",
            ("exploits_runtime/r07_memo_by_sampled_key.py",), (CONTROL,)),

@@ -40,7 +40,8 @@ def record(name, result):
 @pytest.fixture(scope="module")
 def evaluator():
     """The module's GPU evaluator; tests that differ only in verdict settings bring theirs per call."""
-    with Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False, result_cache=False) as ev:
+    with Evaluator(device="cuda", run_timeout_s=60, memory_limit_gb=8, static_checks=False,
+                   result_cache=False) as ev:
         yield ev
 
 
@@ -144,8 +145,9 @@ def test_timing_modes_report_how_they_timed(evaluator, suite):
 
     relu = suite.get("level0/1_relu")
     timer = TimerSettings(warmup_ms=50, rse_target=0.005, max_ms=2000)
-    verdict = VerdictSettings(run_timeout_s=90, memory_limit_gb=8, static_checks=False, inductor_baseline=False,
-                              timer=timer, timing_mode="cuda-graph", paired_baseline=True)
+    verdict = VerdictSettings(run_timeout_s=90, memory_limit_gb=8, static_checks=False,
+                              inductor_baseline=False, timer=timer, timing_mode="cuda-graph",
+                              paired_baseline=True)
     result = evaluator.evaluate(relu, example("relu_triton.py"), verdict=verdict)
     record("relu_triton.py cuda-graph+adaptive+paired", result)
     assert result.status is Status.CORRECT, result.feedback
@@ -217,12 +219,13 @@ def test_large_correctness_outputs_come_back_in_the_judges_shared_buffer(tmp_pat
     path = tmp_path / "double.py"
     path.write_text("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
                     "    def forward(self, x):\n        return x * 2\n"
-                    "def get_inputs():\n    return [torch.randn(4096, 1024)]\ndef get_init_inputs():\n    return []\n")
+                    "def get_inputs():\n    return [torch.randn(4096, 1024)]\n"
+                    "def get_init_inputs():\n    return []\n")
     (tmp_path / "in").mkdir()
     judge = Judge("cuda")
     prepared = judge.prepare({"eval_id": "e", "problem_path": str(path), "problem_sha256": "d" * 64,
-                              "master_seed": 7, "min_trials": 3, "input_sets": [], "in_dir": str(tmp_path / "in"),
-                              "timing_variants": 0})
+                              "master_seed": 7, "min_trials": 3, "input_sets": [],
+                              "in_dir": str(tmp_path / "in"), "timing_variants": 0})
     trials = prepared["trials"]
     assert all(t["ipc"][0] == {"handle": t["ipc"][0]["handle"], "dtype": "float32", "shape": [4096, 1024]}
                for t in trials)  # 16 MiB: over cuda_ipc.MIN_BYTES
@@ -231,8 +234,9 @@ def test_large_correctness_outputs_come_back_in_the_judges_shared_buffer(tmp_pat
     meta = {**tensor_meta(judge.evals["e"]["refs"][0][0]), "ipc": True}
     request = {"eval_id": "e", "out_dir": str(tmp_path), "atol": 1e-5, "rtol": 1e-5, "outputs": [meta]}
     for index, factor in ((0, 2.0), (1, 3.0)):
-        done = subprocess.run([sys.executable, "-c", SHARED_BUFFER_WRITER, json.dumps(trials[index]), str(factor)],
-                              env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", SHARED_BUFFER_WRITER, json.dumps(trials[index]), str(factor)],
+            env=env, capture_output=True, text=True, timeout=120)
         assert json.loads(done.stdout.strip().splitlines()[-1]) == {"copied": True}, done.stderr[-2000:]
     assert judge.compare({**request, "trial": 0})["mismatch"] is None
     assert judge.compare({**request, "trial": 1})["mismatch"] is not None  # x * 3
@@ -242,8 +246,9 @@ def test_large_correctness_outputs_come_back_in_the_judges_shared_buffer(tmp_pat
 
 
 def test_the_judge_keeps_a_small_allocator_cache_after_a_release_and_returns_a_large_one(tmp_path):
-    """A released evaluation's device memory stays in the judge's allocator cache for the next ones while the cache
-    is at most CACHE_KEEP_BYTES (returning it every time held the judge up); above that it goes back to the device."""
+    """A released evaluation's device memory stays in the judge's allocator cache for the next ones while the
+    cache is at most CACHE_KEEP_BYTES (returning it every time held the judge up); above that it goes back to
+    the device."""
     import torch
 
     from kernelrl.sandbox.judge import CACHE_KEEP_BYTES, Judge
@@ -251,7 +256,8 @@ def test_the_judge_keeps_a_small_allocator_cache_after_a_release_and_returns_a_l
     path = tmp_path / "double.py"
     path.write_text("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
                     "    def forward(self, x):\n        return x * 2\n"
-                    "def get_inputs():\n    return [torch.randn(4096, 1024)]\ndef get_init_inputs():\n    return []\n")
+                    "def get_inputs():\n    return [torch.randn(4096, 1024)]\n"
+                    "def get_init_inputs():\n    return []\n")
     judge = Judge("cuda")
 
     def cached() -> int:
@@ -259,8 +265,9 @@ def test_the_judge_keeps_a_small_allocator_cache_after_a_release_and_returns_a_l
 
     for name in ("small", "large"):
         (tmp_path / name).mkdir()
-        judge.prepare({"eval_id": name, "problem_path": str(path), "problem_sha256": "d" * 64, "master_seed": 7,
-                       "min_trials": 3, "input_sets": [], "in_dir": str(tmp_path / name), "timing_variants": 0})
+        judge.prepare({"eval_id": name, "problem_path": str(path), "problem_sha256": "d" * 64,
+                       "master_seed": 7, "min_trials": 3, "input_sets": [], "in_dir": str(tmp_path / name),
+                       "timing_variants": 0})
         if name == "large":  # the judge's allocator ends up holding more than it may keep
             spare = torch.empty(CACHE_KEEP_BYTES + 2**26, dtype=torch.uint8, device="cuda")
             del spare
@@ -296,21 +303,23 @@ def test_baselines_are_timed_once_then_reused_from_the_cache(suite, tmp_path):
             result = ev.evaluate(problem, code)
         assert result.status is Status.CORRECT, result.feedback
         record("baseline_cache", result)
-        sources.append((result.timing.eager.source, result.timing.inductor.source, result.timing.eager.median_ms))
+        sources.append((result.timing.eager.source, result.timing.inductor.source,
+                        result.timing.eager.median_ms))
     assert sources[0][:2] == ("measured", "measured")
     assert sources[1][:2] == ("cache", "cache")
     assert sources[1][2] == sources[0][2]  # the stored number, not a re-timing
 
 
 def test_gpu_memory_admission_learns_from_the_first_evaluation(suite, tmp_path):
-    """The judge reports the device's free memory, the sandbox its allocator's peak and the judge its state for
-    the evaluation; after one evaluation the problem's charge is what it used (plus a context and a margin), not
-    the default, and a batch of its candidates never holds more than the budget."""
+    """The judge reports the device's free memory, the sandbox its allocator's peak and the judge its state
+    for the evaluation; after one evaluation the problem's charge is what it used (plus a context and a
+    margin), not the default, and a batch of its candidates never holds more than the budget."""
     from kernelrl.evaluate.slots import CUDA_CONTEXT_BYTES, GiB
 
     problem, code = suite.get("level1/1_row_softmax"), example("softmax_triton.py")
     # its own: a fresh GPU memory admission, and eight evaluations in flight
-    with Evaluator(device="cuda", cache_dir=tmp_path, result_cache=False, timing=False, max_concurrency=8) as ev:
+    with Evaluator(device="cuda", cache_dir=tmp_path, result_cache=False, timing=False,
+                   max_concurrency=8) as ev:
         first = ev.evaluate(problem, code)
         assert first.status is Status.CORRECT, first.feedback
         memory = ev._device_memory
@@ -320,7 +329,8 @@ def test_gpu_memory_admission_learns_from_the_first_evaluation(suite, tmp_path):
         assert ev.gpu_memory()["need_bytes"] == {problem.sha256: learned}  # what the bench reports
         # the audit's estimate for a first wave (timing off: one variant) against what was learned
         assert ev.audit(problem).timing_set_bytes == 2 * GiB  # 1 GiB in, 1 GiB out
-        print(f"first-wave estimate {ev._first_need(problem, ev.verdict) / GiB:.2f} GiB, learned {learned / GiB:.2f} GiB")
+        print(f"first-wave estimate {ev._first_need(problem, ev.verdict) / GiB:.2f} GiB, "
+              f"learned {learned / GiB:.2f} GiB")
         results = list(ev.evaluate_many([(problem, code + f"\n# variant {k}\n") for k in range(8)]))
         assert all(r.status is Status.CORRECT for r in results), [r.message for r in results]
         assert memory.slots.peak <= memory.budget_bytes and memory.slots.held == 0
@@ -330,7 +340,8 @@ def test_gpu_memory_admission_learns_from_the_first_evaluation(suite, tmp_path):
 
 def test_correctness_without_the_bench_inputs_still_times_on_them(suite, tmp_path):
     """bench_correctness=False (the trainer's --no-eval-bench-inputs): the correctness trials cover check and
-    sweeps only, an untimed evaluation needs far less GPU memory, and a timed one still times on the bench set."""
+    sweeps only, an untimed evaluation needs far less GPU memory, and a timed one still times on the bench
+    set."""
     problem, code = suite.get("level1/1_row_softmax"), example("softmax_triton.py")
     needs = {}
     # an evaluator per bench setting (its own): a problem's learned need only grows within one evaluator; the
@@ -338,7 +349,8 @@ def test_correctness_without_the_bench_inputs_still_times_on_them(suite, tmp_pat
     for bench, runs in ((True, (False,)), (False, (False, True))):
         with Evaluator(device="cuda", cache_dir=tmp_path / f"{bench}", result_cache=False) as ev:
             for timing in runs:
-                result = ev.evaluate(problem, code, verdict=VerdictSettings(bench_correctness=bench, timing=timing))
+                result = ev.evaluate(problem, code,
+                                     verdict=VerdictSettings(bench_correctness=bench, timing=timing))
                 record(f"softmax bench_correctness={bench} timing={timing}", result)
                 assert result.status is Status.CORRECT, result.feedback
                 assert ("bench" in result.correctness.input_sets) is bench, result.correctness.input_sets
@@ -352,8 +364,9 @@ def test_correctness_without_the_bench_inputs_still_times_on_them(suite, tmp_pat
 
 
 def test_bit_for_bit_comparison_on_a_gpu_allocates_at_most_a_chunk_more():
-    """`torch.equal` on a GPU builds a bool mask of every element compared: for a 1 GiB output that was the sandbox's
-    sixth GiB. `same_bytes` compares EQUAL_CHUNK_BYTES at a time, so its peak is the two tensors and one chunk's mask."""
+    """`torch.equal` on a GPU builds a bool mask of every element compared: for a 1 GiB output that was the
+    sandbox's sixth GiB. `same_bytes` compares EQUAL_CHUNK_BYTES at a time, so its peak is the two tensors and
+    one chunk's mask."""
     import torch
 
     from kernelrl.sandbox.tensor_files import EQUAL_CHUNK_BYTES, same_bytes
@@ -397,10 +410,10 @@ print(json.dumps({"rows": rows, "candidate_files": sum(len(f) for _, _, f in os.
 
 
 def test_the_stubs_mix_kernel_is_loaded_before_the_candidate_and_writes_the_judges_bytes(tmp_path):
-    """The timed-input mix's kernel (sandbox.warm_kernel.BlockMix), made as a standby makes it: compiled into the
-    harness's cache; afterwards, with the candidate's cache directory set, sizes of other divisibility compile
-    nothing there (no compile on the evaluation's clock, none a candidate could have planted), and every mix is
-    the judge's `where`, byte for byte."""
+    """The timed-input mix's kernel (sandbox.warm_kernel.BlockMix), made as a standby makes it: compiled into
+    the harness's cache; afterwards, with the candidate's cache directory set, sizes of other divisibility
+    compile nothing there (no compile on the evaluation's clock, none a candidate could have planted), and
+    every mix is the judge's `where`, byte for byte."""
     import subprocess
     import sys
 

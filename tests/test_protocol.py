@@ -22,8 +22,9 @@ META = {"dtype": "float32", "shape": [8, 4], "device": "cpu"}
 TRIAL_OUTPUT = {**META, "aliases_input": False, "reuses_buffer": False,
                 "changed_after_sync": True, "ipc": True}
 TIMED_OUTPUT = {**META, "device": "cuda", "sampled": 1 << 20, "sample_seed": 12345}
-PLANNED = {"index": 0, "set": "check", "inputs": [META], "args": [{"tensor": 0}, {"value": 3}, {"value": None}],
-           "timed_only": False, "draw": {"seed": 99, "on": "cpu", "probe": [["torch.float32", [8, 4], [1, 2]], "3"]},
+PLANNED = {"index": 0, "set": "check", "inputs": [META],
+           "args": [{"tensor": 0}, {"value": 3}, {"value": None}], "timed_only": False,
+           "draw": {"seed": 99, "on": "cpu", "probe": [["torch.float32", [8, 4], [1, 2]], "3"]},
            "ipc": [None, {"handle": "ab" * 64, "dtype": "float32", "shape": [8, 4]}], "share": False}
 PLANNED_FILES = {"index": 1, "set": "bench", "inputs": [META], "args": [{"tensor": 0}], "timed_only": True,
                  "share": True}
@@ -32,8 +33,8 @@ REQUEST = {
     **SETTINGS, "problem_path": "/p/problem.py", "candidate_path": "/w/candidate.py", "in_dir": "/w/in",
     "out_dir": "/w/out", "trials": [PLANNED, PLANNED_FILES], "timing_set": "bench", "timing": True,
     "timer": {"warmup_ms": 50.0, "target_ms": 100.0, "rse_target": None}, "timing_mode": "events",
-    "paired_baseline": False, "kernel_share": True, "timed_mix": True, "memory_limit_bytes": 16 << 30, "readonly_fs": True,
-    "writable_paths": ["/w", "/cache/triton/abc"],
+    "paired_baseline": False, "kernel_share": True, "timed_mix": True, "memory_limit_bytes": 16 << 30,
+    "readonly_fs": True, "writable_paths": ["/w", "/cache/triton/abc"],
 }
 
 # one sample per event kind, as the child (and the runner, for timing_granted) sends it today
@@ -45,7 +46,8 @@ EVENTS = {
               "marks": {"stub": 0.0, "imports": 1.25, "ready": 1.5}},
     "imported": {"event": "imported", "marks": {"start": 0.0, "problem": 0.01, "inputs": 0.02}},
     "initialized": {"event": "initialized"},
-    "inputs_unavailable": {"event": "inputs_unavailable", "detail": "the inputs differ from the judge's: ..."},
+    "inputs_unavailable": {"event": "inputs_unavailable",
+                           "detail": "the inputs differ from the judge's: ..."},
     "trial": {"event": "trial", "index": 0, "outputs": [TRIAL_OUTPUT, META], "launches": 2, "threads": [],
               "changed_inputs": [1]},
     "census": {"event": "census", "fraction": 0.93, "total_us": 41.0, "mine_us": 38.0, "other_us": 3.0,
@@ -54,12 +56,13 @@ EVENTS = {
     "timing_token": {"event": "timing_token"},
     "timing_granted": {"event": "timing_granted"},
     "timing": {"event": "timing", "times_ms": [0.02, 0.021], "wall_ms": [0.03, 0.03], "warmup": {"reps": 3},
-               "method": "cuda-events", "mode": "events", "stopped": "count", "rse": 0.01, "host_ms": {"reps": 1.0},
-               "cover_us": {"prefix": 10.0}, "paired_reference": {"times_ms": [0.03]},
+               "method": "cuda-events", "mode": "events", "stopped": "count", "rse": 0.01,
+               "host_ms": {"reps": 1.0}, "cover_us": {"prefix": 10.0},
+               "paired_reference": {"times_ms": [0.03]},
                "checked": [{"rep": 4, "trial": 1, "outputs": [TIMED_OUTPUT]}], "calls": 12, "launches": 12,
                "threads": ["140000"], "marks": {"timed": 0.5, "checks": 0.01}},
-    "error": {"event": "error", "stage": "correctness", "exc_type": "builtins.RuntimeError", "message": "boom",
-              "traceback": "Traceback ...\nRuntimeError: boom\n"},
+    "error": {"event": "error", "stage": "correctness", "exc_type": "builtins.RuntimeError",
+              "message": "boom", "traceback": "Traceback ...\nRuntimeError: boom\n"},
     "exit": {"event": "exit", "stage": "init", "code": "3"},
     "done": {"event": "done", "gpu_peak_bytes": 3 << 30},
     "terminated": {"event": "terminated", "signal": 9},
@@ -68,10 +71,11 @@ EVENTS = {
 # one request per judge op, as the verdict process sends it today
 JUDGE_REQUESTS = {
     "prepare": {"op": "prepare", "eval_id": "e1", "problem_path": "/p.py", "problem_sha256": "a" * 64,
-                "master_seed": 2**61 + 5, "min_trials": 3, "input_sets": [], "bench_correctness": False, "in_dir": "/w/in", "timing_variants": 4,
-                "timed_mix": False, "share_trials": 4},
-    "compare": {"op": "compare", "eval_id": "e1", "trial": 0, "out_dir": "/w/out", "outputs": [META, {**META, "ipc": True}],
-                "atol": 1e-5, "rtol": 1e-5, "prefix": None, "changed_inputs": [0]},
+                "master_seed": 2**61 + 5, "min_trials": 3, "input_sets": [], "bench_correctness": False,
+                "in_dir": "/w/in", "timing_variants": 4, "timed_mix": False, "share_trials": 4},
+    "compare": {"op": "compare", "eval_id": "e1", "trial": 0, "out_dir": "/w/out",
+                "outputs": [META, {**META, "ipc": True}], "atol": 1e-5, "rtol": 1e-5, "prefix": None,
+                "changed_inputs": [0]},
     "release": {"op": "release", "eval_id": "e1"},
     "baselines": {"op": "baselines", "problem_path": "/p.py", "problem_sha256": "a" * 64, "seed": 7,
                   "timer": {"warmup_ms": 50.0}, "mode": "cuda-graph", "inductor": True, "fresh": False},
@@ -86,12 +90,15 @@ JUDGE_REPLIES = {
     "prepare": {"ok": True, "timing_flops": None, "trials": [PLANNED, PLANNED_FILES], "sets": ["check"],
                 "timing_set": "bench", "seeds_sha256": "b" * 64, "output_dtypes": ["float32"],
                 "input_dtypes": ["float32"], "outputs": [META], "device_bytes": 1 << 28, "timed_mix": True},
-    "compare": {"ok": True, "mismatch": {"reason": "values", "output_index": 0, "detail": "max abs diff 1.0"}},
+    "compare": {"ok": True,
+                "mismatch": {"reason": "values", "output_index": 0, "detail": "max abs diff 1.0"}},
     "release": {"ok": True},
-    "baselines": {"ok": True, "eager": {"times_ms": [1.0]}, "inductor": {"times_ms": [0.9]}, "inductor_compile_s": 3.5},
+    "baselines": {"ok": True, "eager": {"times_ms": [1.0]}, "inductor": {"times_ms": [0.9]},
+                  "inductor_compile_s": 3.5},
     "bandwidth": {"ok": True, "bytes_per_s": 3.1e12},
     "peak_flops": {"ok": True, "flops_per_s": None},
-    "audit": {"ok": True, "flags": [{"flag": "launch_bound", "input_set": "bench", "detail": "eager takes 20 us"}],
+    "audit": {"ok": True,
+              "flags": [{"flag": "launch_bound", "input_set": "bench", "detail": "eager takes 20 us"}],
               "eager_ms": {"bench": 0.02}, "timing_set_bytes": 2048},
 }
 
@@ -123,7 +130,8 @@ def test_typed_fields_of_events():
     census = parse_event(EVENTS["census"])
     assert (census.fraction, census.method, census.details["gate_ms"]) == (0.93, "events", 5.0)
     assert census.checked[0].trial == 4 and "checked" not in census.details  # the measured call's outputs
-    assert parse_event({"event": "terminated", "exit_code": 0}).to_dict() == {"event": "terminated", "exit_code": 0}
+    assert (parse_event({"event": "terminated", "exit_code": 0}).to_dict()
+            == {"event": "terminated", "exit_code": 0})
     # built in Python as the child builds them
     assert p.TerminatedEvent(signal=9).to_dict() == EVENTS["terminated"]
     assert p.TimingEvent(timer={"times_ms": [1.0]}, checked=[], calls=1, launches=1, threads=[], marks={}
@@ -179,12 +187,14 @@ def test_every_judge_op_and_reply_round_trips():
     ({"index": 0}, "'event' string"),
     ({"event": 3}, "'event' string"),
     ({"event": "launch_missiles"}, "unknown event kind 'launch_missiles'"),
-    ({"event": "trial", "index": 0, "outputs": [], "launches": 1, "threads": []}, "missing key 'changed_inputs'"),
+    ({"event": "trial", "index": 0, "outputs": [], "launches": 1, "threads": []},
+     "missing key 'changed_inputs'"),
     ({**EVENTS["trial"], "index": True}, "trial event.index: expected an integer, got bool"),
     ({**EVENTS["trial"], "index": "0"}, "expected an integer, got str"),
     ({**EVENTS["trial"], "launches": 1.0}, "expected an integer, got float"),
     ({**EVENTS["trial"], "outputs": {"dtype": "float32"}}, "expected a list"),
-    ({**EVENTS["trial"], "outputs": [{**META, "shape": [8, True]}]}, "outputs[0].shape[1]: expected an integer"),
+    ({**EVENTS["trial"], "outputs": [{**META, "shape": [8, True]}]},
+     "outputs[0].shape[1]: expected an integer"),
     ({**EVENTS["trial"], "outputs": [{**META, "ipc": 1}]}, "expected true or false, got int"),
     ({**EVENTS["trial"], "outputs": [{**META, "extra": 1}]}, "unknown key(s) 'extra'"),
     ({**EVENTS["trial"], "verdict": "correct"}, "unknown key(s) 'verdict'"),
@@ -209,10 +219,12 @@ def test_event_parsing_bounds_what_the_sandbox_sends():
     assert parse_event({"event": "inputs_unavailable", "detail": "x" * 5000}).detail == "x" * 500
     error = parse_event({**EVENTS["error"], "message": "m" * 9000, "traceback": "a" * 5000 + "b" * 5000,
                          "exc_type": "T" * 900})
-    assert error.message == "m" * 2000 and error.traceback == "a" * 1000 + "b" * 5000 and len(error.exc_type) == 200
+    assert (error.message == "m" * 2000 and error.traceback == "a" * 1000 + "b" * 5000
+            and len(error.exc_type) == 200)
     assert parse_event({**EVENTS["exit"], "code": "9" * 999}).code == "9" * 200
     assert parse_event({**EVENTS["ready"], "isolation": ["n" * 100]}).isolation == ["n" * 32]
-    assert parse_event({**EVENTS["trial"], "changed_inputs": list(range(1000))}).changed_inputs == list(range(64))
+    assert (parse_event({**EVENTS["trial"], "changed_inputs": list(range(1000))}).changed_inputs
+            == list(range(64)))
     timing = parse_event({**EVENTS["timing"], "checked": EVENTS["timing"]["checked"] * 40})
     assert len(timing.checked) == 16
     # strings stay strings: nothing in a message is ever evaluated
@@ -321,15 +333,18 @@ def test_judge_serves_typed_ops_and_answers_unknown_ones_with_an_error(judge, tm
     assert type(prepared) is j.PrepareReply and len(prepared.trials) == 2
     assert prepared.trials[0].draw is not None and prepared.trials[0].args == [{"tensor": 0}]
     # the untyped request still works, and its reply is the same wire dict
-    again = judge.request("prepare", eval_id="u", problem_path=str(problem), problem_sha256="c" * 64, master_seed=7,
-                          min_trials=2, input_sets=[], in_dir=str(tmp_path / "in"), timing_variants=0)
+    again = judge.request("prepare", eval_id="u", problem_path=str(problem), problem_sha256="c" * 64,
+                          master_seed=7, min_trials=2, input_sets=[], in_dir=str(tmp_path / "in"),
+                          timing_variants=0)
     assert j.PrepareReply.from_dict(again).trials == prepared.trials
     assert judge.call(j.ReleaseRequest(eval_id="t")) == j.ReleaseReply()
     assert judge.call(j.ReleaseRequest(eval_id="u")) == j.ReleaseReply()
 
 
-def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PROBLEM, **fields) -> list[dict]:
-    """The real stub (a fresh process, no PID namespace) on a request built from the judge's plan; its events."""
+def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PROBLEM,
+               **fields) -> list[dict]:
+    """The real stub (a fresh process, no PID namespace) on a request built from the judge's plan; its
+    events."""
     from kernelrl.sandbox.judge_client import python_env
     from kernelrl.sandbox.runner import spawn_child, watch_child
 
@@ -348,18 +363,22 @@ def _run_child(tmp_path, judge, body: str, standby: bool, problem_code: str = PR
     request = p.SandboxRequest.create(settings, **{
         "problem_path": str(problem), "candidate_path": str(candidate), "in_dir": str(tmp_path / "in"),
         "out_dir": str(tmp_path / "out"), "trials": prepared.trials, "timing_set": prepared.timing_set,
-        "timing": False, "timer": {}, "timing_mode": "events", "paired_baseline": False, "kernel_share": False,
-        # as the evaluator does: the timed calls mix where the judge planned for it (else it planned share trials)
+        "timing": False, "timer": {}, "timing_mode": "events", "paired_baseline": False,
+        "kernel_share": False,
+        # as the evaluator does: the timed calls mix where the judge planned for it (else it planned
+        # share trials)
         "timed_mix": prepared.timed_mix, "memory_limit_bytes": 0, "readonly_fs": False,
         "writable_paths": [str(tmp_path)], **fields})
     first = p.StandbyRequest(**settings.to_dict()) if standby else request
     (tmp_path / "request.json").write_text(first.to_json())
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": python_env()["PYTHONPATH"], "HOME": str(tmp_path / "home"),
-           "TMPDIR": str(tmp_path / "home"), **({} if gpu else {"TRITON_INTERPRET": "1"})}
-    child = spawn_child([sys.executable, "-m", "kernelrl.sandbox.child", str(tmp_path / "request.json")], env=env,
-                        cwd=str(tmp_path / "home"))
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": python_env()["PYTHONPATH"],
+           "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "home"),
+           **({} if gpu else {"TRITON_INTERPRET": "1"})}
+    child = spawn_child([sys.executable, "-m", "kernelrl.sandbox.child", str(tmp_path / "request.json")],
+                        env=env, cwd=str(tmp_path / "home"))
     if standby:
-        child.send((p.StandbyAssignment(request=request, env={"KERNELRL_TEST": "1"}).to_json() + "\n").encode())
+        child.send((p.StandbyAssignment(request=request, env={"KERNELRL_TEST": "1"}).to_json()
+                    + "\n").encode())
     events: list[dict] = []
     outcome = watch_child(child, timeouts={"start": 120, "import": 60, "run": 60}, memory_limit_bytes=0,
                           log_limit_bytes=1 << 16, on_event=lambda e: events.append(e) or True)
@@ -384,7 +403,8 @@ def test_the_real_child_reads_its_typed_request_and_sends_typed_events(tmp_path,
         assert trial.outputs[0].aliases_input is False
     else:
         error = parse_event(events[-1])
-        assert (error.stage, error.exc_type, error.message) == ("correctness", "builtins.RuntimeError", "boom")
+        assert ((error.stage, error.exc_type, error.message)
+                == ("correctness", "builtins.RuntimeError", "boom"))
 
 
 @pytest.mark.parametrize("kinds", [
@@ -436,14 +456,15 @@ BIG_PROBLEM = PROBLEM.replace("torch.randn(16, 8)", "torch.randn(4096, 1024)")
 
 @pytest.mark.gpu
 def test_the_real_child_times_on_a_gpu_through_typed_events(tmp_path):
-    """The GPU-only events and fields: shared-buffer outputs, the census, the timing report with sampled checks
-    and the paired reference, every one exactly its dataclass's wire form."""
+    """The GPU-only events and fields: shared-buffer outputs, the census, the timing report with sampled
+    checks and the paired reference, every one exactly its dataclass's wire form."""
     from kernelrl.sandbox.judge_client import JudgeClient
 
     judge = JudgeClient("cuda", timeout_s=300)
     try:
-        events = _run_child(tmp_path, judge, "return x * 2", False, BIG_PROBLEM, timing=True, kernel_share=True,
-                            paired_baseline=True, timer={"warmup_ms": 5.0, "target_ms": 20.0})
+        events = _run_child(tmp_path, judge, "return x * 2", False, BIG_PROBLEM, timing=True,
+                            kernel_share=True, paired_baseline=True,
+                            timer={"warmup_ms": 5.0, "target_ms": 20.0})
     finally:
         judge.close()
     kinds = [e["event"] for e in events]

@@ -24,7 +24,8 @@ def test_census_matches_only_the_candidates_own_kernel_names():
     # a candidate kernel named like one of PyTorch's does not claim PyTorch's (namespaced) kernels
     census.cuda_kernels.add("elementwise_kernel")
     assert not census.is_candidate_kernel(
-        "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<>(at::TensorIteratorBase&)>(int)")
+        "void at::native::elementwise_kernel<128, 4, "
+        "at::native::gpu_kernel_impl_nocast<>(at::TensorIteratorBase&)>(int)")
     assert not census.is_candidate_kernel("_ZN2at6native18elementwise_kernelILi128ELi4EEEviT1_")
 
 
@@ -66,7 +67,8 @@ def test_census_brackets_the_candidates_launches_for_a_tracer():
 
     built = SimpleNamespace(relu_launch=relu_launch)
     census = LaunchCensus("kernelrl_candidate")
-    module = census._wrap_loader(lambda *args, **kwargs: built)("ext", "", "__global__ void relu_kernel(float* x) {}")
+    module = census._wrap_loader(lambda *args, **kwargs: built)(
+        "ext", "", "__global__ void relu_kernel(float* x) {}")
     module.relu_launch(1)  # no tracer: counted only
     census.tracer = Tracer()
     module.relu_launch(2)
@@ -77,7 +79,8 @@ def test_census_brackets_the_candidates_launches_for_a_tracer():
 @pytest.mark.slow  # builds a C++ extension
 def test_aten_calls_inside_a_cpp_extension_are_seen_nested_in_its_span(tmp_path):
     """A load_inline function that calls ATen (torch::mm) must not have that time counted as the candidate's:
-    the dispatch mode sees the calls made from C++, opened inside the extension's own span. Real build (~25 s)."""
+    the dispatch mode sees the calls made from C++, opened inside the extension's own span. Real build
+    (~25 s)."""
 
     from torch.utils.cpp_extension import load_inline
 

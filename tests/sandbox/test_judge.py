@@ -37,8 +37,8 @@ def test_judge_lets_the_sandbox_redraw_reproducible_inputs_and_sends_files_other
 
 def test_judge_refuses_shared_buffer_claims_it_never_offered(tmp_path):
     """A forged report (candidate code can write to the protocol pipe) that says an output sits in a shared
-    buffer: none was offered (CPU: no CUDA IPC), and timed calls never use one, so the judge refuses rather than
-    comparing a buffer that holds an earlier, honest answer."""
+    buffer: none was offered (CPU: no CUDA IPC), and timed calls never use one, so the judge refuses rather
+    than comparing a buffer that holds an earlier, honest answer."""
     from kernelrl.sandbox.judge import Judge
     from kernelrl.sandbox.tensorio import tensor_meta
 
@@ -46,13 +46,14 @@ def test_judge_refuses_shared_buffer_claims_it_never_offered(tmp_path):
     path = tmp_path / "double.py"
     path.write_text("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
                     "    def forward(self, x):\n        return x * 2\n"
-                    "def get_inputs():\n    return [torch.randn(16, 8)]\ndef get_init_inputs():\n    return []\n")
+                    "def get_inputs():\n    return [torch.randn(16, 8)]\n"
+                    "def get_init_inputs():\n    return []\n")
     (tmp_path / "in").mkdir()
     out = tmp_path / "out"
     out.mkdir()
     prepared = judge.prepare({"eval_id": "e", "problem_path": str(path), "problem_sha256": "d" * 64,
-                              "master_seed": 7, "min_trials": 1, "input_sets": [], "in_dir": str(tmp_path / "in"),
-                              "timing_variants": 0})
+                              "master_seed": 7, "min_trials": 1, "input_sets": [],
+                              "in_dir": str(tmp_path / "in"), "timing_variants": 0})
     assert "ipc" not in prepared["trials"][0]  # offers exist on a GPU only
     torch.manual_seed(prepared["trials"][0]["draw"]["seed"])
     answer = torch.randn(16, 8) * 2

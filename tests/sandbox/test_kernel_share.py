@@ -7,7 +7,8 @@ import torch
 
 
 class SpanRecorder:
-    """A stand-in for the kernel share's tracer: records the (kind, name) of each interval it is asked to open."""
+    """A stand-in for the kernel share's tracer: records the (kind, name) of each interval it is asked to
+    open."""
 
     def __init__(self):
         self.opened = []
@@ -55,10 +56,12 @@ def test_kernel_share_times_ops_that_launch_work_and_skips_views_and_allocations
 
 def test_kernel_share_leaves_same_dtype_layout_copies_out_of_the_share():
     """h17 (an honest relu between x.t().contiguous() and yt.t().contiguous()) was rejected on an H100 at 22%:
-    the two strided copies took most of forward's GPU time. A same-dtype layout copy computes nothing: neutral."""
+    the two strided copies took most of forward's GPU time. A same-dtype layout copy computes nothing:
+    neutral."""
     from kernelrl.sandbox.kernel_share import Span, share_of
 
-    h17 = [Span("layout", "clone", ms=1.75), Span("mine", "relu_kernel", ms=1.0), Span("layout", "clone", ms=1.75)]
+    h17 = [Span("layout", "clone", ms=1.75), Span("mine", "relu_kernel", ms=1.0),
+           Span("layout", "clone", ms=1.75)]
     share = share_of(h17, forward_ms=4.5)
     assert share["fraction"] == pytest.approx(1.0) and share["fraction"] >= 0.5
     assert share["layout_us"] == pytest.approx(3500.0) and share["total_us"] == pytest.approx(1000.0)
@@ -106,5 +109,5 @@ def test_kernel_share_classifies_copies_by_whether_they_keep_the_dtype():
         torch.empty(4, 4, dtype=torch.float64).copy_(x)
         torch.empty(4, 4).copy_(x.t())
         x.clone().add_(1)
-    assert kinds.opened == [("layout", "clone"), ("other", "_to_copy"), ("other", "copy_"), ("layout", "copy_"),
-                            ("layout", "clone"), ("other", "add_")]
+    assert kinds.opened == [("layout", "clone"), ("other", "_to_copy"), ("other", "copy_"),
+                            ("layout", "copy_"), ("layout", "clone"), ("other", "add_")]

@@ -32,7 +32,8 @@ def test_runner_reads_protocol_and_ignores_exit_code():
 
 
 def test_runner_memory_watchdog_kills_a_hog():
-    code = "import time\nchunks = []\nwhile True:\n    chunks.append(bytearray(50 << 20))\n    time.sleep(0.01)\n"
+    code = ("import time\nchunks = []\nwhile True:\n    chunks.append(bytearray(50 << 20))\n"
+            "    time.sleep(0.01)\n")
     outcome, _ = _run(code, mem=300 << 20)
     assert outcome.memory_exceeded_bytes > 300 << 20 and outcome.returncode < 0
 

@@ -49,8 +49,8 @@ def test_tensor_files_round_trip_with_and_without_a_host_stage(tmp_path):
 
 
 def test_same_bytes_compares_chunk_by_chunk_as_on_a_gpu():
-    """`same_bytes` in chunks (as on a GPU, where torch.equal builds a mask of all it compares): every chunk is
-    compared, the ragged last one too, bit for bit (a NaN payload and -0.0 differ)."""
+    """`same_bytes` in chunks (as on a GPU, where torch.equal builds a mask of all it compares): every chunk
+    is compared, the ragged last one too, bit for bit (a NaN payload and -0.0 differ)."""
     from kernelrl.sandbox.tensor_files import same_bytes
 
     a = torch.randn(37, 5)

@@ -1,10 +1,10 @@
 """Kernel launch census, installed by the sandbox stub before the candidate is imported.
 
 It counts launches of kernels the candidate itself defines: Triton `@triton.jit` functions whose module is the
-candidate's (compiled `JITFunction.run` on a GPU, `InterpretedFunction.run` under TRITON_INTERPRET=1), and calls
-into extensions the candidate builds with `torch.utils.cpp_extension.load_inline`/`load`. A kernel imported
-from a library does not count. The static rules forbid patching triton/torch attributes, so the candidate
-cannot take these hooks out again without being rejected first.
+candidate's (compiled `JITFunction.run` on a GPU, `InterpretedFunction.run` under TRITON_INTERPRET=1), and
+calls into extensions the candidate builds with `torch.utils.cpp_extension.load_inline`/`load`. A kernel
+imported from a library does not count. The static rules forbid patching triton/torch attributes, so the
+candidate cannot take these hooks out again without being rejected first.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ class LaunchCensus:
             # a body written in the candidate's file is compiled for a GPU first even when its __module__ was
             # reassigned to disown it (it is then not counted as the candidate's launch, but its body is the
             # candidate's code: unchecked, the interpreter would run numpy in it; corpus f04)
-            if interpreted and census.frontend is not None and not warmup and (mine or census.defined_by_candidate(fn)):
+            if (interpreted and census.frontend is not None and not warmup
+                    and (mine or census.defined_by_candidate(fn))):
                 census.frontend.check(self, args, kwargs)
             observer = census.observer
             if observer is not None and not warmup:
@@ -152,9 +153,9 @@ class LaunchCensus:
 
 def untimed_autotune() -> None:
     """CPU mode: the interpreter has no driver, and @triton.autotune times its configs through the driver's
-    benchmarker (RuntimeError: 0 active drivers). Without a GPU there is nothing to time: every config gets the same
-    time, without being run, so the first one (after the candidate's pruning) is the one launched. The candidate's
-    own `do_bench=` is not called either."""
+    benchmarker (RuntimeError: 0 active drivers). Without a GPU there is nothing to time: every config gets
+    the same time, without being run, so the first one (after the candidate's pruning) is the one launched.
+    The candidate's own `do_bench=` is not called either."""
     from triton.runtime.autotuner import Autotuner
 
     Autotuner.do_bench = staticmethod(lambda kernel_call, quantiles: [0.0] * len(quantiles))

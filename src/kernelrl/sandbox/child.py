@@ -3,8 +3,8 @@
 Order matters: confine the process while it is single-threaded, import torch, initialize the device,
 capture the timer's functions, and only then import the candidate. Everything after that import runs next
 to untrusted code, so this process only *reports* (outputs as raw tensor files, raw times, errors); the
-verdict is decided elsewhere. Messages go out as JSON lines on the protocol fd, each built from its dataclass in
-kernelrl.sandbox.protocol (which also reads the request).
+verdict is decided elsewhere. Messages go out as JSON lines on the protocol fd, each built from its dataclass
+in kernelrl.sandbox.protocol (which also reads the request).
 
 Usage: python -m kernelrl.sandbox.child REQUEST.json
 """
@@ -130,7 +130,8 @@ def run(request: SandboxRequest | StandbyRequest | dict, proto_fd: int, control_
     except HandoffRefused as exc:  # a result the harness could not read without running the candidate's code
         channel.send(_error_event(exc, HANDOFF_STAGE))
         os._exit(0)
-    except BaseException as exc:  # noqa: BLE001 - everything the candidate raises is reported, nothing escapes
+    except BaseException as exc:  # noqa: BLE001
+        # everything the candidate raises is reported, nothing escapes
         channel.send(_error_event(exc, stage))
         os._exit(0)
     sys.stdout.flush()  # before "done": the verdict process stops reading once it has that

@@ -2,11 +2,11 @@
 
 Large correctness outputs go from the sandbox to the judge this way instead of through files: the *judge*
 allocates one buffer per large reference output (its own `cuMemAlloc`, so the mapping exposes nothing else of
-the judge's memory), fills it with NaN bytes and hands the sandbox an IPC handle; the sandbox's stub copies the
-candidate's output in on the device and closes its mapping; the judge compares the buffer in place. A candidate
-that reaches a handle can only write into a buffer that holds its own answer; a stub that claims a copy it
-never made leaves NaNs, which fail the comparison. Any failure (no IPC on this system, out of memory) makes
-that output go through a file as before.
+the judge's memory), fills it with NaN bytes and hands the sandbox an IPC handle; the sandbox's stub copies
+the candidate's output in on the device and closes its mapping; the judge compares the buffer in place. A
+candidate that reaches a handle can only write into a buffer that holds its own answer; a stub that claims a
+copy it never made leaves NaNs, which fail the comparison. Any failure (no IPC on this system, out of memory)
+makes that output go through a file as before.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """CPU mode compiles what a GPU would: each candidate kernel the Triton interpreter is about to run is first
 lowered to Triton IR (TTIR) by Triton's own frontend for a CUDA target, so a kernel body that is not Triton
-(numpy, Python builtins over data, imports, calls into plain functions) fails as a `CompilationError`, as it would
-on a GPU, instead of running as plain Python in the interpreter. Only the frontend runs: no driver, no ptxas.
+(numpy, Python builtins over data, imports, calls into plain functions) fails as a `CompilationError`, as it
+would on a GPU, instead of running as plain Python in the interpreter. Only the frontend runs: no driver, no
+ptxas.
 
-The signature is derived from the launch's arguments the way Triton's JIT specializes them (tensors are pointers
-to their dtype, Python ints i32/i64, floats fp32, bools i1, constexpr parameters by value). Each (kernel,
-signature) is compiled once per sandbox. An argument a GPU launch refuses (a list, a dict, a string, an object)
-is refused here too; one it takes that this does not type (tuples, other pointer-likes, tensor descriptors)
-leaves the launch unchecked rather than rejecting an honest kernel.
+The signature is derived from the launch's arguments the way Triton's JIT specializes them (tensors are
+pointers to their dtype, Python ints i32/i64, floats fp32, bools i1, constexpr parameters by value). Each
+(kernel, signature) is compiled once per sandbox. An argument a GPU launch refuses (a list, a dict, a string,
+an object) is refused here too; one it takes that this does not type (tuples, other pointer-likes, tensor
+descriptors) leaves the launch unchecked rather than rejecting an honest kernel.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 
 _TORCH_TO_TRITON = {
     "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "i8", "int16": "i16",
-    "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1", "float8_e4m3fn": "fp8e4nv",
-    "float8_e5m2": "fp8e5",
+    "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "bool": "i1", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
 }
 
 
@@ -41,10 +42,10 @@ class GpuFrontend:
 
     @staticmethod
     def scope_device_calls() -> None:
-        """Triton's interpreter patches triton.language for a device-function call (a @triton.jit helper called
-        from a kernel) and never restores it (triton 3.9), which leaves the frontend seeing the interpreter's
-        stand-ins after a kernel has called a helper: restore the patches when the call returns, as a launch
-        does. Where the interpreter differs from the code below, it is left alone."""
+        """Triton's interpreter patches triton.language for a device-function call (a @triton.jit helper
+        called from a kernel) and never restores it (triton 3.9), which leaves the frontend seeing the
+        interpreter's stand-ins after a kernel has called a helper: restore the patches when the call returns,
+        as a launch does. Where the interpreter differs from the code below, it is left alone."""
         from triton.runtime import interpreter
 
         call = vars(interpreter.InterpretedFunction).get("__call__")
@@ -64,7 +65,8 @@ class GpuFrontend:
         interpreter.InterpretedFunction.__call__ = scoped_call
 
     def check(self, interpreted: Any, args: tuple, kwargs: dict) -> None:
-        """Raise Triton's CompilationError when the kernel would not compile for a GPU with these arguments."""
+        """Raise Triton's CompilationError when the kernel would not compile for a GPU with these
+        arguments."""
         from triton._C.libtriton import ir
         from triton.compiler import ASTSource
 
@@ -148,9 +150,11 @@ class GpuFrontend:
                 signature[name] = "i32" if -2**31 <= value < 2**31 else "i64"
             elif isinstance(value, float):
                 signature[name] = "fp32"
-            elif isinstance(value, tuple) or hasattr(value, "data_ptr") or "Descriptor" in type(value).__name__:
+            elif (isinstance(value, tuple) or hasattr(value, "data_ptr")
+                  or "Descriptor" in type(value).__name__):
                 raise _Untypable(name)  # a GPU launch takes these (tuples, pointer-likes, tensor descriptors)
             else:  # a GPU launch refuses it; the interpreter would hand it to the body as a Python object
-                raise TypeError(f"kernel argument {name!r} is a {type(value).__name__}, which a Triton kernel "
-                                "does not take on a GPU (tensors, ints, floats, bools, None and constexprs)")
+                raise TypeError(f"kernel argument {name!r} is a {type(value).__name__}, which a Triton "
+                                "kernel does not take on a GPU (tensors, ints, floats, bools, None and "
+                                "constexprs)")
         return signature, constexprs

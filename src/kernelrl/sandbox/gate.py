@@ -1,7 +1,7 @@
 """A device's timing gate (verdict process, stdlib only): one timed run at a time, and nothing else on the
 device meanwhile. While a holder times, every other registered sandbox's process group is stopped (SIGSTOP;
-GPU work already queued drains, nothing new is launched) and resumed (SIGCONT) once the holder's timed calls are
-over (`resume_others`, while the judge still compares them) or at release; the time a sandbox
+GPU work already queued drains, nothing new is launched) and resumed (SIGCONT) once the holder's timed calls
+are over (`resume_others`, while the judge still compares them) or at release; the time a sandbox
 spends stopped is reported by `paused`, so the runner does not count it against its deadlines. Locks in
 `hold_also` (the judge client's) are held for the same span, so judge work waits too.
 
@@ -76,9 +76,9 @@ class DeviceGate:
                     self._stop(pgid)
 
     def resume_others(self) -> None:
-        """The holder's timed calls are over: the stopped sandboxes go on while it finishes (the judge compares its
-        checked timed calls), but the device stays held, and so do the `hold_also` locks: no other run times and
-        no other judge work starts until `release`."""
+        """The holder's timed calls are over: the stopped sandboxes go on while it finishes (the judge
+        compares its checked timed calls), but the device stays held, and so do the `hold_also` locks: no
+        other run times and no other judge work starts until `release`."""
         with self._state:
             now = time.monotonic()
             for pgid, entry in self._groups.items():

@@ -83,9 +83,9 @@ def set_limit(which: int, value: int) -> bool:
 
 def readonly_filesystem(writable: list[str]) -> bool:
     """Make every mount read-only for this process's mount namespace except the `writable` directories
-    (each bind-mounted onto itself first). Needs CAP_SYS_ADMIN in a private mount namespace (the PID-namespace wrapper gives one);
-    returns False, changing nothing further, when that is not available. /proc, /sys and /dev stay as they are
-    (device nodes are writable on read-only mounts anyway)."""
+    (each bind-mounted onto itself first). Needs CAP_SYS_ADMIN in a private mount namespace (the PID-namespace
+    wrapper gives one); returns False, changing nothing further, when that is not available. /proc, /sys and
+    /dev stay as they are (device nodes are writable on read-only mounts anyway)."""
     libc = _libc()
     ms_rdonly, ms_remount, ms_bind, ms_rec, ms_private = 1, 32, 4096, 16384, 1 << 18
     if libc.mount(None, b"/", None, ms_rec | ms_private, None) != 0:  # never propagate to the host
@@ -138,12 +138,12 @@ def _closed_to(uid: int, directory: str) -> bool:
 
 
 def expose_to(uid: int, roots: list[str], writable: list[str]) -> bool:
-    """Make `roots` (the interpreter's import roots) and the `writable` directories reachable for `uid` where a
-    directory above them is closed to it (Python under /root/.pyenv with /root 0700): in this mount namespace a
-    tmpfs (0755, then read-only) covers each such directory and the needed subtrees are bound back at their own
-    paths, read-only except the writable ones; nothing else under the covered directory stays in view. After
-    `readonly_filesystem` and `hide_files` (private mounts; bound back with their submounts); needs
-    CAP_SYS_ADMIN. Raises OSError once a directory is covered and its subtrees cannot be bound back."""
+    """Make `roots` (the interpreter's import roots) and the `writable` directories reachable for `uid` where
+    a directory above them is closed to it (Python under /root/.pyenv with /root 0700): in this mount
+    namespace a tmpfs (0755, then read-only) covers each such directory and the needed subtrees are bound back
+    at their own paths, read-only except the writable ones; nothing else under the covered directory stays in
+    view. After `readonly_filesystem` and `hide_files` (private mounts; bound back with their submounts);
+    needs CAP_SYS_ADMIN. Raises OSError once a directory is covered and its subtrees cannot be bound back."""
     if os.geteuid() != 0 or uid <= 0:  # `switch_user` could not follow
         return False
     libc = _libc()
@@ -153,7 +153,8 @@ def expose_to(uid: int, roots: list[str], writable: list[str]) -> bool:
     handed = [os.path.realpath(p) for p in writable]  # `switch_user` gives these (and all under them) to uid
 
     def closed(directory: str) -> bool:
-        return not any(directory == h or directory.startswith(h + "/") for h in handed) and _closed_to(uid, directory)
+        return (not any(directory == h or directory.startswith(h + "/") for h in handed)
+                and _closed_to(uid, directory))
 
     covers: dict[str, list[str]] = {}
     for path in sorted(wanted):
@@ -163,7 +164,8 @@ def expose_to(uid: int, roots: list[str], writable: list[str]) -> bool:
             covers.setdefault(top, []).append(path)
     for top, paths in covers.items():
         # read-only roots inside another root come with it; writable ones are bound on top of it
-        keep = [p for p in paths if wanted[p] or not any(p.startswith(q + "/") and not wanted[q] for q in paths)]
+        keep = [p for p in paths
+                if wanted[p] or not any(p.startswith(q + "/") and not wanted[q] for q in paths)]
         # the subtrees, before they are covered
         held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep}
         umask = os.umask(0o022)  # the directories made on the tmpfs: 0755 on the way down
@@ -173,7 +175,8 @@ def expose_to(uid: int, roots: list[str], writable: list[str]) -> bool:
             for path in sorted(keep, key=len):
                 os.makedirs(path, mode=0o755, exist_ok=True)
                 target = path.encode()
-                if libc.mount(f"/proc/self/fd/{held[path]}".encode(), target, None, ms_bind | ms_rec, None) != 0:
+                if libc.mount(f"/proc/self/fd/{held[path]}".encode(), target, None,
+                              ms_bind | ms_rec, None) != 0:
                     raise OSError(ctypes.get_errno(), f"could not bind {path} back over the tmpfs on {top}")
                 if not wanted[path]:
                     libc.mount(None, target, None, ms_remount | ms_bind | ms_rdonly, None)
@@ -220,7 +223,8 @@ def drop_capabilities() -> bool:
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
     class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
 
     header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
     data = (Data * 2)()
@@ -264,17 +268,17 @@ def group_rss_bytes(pgid: int) -> int:
 # (asm/unistd_64.h, asm-generic/unistd.h); the kernel's io_uring and mount-API calls share their numbers.
 _DENIED_SYSCALLS = {
     "x86_64": (0xC000003E, {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "unshare": 272,
-                            "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "bpf": 321,
-                            "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
-                            "request_key": 249, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
-                            "finit_module": 313, "delete_module": 176, "open_by_handle_at": 304,
-                            "name_to_handle_at": 303}, 56),
+                            "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+                            "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250,
+                            "add_key": 248, "request_key": 249, "kexec_load": 246, "kexec_file_load": 320,
+                            "init_module": 175, "finit_module": 313, "delete_module": 176,
+                            "open_by_handle_at": 304, "name_to_handle_at": 303}, 56),
     "aarch64": (0xC00000B7, {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "unshare": 97,
-                             "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "bpf": 280,
-                             "perf_event_open": 241, "userfaultfd": 282, "keyctl": 219, "add_key": 217,
-                             "request_key": 218, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
-                             "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265,
-                             "name_to_handle_at": 264}, 220),
+                             "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
+                             "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "keyctl": 219,
+                             "add_key": 217, "request_key": 218, "kexec_load": 104, "kexec_file_load": 294,
+                             "init_module": 105, "finit_module": 273, "delete_module": 106,
+                             "open_by_handle_at": 265, "name_to_handle_at": 264}, 220),
 }
 _SHARED_DENIED = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
                   "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "mount_setattr": 442}
@@ -284,7 +288,8 @@ _EPERM, _ENOSYS = 1, 38
 
 
 def denied_syscalls() -> list[str]:
-    """The syscalls `seccomp_filter` refuses on this machine's architecture (plus clone into new namespaces)."""
+    """The syscalls `seccomp_filter` refuses on this machine's architecture (plus clone into new
+    namespaces)."""
     table = _DENIED_SYSCALLS.get(os.uname().machine)
     return sorted([*table[1], *_SHARED_DENIED, "clone3"]) if table else []
 
@@ -292,8 +297,8 @@ def denied_syscalls() -> list[str]:
 def seccomp_filter() -> bool:
     """Install a seccomp filter on this process and everything it starts: the syscalls of `denied_syscalls`,
     clone into a new namespace and the other architectures' ABIs (x32 included) fail with EPERM; the rest is
-    allowed. Needs no_new_privs. After CUDA start-up (a filter before it broke CUDA's, docs/design.md); the Triton
-    and CUDA-extension compilers it starts only fork and exec. False where it cannot be installed."""
+    allowed. Needs no_new_privs. After CUDA start-up (a filter before it broke CUDA's, docs/design.md); the
+    Triton and CUDA-extension compilers it starts only fork and exec. False where it cannot be installed."""
     table = _DENIED_SYSCALLS.get(os.uname().machine)
     if table is None:
         return False
@@ -311,7 +316,8 @@ def seccomp_filter() -> bool:
              (ret, 0, 0, allow)]
 
     class Instruction(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                    ("k", ctypes.c_uint32)]
 
     class Program(ctypes.Structure):
         _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Instruction))]

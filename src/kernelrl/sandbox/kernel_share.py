@@ -8,23 +8,25 @@ contains host time (a slow `grid` callable, Python between launches). Inside the
 - each PyTorch op (a dispatch mode, which also sees ATen calls made from inside a C++ extension: they go
   through the dispatcher too) by another pair: "other"; views and allocations launch nothing and are skipped;
 - except the op census's named layout copies (`opcensus.LAYOUT_COPIES`: `clone`/`contiguous`, `copy_`,
-  `_to_copy`, ...) that keep the dtype: "layout". They move bytes and compute nothing, and the op census allows
-  them (a transpose made contiguous around the kernel), so their time is neutral: out of the share's numerator
-  and out of its denominator. A copy that changes dtype (`.to(torch.float16)`, `copy_` across dtypes), or
-  resolves a negated or conjugated view, is compute done by PyTorch: "other", as the op census treats it;
+  `_to_copy`, ...) that keep the dtype: "layout". They move bytes and compute nothing, and the op census
+  allows them (a transpose made contiguous around the kernel), so their time is neutral: out of the share's
+  numerator and out of its denominator. A copy that changes dtype (`.to(torch.float16)`, `copy_` across
+  dtypes), or resolves a negated or conjugated view, is compute done by PyTorch: "other", as the op census
+  treats it;
 - constant fills likewise (`zero_`, `fill_` with a Python scalar, `zeros(_like)`, `full`, `arange`, ...):
   the op census allows them (an accumulator zeroed for atomics) and they compute nothing from the inputs; a
   split-row kernel that accumulates into `torch.zeros` spent about as long in the fill as in itself, and fell
   under the floor. `fill_` with a tensor value is a copy of a computed value: "other";
 - the whole forward by a pair on the stream, so work neither of those sees (a CUDA graph replay) still counts.
-Nested intervals count once, to the innermost (an extension calling ATen, a custom op launching a Triton kernel).
+Nested intervals count once, to the innermost (an extension calling ATen, a custom op launching a
+Triton kernel).
 Share = mine / max(whole forward - layout, mine + other).
 
 If the gate ended before the forward was fully enqueued (the forward synchronized, or enqueueing took longer
 than the gate), intervals may contain host time: `measure` returns None and the caller uses the profiler.
 Side streams (static rules reject them) are made to wait for the gate when first seen. The profiler fallback
-(`profiled_gpu_fraction`, only when the gate fails) sees kernels, not ops: it still counts layout copies against
-the candidate.
+(`profiled_gpu_fraction`, only when the gate fails) sees kernels, not ops: it still counts layout copies
+against the candidate.
 """
 
 from __future__ import annotations
@@ -51,11 +53,11 @@ _IS_NEG, _IS_CONJ = torch._C.TensorBase.is_neg, torch._C.TensorBase.is_conj
 
 
 def _span_kind(name: str, args, kwargs) -> str:
-    """"layout" for a named layout copy whose tensors (arguments, `out=`, nested lists) share one dtype and that
-    asks for no other (`_to_copy`'s `dtype`), else "other". These ops' results take their dtype from exactly
-    those (a copy's source or destination, `_to_copy`'s `dtype` or its input), so the inputs decide it before the
-    op runs, when its interval opens. A constant fill is neutral too ("layout"), `fill_` with a tensor value
-    not."""
+    """"layout" for a named layout copy whose tensors (arguments, `out=`, nested lists) share one dtype and
+    that asks for no other (`_to_copy`'s `dtype`), else "other". These ops' results take their dtype from
+    exactly those (a copy's source or destination, `_to_copy`'s `dtype` or its input), so the inputs decide it
+    before the op runs, when its interval opens. A constant fill is neutral too ("layout"), `fill_` with a
+    tensor value not."""
     if name in CONSTANT_FILL or name in ALLOCATION:
         return "other" if name == "fill_" and any(isinstance(v, _TENSOR) for v in args[1:]) else "layout"
     if name not in LAYOUT_COPIES:
@@ -194,8 +196,8 @@ class EventShare:
                 break
 
     def _calibrate(self) -> float:
-        """Spin-kernel cycles per millisecond on this GPU, kept within 0.2-5 GHz (a bogus reading must not turn
-        the gate into a minutes-long spin)."""
+        """Spin-kernel cycles per millisecond on this GPU, kept within 0.2-5 GHz (a bogus reading must not
+        turn the gate into a minutes-long spin)."""
         if self._cycles_per_ms is None:
             stream = self._current_stream()
             start, end = self._timed_event(), self._timed_event()

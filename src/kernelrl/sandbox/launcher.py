@@ -1,5 +1,5 @@
-"""Start candidate sandboxes: a standby started ahead of its candidate, a child forked from the warm zygote, or a
-fresh Python process, whichever works here, in that order of preference.
+"""Start candidate sandboxes: a standby started ahead of its candidate, a child forked from the warm zygote,
+or a fresh Python process, whichever works here, in that order of preference.
 
 The launcher is given everything it needs (`LaunchSettings`, the device gate, the device mode per call) and
 never reads an evaluator's state. Stdlib only, like the rest of the verdict process.
@@ -46,7 +46,8 @@ POOL_SETUP_FAILED = ("kernelrl zygote launcher failed", "kernelrl sandbox init f
 
 def new_workdir() -> Path:
     """A fresh evaluation directory (in memory where /dev/shm is writable): in/, out/ and the private home."""
-    workdir = Path(tempfile.mkdtemp(prefix="kernelrl-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+    workdir = Path(tempfile.mkdtemp(prefix="kernelrl-",
+                                    dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
     for name in ("in", "out", "home"):
         (workdir / name).mkdir()
     return workdir
@@ -77,8 +78,9 @@ class LaunchSettings:
 
 @dataclass
 class Standby:
-    """A sandbox started before its candidate: forked, confined and device-initialized up to the point where it
-    reads the candidate's part of the request from its control pipe. `key`: the settings it was started with."""
+    """A sandbox started before its candidate: forked, confined and device-initialized up to the point where
+    it reads the candidate's part of the request from its control pipe. `key`: the settings it was started
+    with."""
 
     child: SpawnedChild
     workdir: Path
@@ -96,7 +98,8 @@ class Standby:
 
 
 class SandboxLauncher:
-    """Starts and watches sandboxes for one device. Thread-safe: evaluations run on several threads at once."""
+    """Starts and watches sandboxes for one device. Thread-safe: evaluations run on several threads at
+    once."""
 
     def __init__(self, settings: LaunchSettings, gate: DeviceGate,
                  popen: Callable[..., subprocess.Popen] = subprocess.Popen) -> None:
@@ -117,9 +120,9 @@ class SandboxLauncher:
                                max_file_bytes=self.settings.max_file_bytes)
 
     def candidate_caches(self, code: str) -> dict[str, str]:
-        """This candidate's own compile caches. Triton's for this exact source: a re-evaluated identical candidate
-        (common in RL) compiles warm, and no candidate can poison another's cache. CUDA-extension builds: an
-        identical CUDA C++ source reuses its build (~0.02 s instead of ~65 s)."""
+        """This candidate's own compile caches. Triton's for this exact source: a re-evaluated identical
+        candidate (common in RL) compiles warm, and no candidate can poison another's cache. CUDA-extension
+        builds: an identical CUDA C++ source reuses its build (~0.02 s instead of ~65 s)."""
         caches = {"TRITON_CACHE_DIR": self.settings.cache_dir / "triton" / _sha(code)[:24],
                   "TORCH_EXTENSIONS_DIR": self.settings.cache_dir / "torch_extensions" / _sha(code)[:24]}
         for directory in caches.values():
@@ -169,8 +172,8 @@ class SandboxLauncher:
         return self.sandbox_settings(mode).to_json()
 
     def take_standby(self, mode: str) -> Standby | None:
-        """A waiting standby for this evaluation (started now if none waits), after starting replacements up to
-        `standby_sandboxes`; None without the warm pool."""
+        """A waiting standby for this evaluation (started now if none waits), after starting replacements up
+        to `standby_sandboxes`; None without the warm pool."""
         if self.settings.standby_sandboxes < 1 or not self.pool_enabled():
             return None
         key = self._standby_key(mode)
@@ -212,7 +215,8 @@ class SandboxLauncher:
         zygote = self.pool(mode)
         message = {"op": "fork", "env": env, "cwd": str(home), "request_path": str(request_path)}
         try:
-            child = spawn_child([], env=env, cwd=str(home), spawn=lambda *fds: zygote.spawn(message, list(fds)))
+            child = spawn_child([], env=env, cwd=str(home),
+                                spawn=lambda *fds: zygote.spawn(message, list(fds)))
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
@@ -234,8 +238,9 @@ class SandboxLauncher:
 
     # -- one sandbox -----------------------------------------------------------------------------------------
     def child_env(self, mode: str, workdir: Path) -> dict[str, str]:
-        """An allowlisted environment (no API keys) with a private HOME/TMPDIR and compile caches in `workdir`;
-        the caller points TRITON_CACHE_DIR and TORCH_EXTENSIONS_DIR at the candidate's own directories."""
+        """An allowlisted environment (no API keys) with a private HOME/TMPDIR and compile caches in
+        `workdir`; the caller points TRITON_CACHE_DIR and TORCH_EXTENSIONS_DIR at the candidate's own
+        directories."""
         env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST}
         env.update(self.settings.device_env)
         home = workdir / "home"
@@ -256,11 +261,12 @@ class SandboxLauncher:
             on_event: Callable[[dict], bool], token_allowed: Callable[[], bool],
             standby: Standby | None = None, cancelled: Callable[[], bool] | None = None,
             limits: dict | None = None) -> tuple[ChildOutcome, str]:
-        """Run the candidate's sandbox: a standby (started ahead, its assignment sent on its control pipe), else
-        forked from the zygote when the warm pool is on and works, else a fresh process. Returns the outcome and
-        which path ran ('zygote-standby', 'zygote' or 'fresh-process'). The request file is written before each
-        start: the stub deletes it once read (it holds the input seeds). `limits`: this candidate's
-        `compile_timeout_s`, `run_timeout_s` and `memory_limit_bytes` where they differ from the settings'."""
+        """Run the candidate's sandbox: a standby (started ahead, its assignment sent on its control pipe),
+        else forked from the zygote when the warm pool is on and works, else a fresh process. Returns the
+        outcome and which path ran ('zygote-standby', 'zygote' or 'fresh-process'). The request file is
+        written before each start: the stub deletes it once read (it holds the input seeds). `limits`: this
+        candidate's `compile_timeout_s`, `run_timeout_s` and `memory_limit_bytes` where they differ from the
+        settings'."""
         s = dataclasses.replace(self.settings, **(limits or {}))
         home = workdir / "home"
         child_env = {**self.child_env(mode, workdir), **caches}

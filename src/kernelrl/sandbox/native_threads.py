@@ -1,15 +1,15 @@
-"""Native threads the candidate started: OS threads of the sandbox process (/proc/self/task) that did not exist
-when the candidate was imported and are not Python threads (`sys._current_frames`). A thread started in C (a
-standard-library watchdog, a C extension, the CUDA driver API) is invisible to `threading` and to the stub's
-Python-thread check (`rt-thread-left-running`); one left running after forward could wait on the GPU and do work
-outside the timed region. The stub marks a baseline right before the candidate's import and reports the count
-after every trial and timed call (`rt-native-thread`).
+"""Native threads the candidate started: OS threads of the sandbox process (/proc/self/task) that did not
+exist when the candidate was imported and are not Python threads (`sys._current_frames`). A thread started in
+C (a standard-library watchdog, a C extension, the CUDA driver API) is invisible to `threading` and to the
+stub's Python-thread check (`rt-thread-left-running`); one left running after forward could wait on the GPU
+and do work outside the timed region. The stub marks a baseline right before the candidate's import and
+reports the count after every trial and timed call (`rt-native-thread`).
 
 Honest work must not add threads after the baseline, so the pools that start lazily are started first
-(`warm_pools`): torch's intra-op pool (OpenMP, full size) and numpy's BLAS pool (OpenBLAS; the Triton interpreter's
-`tl.dot` runs there), which a process forked from the zygote does not have yet. On a GPU the CUDA driver's threads
-come with the context (created before the baseline); the profiler's (CUPTI) come with the stub's own kernel-share
-fallback, which `absorb` takes into the baseline."""
+(`warm_pools`): torch's intra-op pool (OpenMP, full size) and numpy's BLAS pool (OpenBLAS; the Triton
+interpreter's `tl.dot` runs there), which a process forked from the zygote does not have yet. On a GPU the
+CUDA driver's threads come with the context (created before the baseline); the profiler's (CUPTI) come with
+the stub's own kernel-share fallback, which `absorb` takes into the baseline."""
 
 from __future__ import annotations
 

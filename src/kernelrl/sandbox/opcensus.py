@@ -45,17 +45,18 @@ from kernelrl.sandbox.op_registry import OpRegistry, carry_into_threads, qualifi
 
 # ATen overload packets by class; anything not named here is a disallowed op
 ALLOCATION = frozenset({
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
-    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "arange", "scalar_tensor", "lift_fresh",
-    "lift_fresh_copy", "resize_", "empty_permuted",
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "arange", "scalar_tensor",
+    "lift_fresh", "lift_fresh_copy", "resize_", "empty_permuted",
 })
 CONSTANT_FILL = frozenset({"zero_", "fill_"})  # fill_ with a Python scalar only (fill_.Tensor copies a value)
 VIEWS = frozenset({
     "view", "_unsafe_view", "_reshape_alias", "reshape", "as_strided", "as_strided_", "t", "transpose",
     "permute", "expand", "squeeze", "unsqueeze", "slice", "select", "narrow", "split", "split_with_sizes",
     "chunk", "unbind", "diagonal", "alias", "detach", "view_as", "view_as_real", "view_as_complex", "unfold",
-    "movedim", "expand_as", "flatten", "unflatten", "contiguous", "numpy_T", "matrix_H", "mT", "mH", "swapaxes",
-    "swapdims", "squeeze_", "unsqueeze_", "t_", "transpose_", "tensor_split", "hsplit", "vsplit", "dsplit",
+    "movedim", "expand_as", "flatten", "unflatten", "contiguous", "numpy_T", "matrix_H", "mT", "mH",
+    "swapaxes", "swapdims", "squeeze_", "unsqueeze_", "t_", "transpose_", "tensor_split", "hsplit", "vsplit",
+    "dsplit",
 })
 METADATA = frozenset({
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "size", "stride", "numel", "dim",
@@ -67,15 +68,16 @@ HOST_READS = frozenset({"_local_scalar_dense"})
 # what Triton's own frames may run inside a launch (interpreter argument moves, autotuner resets and restores,
 # the benchmark's L2 cache)
 LAUNCH_MACHINERY = frozenset({
-    "new_empty", "empty", "empty_strided", "set_", "copy_", "zero_", "clone", "fill_", "_to_copy", "_copy_from",
+    "new_empty", "empty", "empty_strided", "set_", "copy_", "zero_", "clone", "fill_", "_to_copy",
+    "_copy_from",
 })
 OP_CLASSES = {"allocation": ALLOCATION, "constant fill": CONSTANT_FILL, "view": VIEWS, "metadata": METADATA,
               "layout copy": LAYOUT_COPIES}
 
 # Python-level routes to a tensor's values that run no ATen op (or only a view): counted during forward
 # (iterating a tensor is not one: its rows are views, and what is done with them is seen op by op)
-TENSOR_HOST_ROUTES = ("tolist", "numpy", "__array__", "__dlpack__", "apply_", "map_", "map2_", "__reduce_ex__",
-                      "__repr__", "__format__")
+TENSOR_HOST_ROUTES = ("tolist", "numpy", "__array__", "__dlpack__", "apply_", "map_", "map2_",
+                      "__reduce_ex__", "__repr__", "__format__")
 STORAGE_HOST_ROUTES = ("tolist", "_write_file", "__reduce__", "_share_filename_cpu_", "_share_fd_cpu_",
                        "share_memory_", "__getitem__", "byteswap", "_byteswap")
 
@@ -83,12 +85,14 @@ STORAGE_HOST_ROUTES = ("tolist", "_write_file", "__reduce__", "_share_filename_c
 # each is tampering (torch calls some of them itself, e.g. to print a tensor: a call from torch's frames is
 # not counted)
 DISPATCH_ESCAPES = {
-    "torch._C": ("_DisableTorchDispatch", "_pop_torch_dispatch_stack", "_unset_dispatch_mode", "_set_dispatch_mode",
-                 "_ExcludeDispatchKeyGuard", "_IncludeDispatchKeyGuard", "_ForceDispatchKeyGuard",
-                 "_PreserveDispatchKeyGuard", "_DisablePythonDispatcher", "_RestorePythonTLSSnapshot",
-                 "_dispatch_tls_set_dispatch_key_excluded", "_dispatch_tls_set_dispatch_key_included",
-                 "_push_on_torch_dispatch_stack", "_AutoDispatchBelowAutograd", "_AutoDispatchBelowADInplaceOrView"),
-    "torch.utils._python_dispatch": ("_pop_mode", "_pop_mode_temporarily", "_disable_current_modes", "_push_mode"),
+    "torch._C": ("_DisableTorchDispatch", "_pop_torch_dispatch_stack", "_unset_dispatch_mode",
+                 "_set_dispatch_mode", "_ExcludeDispatchKeyGuard", "_IncludeDispatchKeyGuard",
+                 "_ForceDispatchKeyGuard", "_PreserveDispatchKeyGuard", "_DisablePythonDispatcher",
+                 "_RestorePythonTLSSnapshot", "_dispatch_tls_set_dispatch_key_excluded",
+                 "_dispatch_tls_set_dispatch_key_included", "_push_on_torch_dispatch_stack",
+                 "_AutoDispatchBelowAutograd", "_AutoDispatchBelowADInplaceOrView"),
+    "torch.utils._python_dispatch": ("_pop_mode", "_pop_mode_temporarily", "_disable_current_modes",
+                                     "_push_mode"),
     "torch._ops.OpOverload": ("redispatch",),
 }
 
@@ -108,8 +112,8 @@ def _storage_key(t) -> int:
 
 
 class OpCensus:
-    """One per sandbox: `install()` before the candidate is imported, then `call(fn, *args)` for every forward;
-    `report()` gives (and resets) what the calls since the last report did."""
+    """One per sandbox: `install()` before the candidate is imported, then `call(fn, *args)` for every
+    forward; `report()` gives (and resets) what the calls since the last report did."""
 
     def __init__(self, launches) -> None:
         import torch
@@ -169,8 +173,8 @@ class OpCensus:
                             # tensors over memory the host can read without a tensor method: numpy's, a
                             # buffer's, another library's (DLPack), a file's mapping
                             (torch, "from_numpy"), (torch, "frombuffer"), (torch, "from_dlpack"),
-                            (dlpack, "from_dlpack"), (torch, "from_file"), (torch.UntypedStorage, "from_file"),
-                            (torch.UntypedStorage, "from_buffer")):
+                            (dlpack, "from_dlpack"), (torch, "from_file"),
+                            (torch.UntypedStorage, "from_file"), (torch.UntypedStorage, "from_buffer")):
             original = getattr(owner, name, None)
             if original is not None:
                 setattr(owner, name, self._guard(name.strip("_"), original))
@@ -188,8 +192,8 @@ class OpCensus:
         self._install_file_guards()
 
     def _install_file_guards(self) -> None:
-        """Opening /proc/self/mem (any time after this, import included: a descriptor opened at import can be read
-        in forward) is a host read."""
+        """Opening /proc/self/mem (any time after this, import included: a descriptor opened at import can be
+        read in forward) is a host read."""
         import _io
         import builtins
         import io
@@ -288,7 +292,8 @@ class OpCensus:
     def _raw_memory(self, name: str, original):
         census = self
         # store(ptrs, value, mask), atomic_rmw(op, ptrs, value, mask, sem), atomic_cas(ptrs, cmp, value, sem)
-        pointer_arg, mask_arg = {"store": (0, 2), "atomic_rmw": (1, 3), "atomic_cas": (0, None)}.get(name, (0, None))
+        pointer_arg, mask_arg = {"store": (0, 2), "atomic_rmw": (1, 3),
+                                 "atomic_cas": (0, None)}.get(name, (0, None))
         writes = name != "load"
 
         def access(*args, **kwargs):
@@ -438,7 +443,8 @@ class OpCensus:
         writer = "allocation" if kind == _ALLOC else label
         # a same-dtype layout copy keeps its source's provenance
         if kind == _LAYOUT and label == self._label(func):
-            source = args[1] if func._schema.name.endswith("copy_") and len(args) > 1 else args[0] if args else None
+            source = (args[1] if func._schema.name.endswith("copy_") and len(args) > 1
+                      else args[0] if args else None)
             if isinstance(source, self._tensor_type) and self._writer.get(_storage_key(source)) == "kernel":
                 writer = "kernel"
         written = [args[i] for i in self._writes.get(func, ()) if i < len(args)]
@@ -579,7 +585,8 @@ class OpCensus:
         allowed = [func for func, kind in self._kinds.items() if kind != _OTHER]
         self.tampered += [f"{op}: its kernels were changed after the harness started"
                           for op in self._registry.replaced(allowed)]
-        found = {"ops": dict(self.ops.most_common(_MAX_NAMES)), "host": dict(self.host.most_common(_MAX_NAMES)),
+        found = {"ops": dict(self.ops.most_common(_MAX_NAMES)),
+                 "host": dict(self.host.most_common(_MAX_NAMES)),
                  "provenance": self.provenance[:8], "tampered": self.tampered[:8]}
         self._reset()
         return found if any(found.values()) else None

@@ -1,9 +1,10 @@
 """The thread that starts an evaluator's long-lived workers (the judge, the zygote) and lives as long as it.
 
 Linux delivers a child's parent-death signal (`prctl(PR_SET_PDEATHSIG)`, which the judge and the zygote set so
-that they never outlive their evaluator) when the *thread* that forked it exits, not its process. Workers started
-from a caller's short-lived thread (`asyncio.to_thread`, a server's request thread, a trainer's reward call) died
-with that thread and the next call paid their start again; started here, they live until the evaluator closes.
+that they never outlive their evaluator) when the *thread* that forked it exits, not its process. Workers
+started from a caller's short-lived thread (`asyncio.to_thread`, a server's request thread, a trainer's reward
+call) died with that thread and the next call paid their start again; started here, they live until the
+evaluator closes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The problem's part of the sandbox stub: everything the stub needs from the problem module (each trial's
 inputs, the constructor arguments per input set), taken before the candidate is imported, after which the
-module is gone from the process: out of `sys.modules`, held by nothing of the stub's, its functions and classes
-collected (checked through weak references), so candidate code finds no `Model`, `get_inputs` or module by any
-route (modules, subclasses, gc, frames). The file itself is hidden by the stub before then (`read_source`,
-`isolation.hide_files`). The one exception is paired-baseline timing (GPU, `paired_baseline`), which times the
-reference `Model` in this process: there the class is kept, and its module with it.
+module is gone from the process: out of `sys.modules`, held by nothing of the stub's, its functions and
+classes collected (checked through weak references), so candidate code finds no `Model`, `get_inputs` or
+module by any route (modules, subclasses, gc, frames). The file itself is hidden by the stub before then
+(`read_source`, `isolation.hide_files`). The one exception is paired-baseline timing (GPU, `paired_baseline`),
+which times the reference `Model` in this process: there the class is kept, and its module with it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def read_source(path: str) -> bytes | None:
         return None
 
 
-def take(request: SandboxRequest, source: bytes | None, device: Any, torch: Any, host_stage: Any) -> ProblemData:
+def take(request: SandboxRequest, source: bytes | None, device: Any, torch: Any,
+         host_stage: Any) -> ProblemData:
     """Load the problem from `source`, draw what the stub needs, drop the module and check that nothing of it
     survived (unless paired-baseline timing keeps its Model). Raises Unavailable."""
     if source is None:
@@ -59,8 +60,8 @@ def take(request: SandboxRequest, source: bytes | None, device: Any, torch: Any,
     alive = sorted({name for name, ref in watched if ref() is not None})
     if alive and not keep_reference:
         raise Unavailable(f"the problem stays reachable after the stub dropped it ({', '.join(alive)} still "
-                          "alive): get_init_inputs() must return data (numbers, tensors, lists of them), and the "
-                          "problem must not register its functions anywhere outside its module")
+                          "alive): get_init_inputs() must return data (numbers, tensors, lists of them), and "
+                          "the problem must not register its functions anywhere outside its module")
     return data
 
 
@@ -72,7 +73,8 @@ def _draw(request: SandboxRequest, source: bytes, device: Any, torch: Any, host_
     sys.modules[_NAME] = module
     try:
         try:
-            exec(compile(source, request.problem_path, "exec"), module.__dict__)  # noqa: S102 - the problem is trusted
+            # the problem is trusted
+            exec(compile(source, request.problem_path, "exec"), module.__dict__)  # noqa: S102
             sets = input_sets(module)
             inputs = {t.index: _trial_inputs(request, t, module.get_inputs, sets, device, torch, host_stage)
                       for t in request.trials}
@@ -89,7 +91,8 @@ def _draw(request: SandboxRequest, source: bytes, device: Any, torch: Any, host_
             raise Unavailable(f"the inputs differ from the judge's: {exc}. get_inputs() must depend only on "
                               "torch's seed.") from None
         except Exception as exc:  # noqa: BLE001 - any failure of the problem's code is the problem's
-            raise Unavailable(f"the inputs could not be drawn: {type(exc).__name__}: {str(exc)[:300]}") from None
+            raise Unavailable(f"the inputs could not be drawn: {type(exc).__name__}: "
+                              f"{str(exc)[:300]}") from None
     finally:
         sys.modules.pop(_NAME, None)
     watched = [(_NAME, weakref.ref(module))] + [
@@ -102,8 +105,8 @@ class _InputsMismatch(Exception):
     pass
 
 
-def _trial_inputs(request: SandboxRequest, trial: TrialPlan, get_inputs: Any, sets: dict, device: Any, torch: Any,
-                  host_stage: Any) -> list:
+def _trial_inputs(request: SandboxRequest, trial: TrialPlan, get_inputs: Any, sets: dict, device: Any,
+                  torch: Any, host_stage: Any) -> list:
     """One trial's input tensors: drawn here from the trial's seed when the judge found the draw reproducible
     (checked against the judge's probe), else read from the judge's files, which are then deleted (a candidate
     could read them and precompute answers)."""

@@ -77,8 +77,9 @@ def _arg(value: Any, where: str) -> dict:
 
 @_message_type
 class TrialPlan(Message):
-    """One trial as the judge planned it (`prepare`): its input set, its inputs' headers (files in `in_dir` unless
-    `draw` says how to redraw them), forward's arguments, and for correctness outputs the shared buffers."""
+    """One trial as the judge planned it (`prepare`): its input set, its inputs' headers (files in `in_dir`
+    unless `draw` says how to redraw them), forward's arguments, and for correctness outputs the shared
+    buffers."""
 
     index: int = _field(_int)
     set: str = _field(_STR)
@@ -210,7 +211,8 @@ class TimedCheck(Message):
     rep: int = _field(_int)
     trial: int = _field(_int)
     outputs: list[OutputMeta] = _field(_list(_message(OutputMeta)))
-    # fresh inputs (kernelrl.sandbox.timed_mix): `trial`'s inputs mixed with `mix_trial`'s under mask seed `mix_seed`
+    # fresh inputs (kernelrl.sandbox.timed_mix): `trial`'s inputs mixed with `mix_trial`'s under mask
+    # seed `mix_seed`
     mix_trial: int | None = _field(_optional(_int), default=None, omit_none=True)
     mix_seed: int | None = _field(_optional(_int), default=None, omit_none=True)
 

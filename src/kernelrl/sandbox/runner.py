@@ -49,7 +49,8 @@ class EventOrder:
             return f"{kind[:40]!r} message after {last!r}"
         if kind in EVENT_RANK:
             rank = EVENT_RANK[kind]
-            if rank < self.rank or (rank == self.rank and kind != "trial") or (self.rank < 0 and kind != "ready"):
+            if (rank < self.rank or (rank == self.rank and kind != "trial")
+                    or (self.rank < 0 and kind != "ready")):
                 return f"{kind!r} message out of order (after {last!r})"
             if kind == "timing" and "timing_token" not in self.seen:
                 return "'timing' message without the timing token"
@@ -84,7 +85,8 @@ class LogBuffer:
 
     def text(self) -> str:
         middle = f"\n[... {self.dropped} bytes of output dropped ...]\n" if self.dropped else ""
-        return (bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace"))
+        return (bytes(self.head).decode(errors="replace") + middle
+                + bytes(self.tail).decode(errors="replace"))
 
 
 @dataclass
@@ -173,7 +175,8 @@ class SpawnedChild:
         return returncode
 
 
-def spawn_child(argv: list[str], *, env: dict[str, str], cwd: str, spawn: Spawner | None = None) -> SpawnedChild:
+def spawn_child(argv: list[str], *, env: dict[str, str], cwd: str,
+                spawn: Spawner | None = None) -> SpawnedChild:
     """Start the child: `argv` as a fresh process, or through `spawn` (the zygote), which is given the child's
     ends of the pipes and returns the host PID of a new process-group leader."""
     read_fd, write_fd = os.pipe()
@@ -184,7 +187,8 @@ def spawn_child(argv: list[str], *, env: dict[str, str], cwd: str, spawn: Spawne
         env = {**env, "KERNELRL_PROTO_FD": str(write_fd), "KERNELRL_CONTROL_FD": str(control_r)}
         try:
             proc = subprocess.Popen(
-                argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                argv, env=env, cwd=cwd,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd, control_r), start_new_session=True, close_fds=True,
             )
         except BaseException:
@@ -205,8 +209,8 @@ def spawn_child(argv: list[str], *, env: dict[str, str], cwd: str, spawn: Spawne
         os.close(lifeline_r)
     os.close(write_fd)
     os.close(control_r)
-    return SpawnedChild(pgid=pgid, log_fd=log_fd, proto_fd=read_fd, control_fd=control_w, lifeline_fd=lifeline_w,
-                        proc=proc)
+    return SpawnedChild(pgid=pgid, log_fd=log_fd, proto_fd=read_fd, control_fd=control_w,
+                        lifeline_fd=lifeline_w, proc=proc)
 
 
 def run_child(
@@ -246,8 +250,8 @@ def watch_child(
     to go on. Time spent waiting or stopped by another sandbox's timed run does not count against the
     deadlines. `token_allowed` says whether the child may time now (an honest stub asks only after its last
     trial); a request before that is a protocol violation. A standby's
-    `standby` message (it waits for its assignment) is not an event. `validate` (the sandbox's: the typed wire,
-    `kernelrl.sandbox.protocol`) returns the event as the verdict may read it, or raises ValueError: a
+    `standby` message (it waits for its assignment) is not an event. `validate` (the sandbox's: the typed
+    wire, `kernelrl.sandbox.protocol`) returns the event as the verdict may read it, or raises ValueError: a
     malformed or unknown event is then a protocol violation, and so is one out of the stub's order
     (`EventOrder`). `cancelled()` true (a batch's deadline passed):
     the child is stopped and `outcome.cancelled` set. From the stub's `baseline` message on, its OS threads
@@ -258,7 +262,8 @@ def watch_child(
     outcome = ChildOutcome()
     log = LogBuffer(log_limit_bytes)
     started = time.monotonic()
-    pgid, log_fd, read_fd, control_w, proc = child.pgid, child.log_fd, child.proto_fd, child.control_fd, child.proc
+    pgid, log_fd, read_fd, control_w, proc = (child.pgid, child.log_fd, child.proto_fd, child.control_fd,
+                                              child.proc)
     if gate is not None:
         gate.register(pgid)
     gate_held = False
@@ -333,7 +338,8 @@ def watch_child(
                         try:
                             event = validate(event)
                         except ValueError as exc:  # ProtocolError: the candidate's process wrote it
-                            outcome.protocol_error = f"malformed {str(event['event'])[:40]!r} message: {str(exc)[:300]}"
+                            outcome.protocol_error = (f"malformed {str(event['event'])[:40]!r} message: "
+                                                      f"{str(exc)[:300]}")
                             break
                     if event["event"] == "standby":
                         continue

@@ -38,7 +38,8 @@ def nbytes_of(meta: dict) -> int:
 
 def validate_meta(meta: object, max_bytes: int) -> dict:
     """Check an untrusted header: known dtype, sane shape, bounded size."""
-    if not isinstance(meta, dict) or meta.get("dtype") not in ITEMSIZE or not isinstance(meta.get("shape"), list):
+    if (not isinstance(meta, dict) or meta.get("dtype") not in ITEMSIZE
+            or not isinstance(meta.get("shape"), list)):
         raise TensorFileError(f"malformed tensor header: {str(meta)[:200]}")
     shape = meta["shape"]
     if len(shape) > 16 or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d for d in shape):

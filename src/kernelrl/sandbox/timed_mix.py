@@ -1,28 +1,29 @@
-"""Fresh inputs for every timed call: each input tensor's elements taken from one of two pristine variants (trials
-of the timing set) by a secret mask, redrawn before every call outside the timed region. No two timed calls see the
-same contents, so a memo keyed by an input checksum, a pointer or a few sampled elements pays nothing; each element
-still comes from the problem's own input distribution (element-wise i.i.d. problems keep it exactly).
+"""Fresh inputs for every timed call: each input tensor's elements taken from one of two pristine variants
+(trials of the timing set) by a secret mask, redrawn before every call outside the timed region. No two timed
+calls see the same contents, so a memo keyed by an input checksum, a pointer or a few sampled elements pays
+nothing; each element still comes from the problem's own input distribution (element-wise i.i.d. problems keep
+it exactly).
 
-The mask chooses a variant per block of BLOCK consecutive elements (row-major), not per element: the mix is then one
-`where` over the two variants (read both, write the buffer) with a mask of a sixteenth of the elements. Per element,
-drawing the float mask and comparing it cost more device memory traffic than the mix itself, more than a
-memory-bound timed call (on an H100, 1 GiB of float32: 2.0 ms per refill, 1.3 ms per block, a copy 0.7 ms). The
-`where` runs over each block's bytes as 64-bit words where the three tensors are 8-byte aligned (a block of 16
-elements is 16 to 128 bytes): a `where` costs per element more than per byte (1 GiB on an H100: float32 1.32 ->
-1.12 ms, float16 2.14 -> 1.19 ms), and the words hold the same bits, so the result is the same bytes. In a
-standby sandbox on a GPU the stub mixes with a kernel of its own instead (`sandbox.warm_kernel.BlockMix`, loaded
-before the candidate arrives), which reads each block from its variant only: a copy's traffic, not the `where`'s
-two reads and a write.
+The mask chooses a variant per block of BLOCK consecutive elements (row-major), not per element: the mix is
+then one `where` over the two variants (read both, write the buffer) with a mask of a sixteenth of the
+elements. Per element, drawing the float mask and comparing it cost more device memory traffic than the mix
+itself, more than a memory-bound timed call (on an H100, 1 GiB of float32: 2.0 ms per refill, 1.3 ms per
+block, a copy 0.7 ms). The `where` runs over each block's bytes as 64-bit words where the three tensors are
+8-byte aligned (a block of 16 elements is 16 to 128 bytes): a `where` costs per element more than per byte
+(1 GiB on an H100: float32 1.32 -> 1.12 ms, float16 2.14 -> 1.19 ms), and the words hold the same bits, so the
+result is the same bytes. In a standby sandbox on a GPU the stub mixes with a kernel of its own instead
+(`sandbox.warm_kernel.BlockMix`, loaded before the candidate arrives), which reads each block from its variant
+only: a copy's traffic, not the `where`'s two reads and a write.
 
-The sandbox stub mixes into its buffers (`Mixer.into`); the judge rebuilds a checked call's inputs from the same
-(variant a, variant b, seed) (`Mixer.mixed`) and computes its reference on them. The mask of input k is
+The sandbox stub mixes into its buffers (`Mixer.into`); the judge rebuilds a checked call's inputs from the
+same (variant a, variant b, seed) (`Mixer.mixed`) and computes its reference on them. The mask of input k is
 `torch.rand(blocks, generator=g) < 0.5` with `g` a generator of the tensor's own device seeded with
-`mask_seed(seed, k)`: the same seed, size and device type (and, on a GPU, the same device: CUDA's Philox kernel's
-launch shape follows the device's SM count) give the same mask in both processes.
+`mask_seed(seed, k)`: the same seed, size and device type (and, on a GPU, the same device: CUDA's Philox
+kernel's launch shape follows the device's SM count) give the same mask in both processes.
 
-Problems whose inputs have structure an element-wise mix breaks (sorted, symmetric, permutations, one-hot, unique
-indices, inputs that must equal each other) opt out with `METADATA["timed_inputs"] = "rotate"`: their timed calls
-rotate through the pristine variants as before."""
+Problems whose inputs have structure an element-wise mix breaks (sorted, symmetric, permutations, one-hot,
+unique indices, inputs that must equal each other) opt out with `METADATA["timed_inputs"] = "rotate"`: their
+timed calls rotate through the pristine variants as before."""
 
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ class Mixer:
     def _one(self, a: Any, b: Any, seed: int, k: int, out: Any = None) -> Any:
         if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
             raise ValueError(f"timed input {k}: variants differ in shape, dtype or device "
-                             f"({tuple(a.shape)} {a.dtype} {a.device} vs {tuple(b.shape)} {b.dtype} {b.device})")
+                             f"({tuple(a.shape)} {a.dtype} {a.device} vs "
+                             f"{tuple(b.shape)} {b.dtype} {b.device})")
         n = a.numel()
         full = n - n % BLOCK
         mask = self.mask(-(-n // BLOCK), a.device, seed, k)
@@ -106,9 +108,9 @@ class Mixer:
         return out
 
     def into(self, buffers: list, a: list, b: list, seed: int) -> None:
-        """Fill `buffers` (same shapes as the variants) with the mix of variants `a` and `b` under `seed`: written
-        in place where the buffer is contiguous and alike (no temporary of the input's size, before every timed
-        call), else through a copy."""
+        """Fill `buffers` (same shapes as the variants) with the mix of variants `a` and `b` under `seed`:
+        written in place where the buffer is contiguous and alike (no temporary of the input's size, before
+        every timed call), else through a copy."""
         for k, (dst, x, y) in enumerate(zip(buffers, a, b, strict=True)):
             alike = dst.shape == x.shape and dst.dtype == x.dtype and dst.device == x.device
             if alike and dst.is_contiguous():
@@ -123,8 +125,8 @@ class Mixer:
 
 def mixed_reference(torch: Any, state: dict, a: int, b: int, seed: int, reference: Any, errors: Any
                     ) -> tuple[list, Any]:
-    """The judge's reference outputs for a timed call whose inputs mixed trials `a` and `b` under `seed`, and its
-    float64 errors' function (`FloatReferences.errors` over a one-call view of the evaluation's state)."""
+    """The judge's reference outputs for a timed call whose inputs mixed trials `a` and `b` under `seed`, and
+    its float64 errors' function (`FloatReferences.errors` over a one-call view of the evaluation's state)."""
     inputs = Mixer(torch).mixed(state["inputs"](a), state["inputs"](b), seed)
     model, args = state["calls"][a]
     refs = reference(model, args, inputs)

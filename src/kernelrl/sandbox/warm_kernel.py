@@ -1,5 +1,5 @@
-"""The harness's own Triton kernels, compiled and loaded while a standby sandbox waits for its candidate, off the
-evaluation's clock: a tiny copy that starts Triton's runtime (driver utilities, the launcher build, module
+"""The harness's own Triton kernels, compiled and loaded while a standby sandbox waits for its candidate, off
+the evaluation's clock: a tiny copy that starts Triton's runtime (driver utilities, the launcher build, module
 loading), and the timed-input mix (`BlockMix`). Their compile cache is the harness's own directory, which
 candidates cannot write (read-only file system); once loaded, a launch reads no file."""
 
@@ -36,19 +36,19 @@ def _mix_kernel(a_ptr, b_ptr, from_b_ptr, out_ptr, n_blocks, WORDS: tl.constexpr
     take_b = (tl.load(from_b_ptr + blocks, mask=valid, other=0) != 0)[:, None]
     offsets = blocks[:, None] * WORDS + tl.arange(0, WORDS)[None, :]
     live = valid[:, None]
-    # each block is read from its own variant only (predicated loads): a copy's memory traffic, where a `where`
-    # reads both variants
+    # each block is read from its own variant only (predicated loads): a copy's memory traffic, where a
+    # `where` reads both variants
     from_a = tl.load(a_ptr + offsets, mask=live & ~take_b)
     from_b = tl.load(b_ptr + offsets, mask=live & take_b)
     tl.store(out_ptr + offsets, tl.where(take_b, from_b, from_a), mask=live)
 
 
 class BlockMix:
-    """The stub's timed-input mix (kernelrl.sandbox.timed_mix) as one kernel over blocks of 64-bit words: out[i] =
-    b[i] where from_b[i] else a[i]. Compiled and loaded for `WORDS` (16 half- or single-precision elements a
-    block) when made, i.e. in a standby before any candidate code; other widths and unaligned tensors are left to
-    the `where` (`__call__` returns False). Triton's launcher is taken now, before the launch census wraps it:
-    the harness's launches are not the candidate's."""
+    """The stub's timed-input mix (kernelrl.sandbox.timed_mix) as one kernel over blocks of 64-bit words:
+    out[i] = b[i] where from_b[i] else a[i]. Compiled and loaded for `WORDS` (16 half- or single-precision
+    elements a block) when made, i.e. in a standby before any candidate code; other widths and unaligned
+    tensors are left to the `where` (`__call__` returns False). Triton's launcher is taken now, before the
+    launch census wraps it: the harness's launches are not the candidate's."""
 
     WORDS = (4, 8)
     ALIGN = 16  # bytes: Triton specializes pointers on 16-byte alignment; the warm-up's tensors have it
@@ -67,10 +67,11 @@ class BlockMix:
         False where this kernel does not apply."""
         blocks, words = out.shape
         tensors = (a, b, from_b, out)
-        if words not in self.WORDS or any(t.data_ptr() % self.ALIGN or not t.is_contiguous() for t in tensors) \
-                or a.shape != out.shape or b.shape != out.shape or from_b.shape != (blocks,):
+        if (words not in self.WORDS
+                or any(t.data_ptr() % self.ALIGN or not t.is_contiguous() for t in tensors)
+                or a.shape != out.shape or b.shape != out.shape or from_b.shape != (blocks,)):
             return False
         per_program = 512 // words  # 4 KiB of output a program
-        self._run(_mix_kernel, a, b, from_b, out, blocks, grid=(triton.cdiv(blocks, per_program),), warmup=False,
-                  WORDS=words, BLOCKS=per_program)
+        self._run(_mix_kernel, a, b, from_b, out, blocks, grid=(triton.cdiv(blocks, per_program),),
+                  warmup=False, WORDS=words, BLOCKS=per_program)
         return True

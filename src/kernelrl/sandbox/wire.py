@@ -1,9 +1,9 @@
 """Typed JSON messages: the base of kernelrl.sandbox.protocol (stdlib only).
 
 A message is a frozen, keyword-only dataclass; each field carries a check (`_field(check)`) that validates and
-bounds its value on the way in. `to_dict()` gives the wire form, `from_dict()` checks one: a missing or unknown
-key or a value of the wrong type raises `ProtocolError`. The checks look at JSON values only: nothing in a
-message is ever imported, called or evaluated.
+bounds its value on the way in. `to_dict()` gives the wire form, `from_dict()` checks one: a missing or
+unknown key or a value of the wrong type raises `ProtocolError`. The checks look at JSON values only: nothing
+in a message is ever imported, called or evaluated.
 """
 
 from __future__ import annotations

@@ -48,7 +48,9 @@ def _warm_imports() -> None:
 
     try:
         import triton  # noqa: F401
-        import triton.compiler.code_generator  # noqa: F401 - 0.15 s at a child's first compile or frontend check
+
+        # 0.15 s at a child's first compile or frontend check
+        import triton.compiler.code_generator  # noqa: F401
         import triton.language  # noqa: F401
     except ImportError:
         pass
@@ -68,9 +70,10 @@ def _warm_imports() -> None:
 
 
 def _warm_dispatch_mode() -> None:
-    """The first op under any `TorchDispatchMode` imports `torch._dynamo` (torch wraps the mode stack's helpers in
-    `_disable_dynamo`): 1.5 s on a 2-core machine, paid by every sandbox's first trial under the op census unless
-    the zygote pays it once here. On the host, with a mode of its own: the census is installed in the child."""
+    """The first op under any `TorchDispatchMode` imports `torch._dynamo` (torch wraps the mode stack's
+    helpers in `_disable_dynamo`): 1.5 s on a 2-core machine, paid by every sandbox's first trial under the op
+    census unless the zygote pays it once here. On the host, with a mode of its own: the census is installed
+    in the child."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -86,12 +89,12 @@ _NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 
 def _warm_device_runtime() -> None:
-    """What every standby would otherwise do on its own, each time: import `torch.utils.cpp_extension` (0.4-0.75 s
-    on an H100 machine), hash Triton's sources into its version key, build or load Triton's CUDA utilities.
-    Both libraries ask `torch.cuda.is_available()` on the way, which through the CUDA runtime initializes CUDA
-    here and poisons every forked child ("Cannot re-initialize CUDA in forked subprocess", measured on an H100,
-    while `torch.cuda.is_initialized()` stays False); asked through NVML it leaves CUDA alone.
-    `_assert_children_can_use_cuda` checks the outcome."""
+    """What every standby would otherwise do on its own, each time: import `torch.utils.cpp_extension`
+    (0.4-0.75 s on an H100 machine), hash Triton's sources into its version key, build or load Triton's CUDA
+    utilities. Both libraries ask `torch.cuda.is_available()` on the way, which through the CUDA runtime
+    initializes CUDA here and poisons every forked child ("Cannot re-initialize CUDA in forked subprocess",
+    measured on an H100, while `torch.cuda.is_initialized()` stays False); asked through NVML it leaves CUDA
+    alone. `_assert_children_can_use_cuda` checks the outcome."""
     previous = os.environ.get(_NVML_CHECK)
     os.environ[_NVML_CHECK] = "1"
     try:

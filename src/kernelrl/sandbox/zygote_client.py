@@ -57,7 +57,8 @@ class ZygoteClient:
         try:
             self.proc = self._popen(
                 [sys.executable, "-m", "kernelrl.sandbox.zygote", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
+                pass_fds=(theirs.fileno(),), cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL,
+                stdout=self._stderr, stderr=self._stderr,
                 env={**self.env, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
             )
         finally:
@@ -91,7 +92,8 @@ class ZygoteClient:
         return json.loads(data)
 
     def spawn(self, message: dict, fds: list[int]) -> int:
-        """Ask the zygote to fork a sandboxed child on `fds` (log, protocol, control, lifeline); its host PID."""
+        """Ask the zygote to fork a sandboxed child on `fds` (log, protocol, control, lifeline); its host
+        PID."""
         data = json.dumps(message).encode()
         with self._lock:
             for attempt in range(2):
