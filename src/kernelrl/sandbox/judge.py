@@ -158,9 +158,11 @@ class Judge:
         """The tensors of one draw again (the same bytes: the draw was checked to be reproducible)."""
         return [v for v in self._inputs(module, params, seed) if isinstance(v, self.torch.Tensor)]
 
-    def _is_reproducible(self, sha: str, module, set_name: str, params: dict, values: list, seed: int) -> bool:
+    def _is_reproducible(self, sha: str, module, set_name: str, params: dict, values: list,
+                         seed: int) -> bool:
         """Whether a second draw with the same seed gives the same bytes (no unseeded randomness, no clock),
-        checked once per problem and set: then the sandbox draws the inputs itself instead of reading files."""
+        checked once per problem and set: then the sandbox draws the inputs itself instead of reading
+        files."""
         key = (sha, set_name)
         if key not in self._reproducible:
             from kernelrl.sandbox.tensor_files import same_bytes
@@ -176,7 +178,8 @@ class Judge:
             self._reproducible[key] = len(again) == len(values) and all(map(same, values, again))
         return self._reproducible[key]
 
-    def _flops(self, sha: str, module, params: dict, args: list[dict], inputs: Callable[[], list]) -> int | None:
+    def _flops(self, sha: str, module, params: dict, args: list[dict],
+               inputs: Callable[[], list]) -> int | None:
         """The reference forward's FLOPs (kernelrl.timing.device_limits), per problem and input set (shapes do
         not depend on the seed)."""
         key = (sha, repr(sorted(params.items())))
@@ -296,7 +299,8 @@ class Judge:
         seeds = [int(hashlib.sha256(f"{req.master_seed}:{i}".encode()).hexdigest()[:15], 16)
                  for i in range(len(plan))]
         trials, refs, originals, offers = [], [], [], {}
-        self.evals[req.eval_id] = {"refs": refs, "originals": originals, "inputs": partial(_trial_inputs, originals),
+        self.evals[req.eval_id] = {"refs": refs, "originals": originals,
+                                   "inputs": partial(_trial_inputs, originals),
                                    "ipc": offers, "calls": [], "errors": {}}
         try:
             self._prepare_trials(req, module, sets, plan, seeds, (checked, share_from), trials, refs,
@@ -367,13 +371,15 @@ class Judge:
             ipc = None
             if self.gpu and index < checked:  # correctness outputs: large ones come back in shared buffers
                 offers[index], ipc = self._ipc_offers(outputs)
-            trials.append(TrialPlan(index=index, set=set_name, inputs=metas, args=args, timed_only=index >= checked,
-                                    draw=draw, ipc=ipc, share=index >= share_from))
+            trials.append(TrialPlan(index=index, set=set_name, inputs=metas, args=args,
+                                    timed_only=index >= checked, draw=draw, ipc=ipc,
+                                    share=index >= share_from))
             refs.append(partial(self._redrawn_reference, model, args, originals, index) if lazy else outputs)
             # inputs that a draw reproduces are drawn again on the rare paths that need them (an input the
             # sandbox changed, the float64 reference, FLOPs) instead of held: bench-sized inputs of several
             # trials are GBs of device memory for the whole evaluation, which bounds how many run at once
-            originals.append(partial(self._redraw_tensors, module, sets[set_name], seed) if redraw else tensors)
+            originals.append(partial(self._redraw_tensors, module, sets[set_name], seed) if redraw
+                             else tensors)
             self.evals[req.eval_id]["calls"].append((model, args))  # for a float64 recomputation
 
     def compare(self, req: CompareRequest | dict) -> dict:
@@ -391,40 +397,48 @@ class Judge:
             expected, errors_of = mixed_reference(self.torch, state, index, req.mix_trial, req.mix_seed or 0,
                                                   self._reference_outputs, self._float64.errors)
         else:  # errors_of: the float64 reference, on a value mismatch
-            expected, errors_of = _trial_refs(state["refs"], index), partial(self._float64.errors, state, index)
+            expected, errors_of = (_trial_refs(state["refs"], index),
+                                   partial(self._float64.errors, state, index))
         metas = req.outputs
         k_ref = req.ref_error_k or 0.0  # the tolerance model's k (kernelrl.verify.tolerance)
         if any(m.get("sampled") for m in metas):  # a timed call's large outputs, sampled at secret positions
             def read(k: int, meta: dict, ref):
                 header = {"dtype": meta["dtype"], "shape": [meta["sampled"]]} if meta.get("sampled") else meta
-                return read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), header, ref.device, self._stage)
+                return read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), header, ref.device,
+                                   self._stage)
 
             mismatch, widened = compare_timed(expected, metas, read, req.atol, req.rtol, errors_of, k_ref)
             return CompareReply(mismatch=mismatch, widened=widened).fields()
         if req.prefix and any(m.get("ipc") for m in metas):  # buffers hold correctness outputs only
             raise ValueError("a timed call's output claims a shared buffer")
-        actual = [self._shared_output(state, index, k, meta, expected[k]) if meta.get("ipc") and k < len(expected)
-                  else read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta, self.device, self._stage)
+        actual = [self._shared_output(state, index, k, meta, expected[k])
+                  if meta.get("ipc") and k < len(expected)
+                  else read_tensor(os.path.join(out_dir, f"{prefix}_out{k}.bin"), meta, self.device,
+                                   self._stage)
                   for k, meta in enumerate(metas)]
-        mismatch, widened = widen(lambda errs, kk: compare_outputs(expected, actual, req.atol, req.rtol, errs, kk),
-                                  errors_of, k_ref)
+        mismatch, widened = widen(
+            lambda errs, kk: compare_outputs(expected, actual, req.atol, req.rtol, errs, kk),
+            errors_of, k_ref)
         # inputs the sandbox saw change (it compares each with a pristine copy) come back as files
         originals = state["inputs"](index) if mismatch is None and req.changed_inputs else []
         changed = [k for k in req.changed_inputs if 0 <= k < len(originals)]
         if changed:
             after = [
                 read_tensor(os.path.join(out_dir, f"trial{index}_in{k}.bin"), {
-                    "dtype": str(originals[k].dtype).removeprefix("torch."), "shape": list(originals[k].shape)},
+                    "dtype": str(originals[k].dtype).removeprefix("torch."),
+                    "shape": list(originals[k].shape)},
                     originals[k].device, self._stage)
                 for k in changed
             ]
             mismatch = inputs_mutated([originals[k] for k in changed], after, changed)
         errors, why = errors_of() if mismatch is None and req.precision_check else (None, "not asked")
         precision = low_precision(expected, actual, errors) if why is None else None
-        return CompareReply(mismatch=mismatch, widened=None if mismatch else widened, precision=precision).fields()
+        return CompareReply(mismatch=mismatch, widened=None if mismatch else widened,
+                            precision=precision).fields()
 
     def audit(self, req: AuditRequest | dict) -> dict:
-        """Flag a degenerate or unusable problem (see kernelrl.verify.degeneracy and kernelrl.problems.audit)."""
+        """Flag a degenerate or unusable problem (see kernelrl.verify.degeneracy and
+        kernelrl.problems.audit)."""
         return audit_problem(self, AuditRequest.coerce(req))
 
     def bandwidth(self, req: object = None) -> dict:
@@ -447,7 +461,8 @@ class Judge:
         return ReleaseReply().fields()
 
     def baselines(self, req: BaselinesRequest | dict) -> dict:
-        """Eager and torch.compile (default mode) times of the reference, same timer and mode as candidates."""
+        """Eager and torch.compile (default mode) times of the reference, same timer and mode as
+        candidates."""
         from kernelrl.timing.cuda_timer import TimerSettings, time_cuda
 
         torch = self.torch
@@ -513,7 +528,8 @@ def main(argv: list[str]) -> None:
             response = json.dumps({"ok": True, **handlers[req.op](req)})
         except Exception as exc:  # noqa: BLE001 - reported to the parent, the judge keeps serving
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            response = JudgeFailure(error=f"{type(exc).__name__}: {exc}"[:2000], traceback=text[-4000:]).to_json()
+            response = JudgeFailure(error=f"{type(exc).__name__}: {exc}"[:2000],
+                                    traceback=text[-4000:]).to_json()
         protocol.write(response + "\n")
 
 

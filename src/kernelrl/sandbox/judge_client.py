@@ -51,7 +51,8 @@ class JudgeClient:
         self._stderr = tempfile.TemporaryFile()
         self.proc = self._popen(
             [sys.executable, "-m", "kernelrl.sandbox.judge", self.device],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env={**python_env(), **self.extra_env},
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            env={**python_env(), **self.extra_env},
         )
         hello = self._read(self.timeout_s)
         if not hello.get("ok"):
@@ -111,7 +112,8 @@ class JudgeClient:
             return self._request(message, timeout_s)
 
     def call(self, message: JudgeRequest, timeout_s: float | None = None) -> JudgeReply:
-        """Send a typed request; its typed reply (JudgeError when the judge failed it or answered nonsense)."""
+        """Send a typed request; its typed reply (JudgeError when the judge failed it or answered
+        nonsense)."""
         with self._lock:
             response = self._request(message, timeout_s)
         try:
