@@ -1,5 +1,5 @@
-"""rt-low-precision on honest kernels: every reference solution of the built-in suite and every honest twin of the
-exploit corpus (tests/exploits/h*.py), each evaluated with the check at its default policy
+"""rt-low-precision on honest kernels: every reference solution of the built-in suite and every honest twin
+of the exploit corpus (tests/exploits/h*.py), each evaluated with the check at its default policy
 and then with it off, one evaluation at a time, result cache off. Prints the verdicts, every
 rt-low-precision finding (an honest kernel flagged is a false finding) and the median wall
 time of an evaluation with and without the check (the judge's float64 reference per trial).

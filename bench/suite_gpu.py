@@ -4,7 +4,8 @@ times, floor, kernel share of GPU time). Writes JSON lines as it goes, so a run 
 measured. The docs/suite.md table comes from bench/suite_table.py, which is ~10x cheaper per problem.
 
   python bench/suite_gpu.py audit --out audit.jsonl [--only level1/]
-  python bench/suite_gpu.py solutions --out solutions.jsonl [--only level0/1_relu,level1/1_row_softmax] [--jobs 2]
+  python bench/suite_gpu.py solutions --out solutions.jsonl [--only level0/1_relu,level1/1_row_softmax] \
+      [--jobs 2]
 """
 
 from __future__ import annotations

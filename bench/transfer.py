@@ -1,9 +1,10 @@
-"""How a large GPU output gets from the sandbox to the judge's GPU: the ways measured for `tensorio.HostStage`.
+"""How a large GPU output gets from the sandbox to the judge's GPU: the ways measured for
+`tensor_files.HostStage`.
 
 Times (median of 3) for a GPU tensor of `--gib` GiB (fp32): the plain path (`.cpu()` + write; read +
-pageable H2D), a file mapped with `torch.from_file`, a pinned buffer, `cudaHostRegister` on the mapping, and the
-pinned 64 MiB stage kernelrl uses (`write_tensor`/`read_tensor` with a `HostStage`), plus the comparison on the
-GPU. Needs a CUDA GPU; files go to `--dir` (default /dev/shm, as the evaluator's).
+pageable H2D), a file mapped with `torch.from_file`, a pinned buffer, `cudaHostRegister` on the mapping, and
+the pinned 64 MiB stage kernelrl uses (`write_tensor`/`read_tensor` with a `HostStage`), plus the comparison
+on the GPU. Needs a CUDA GPU; files go to `--dir` (default /dev/shm, as the evaluator's).
 
   python bench/transfer.py            # 1 GiB
   python bench/transfer.py --gib 0.25

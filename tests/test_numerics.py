@@ -229,7 +229,8 @@ NAIVE_VARIANCE = """
             return (x * x).mean(-1) - x.mean(-1) ** 2
 
     def get_input_sets():
-        return {"bench": dict(rows=4096, n=256), "check": dict(rows=64, n=256), "sweep_odd": dict(rows=33, n=300)}
+        return {"bench": dict(rows=4096, n=256), "check": dict(rows=64, n=256),
+                "sweep_odd": dict(rows=33, n=300)}
 
     def get_inputs(rows=64, n=256):
         return [torch.randn(rows, n) + 100.0]

@@ -37,7 +37,8 @@ import tempfile
 def _probe():
     problems = []
     if os.getpid() == 1 or os.getppid() != 1:
-        problems.append(f"pid {{os.getpid()}} ppid {{os.getppid()}}: expected a child of the namespace's init")
+        problems.append(f"pid {{os.getpid()}} ppid {{os.getppid()}}: "
+                        "expected a child of the namespace's init")
     pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     if max(pids) > 50:
         problems.append(f"/proc shows host processes: {{sorted(pids)[:10]}}")
@@ -112,7 +113,8 @@ _seen = [name for name, bad in (
     ("math.pi", math.pi == 3.0),
     ("environment", "KERNELRL_POLLUTED" in os.environ),
     ("sys.modules", "kernelrl_pollution" in sys.modules),
-    ("earlier candidate module", "kernelrl_candidate" in sys.modules and sys.modules["kernelrl_candidate"].__dict__.get("POLLUTER")),
+    ("earlier candidate module", "kernelrl_candidate" in sys.modules
+     and sys.modules["kernelrl_candidate"].__dict__.get("POLLUTER")),
 ) if bad]
 if _seen:
     raise RuntimeError(f"LEAK from an earlier candidate: {_seen}")

@@ -109,8 +109,8 @@ def test_reward_chart_with_std_band_and_component_rates(tmp_path):
     page = render_training_html(full_run(tmp_path))
     reward = svg(page, "reward (mean ± std)")
     assert len(polyline(reward, "reward")) == len(GRPO)
-    assert re.search(r'<polygon class="band" data-series="reward" points="([^"]*)"', reward).group(1).count(",") \
-        == 2 * len(GRPO)
+    band = re.search(r'<polygon class="band" data-series="reward" points="([^"]*)"', reward)
+    assert band.group(1).count(",") == 2 * len(GRPO)
     components = svg(page, "reward components (per step)")
     for name in ("format_error", "compiled", "correct", "hack"):
         assert len(polyline(components, name)) == len(GRPO)

@@ -110,8 +110,10 @@ for name in ("float32", "float16", "bfloat16", "int8"):
     rows.append({"dtype": name, "kernel": list(used), "same": torch.equal(buf.view(torch.uint8), expected),
                  "same_after_failure": torch.equal(after_failure.view(torch.uint8), expected)})
 w = torch.zeros(8, 4, dtype=torch.int64)
-rows.append({"dtype": "strided", "kernel": [kernel(w.t().contiguous().t(), w, torch.zeros(8, dtype=torch.bool),
-                                                   torch.empty_like(w))], "same": True, "same_after_failure": True})
+rows.append({"dtype": "strided",
+             "kernel": [kernel(w.t().contiguous().t(), w, torch.zeros(8, dtype=torch.bool),
+                               torch.empty_like(w))],
+             "same": True, "same_after_failure": True})
 print(json.dumps(rows))
 """
 

@@ -16,7 +16,8 @@ from kernelrl.sandbox.runner import run_child
 GROWER = """
 import sys, time
 chunks = []
-for _ in range(64):                  # up to 2 GiB, 32 MiB at a time, every page touched (bytearray zero-fills)
+# up to 2 GiB, 32 MiB at a time, every page touched (bytearray zero-fills)
+for _ in range(64):
     chunks.append(bytearray(32 << 20))
     time.sleep(0.02)
 print("grew to 2 GiB unnoticed", flush=True)

@@ -35,7 +35,8 @@ def _cheat_functions(ctx):
             yield node.lineno, "defines cheat()"
 
 
-NO_CHEAT = Rule("user-no-cheat", "reject", "functions named cheat are not allowed here", check=_cheat_functions)
+NO_CHEAT = Rule("user-no-cheat", "reject", "functions named cheat are not allowed here",
+                check=_cheat_functions)
 RULES = [NO_CHEAT]
 NOT_A_RULE = 42
 

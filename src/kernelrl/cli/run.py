@@ -98,8 +98,8 @@ def agent_cmd(
     agent: AgentConfig,
     evaluation: Evaluation,
 ) -> None:
-    """Optimize problems with an LLM: K refinement turns x N samples, keeping the best correct kernel by reward.
-    Exit 0 when every problem was solved, 1 otherwise, 4 when the policy failed."""
+    """Optimize problems with an LLM: K refinement turns x N samples, keeping the best correct kernel by
+    reward. Exit 0 when every problem was solved, 1 otherwise, 4 when the policy failed."""
     from kernelrl.agent import Agent
     from kernelrl.runs import RunStore
 
@@ -280,7 +280,8 @@ def report_cmd(
 ) -> None:
     """Write a self-contained HTML report of a run (metrics per level, speedup distributions, per-problem rows
     linking to the best kernels) and print a summary. A training run (metrics.jsonl and train_config.json, no
-    run.sqlite) gets its training curves instead: loss, reward, reward components, curriculum, held-out results."""
+    run.sqlite) gets its training curves instead: loss, reward, reward components, curriculum, held-out
+    results."""
     from kernelrl.report import is_training_run, metrics_by_level, problem_summaries, write_report
     from kernelrl.runs import open_run
 

@@ -185,8 +185,8 @@ def _tables(values: dict[str, Any], *names: str) -> tuple[dict[str, Any], list[d
 @config_options(SFTConfig)
 def sft_cmd(config_file: ConfigFile = None, *, given: dict[str, Any]) -> None:
     """Supervised fine-tuning (TRL SFTTrainer + LoRA, loss on the completion only) on correct kernels of the
-    train split: reference solutions, teacher rollouts (agent/bench run dirs), training rollouts, .jsonl files.
-    Resumable: the same command continues from the last checkpoint."""
+    train split: reference solutions, teacher rollouts (agent/bench run dirs), training rollouts, .jsonl
+    files. Resumable: the same command continues from the last checkpoint."""
     config = _build(SFTConfig, _file(config_file), given)
     _checked(config)
     _show("kernelrl train sft", config)

@@ -36,15 +36,18 @@ _STATUS_ORDER = list(STATUS_COLORS)
 _OTHER_COLOR = "#6b7a99"
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d2430;max-width:1400px}
-h1{font-size:1.5rem;margin-bottom:.2rem} h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde;padding-bottom:.2rem}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d2430;
+max-width:1400px}
+h1{font-size:1.5rem;margin-bottom:.2rem}
+h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde;padding-bottom:.2rem}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
 th,td{border:1px solid #dde;padding:.25rem .5rem;text-align:right;white-space:nowrap}
 th{background:#f3f5f9} td.l,th.l{text-align:left}
 td.msg{white-space:normal;overflow-wrap:anywhere;min-width:20ch;max-width:60ch;font-size:.8rem;color:#3c4350}
 .meta{color:#5b6472;font-size:.85rem;overflow-wrap:anywhere} .note{color:#5b6472;font-style:italic}
 .plots{display:flex;flex-wrap:wrap;gap:2rem} .plots svg{max-width:100%;height:auto}
-.wrap{overflow-x:auto;max-width:100%} details{margin:.3rem 0} summary{cursor:pointer;color:#5b6472;font-size:.85rem}
+.wrap{overflow-x:auto;max-width:100%} details{margin:.3rem 0}
+summary{cursor:pointer;color:#5b6472;font-size:.85rem}
 details pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.8rem;background:#f6f7fa;padding:.5rem}
 svg text{font-size:11px;fill:#1d2430}
 """ + "".join(f".st-{s}{{color:{c};font-weight:600}}" for s, c in STATUS_COLORS.items()) + "\n"

@@ -436,10 +436,10 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
                if run.skipped else "")
     if run.rollouts_skipped:
         skipped += f"<p class=note>{run.rollouts_skipped} malformed rollouts line(s) skipped.</p>"
-    configs = "".join(
-        f"<details><summary>config ({html.escape(name)})</summary><pre>"
-        f"{html.escape(json.dumps(value, indent=1, sort_keys=True, default=str)) if value is not None else 'unreadable JSON'}"
-        f"</pre></details>" for name, value in run.configs.items())
+    shown = {name: html.escape(json.dumps(value, indent=1, sort_keys=True, default=str))
+             if value is not None else "unreadable JSON" for name, value in run.configs.items()}
+    configs = "".join(f"<details><summary>config ({html.escape(name)})</summary><pre>{text}</pre></details>"
+                      for name, text in shown.items())
     body = [
         f"<h1>kernelrl training report</h1><p class=meta>{html.escape(str(run_dir.resolve()))} · generated "
         f"{time.strftime('%Y-%m-%d %H:%M:%S')} · command {html.escape(str(config.get('command', '?')))} · "

@@ -17,8 +17,8 @@ from pathlib import Path
 from kernelrl.results import EvalResult
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS answers (item_key TEXT PRIMARY KEY, result TEXT NOT NULL, no_verdict INTEGER NOT NULL,
-                                    answered_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS answers (item_key TEXT PRIMARY KEY, result TEXT NOT NULL,
+                                    no_verdict INTEGER NOT NULL, answered_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS requests (idempotency_key TEXT PRIMARY KEY, body_sha256 TEXT NOT NULL,
                                      created_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS answers_by_time ON answers (answered_at);
