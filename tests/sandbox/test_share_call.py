@@ -1,7 +1,7 @@
 """The kernel share's measured calls (kernelrl.sandbox.share_call): fresh inputs (the judge's share trials,
 or a fresh mix of two timing variants), outputs compared like a timed call's, and the gate ladder that takes
 new inputs instead of measuring the same ones twice. The GPU half (the gate, the events) runs in
-tests/test_gpu.py and the runtime corpus (g08)."""
+tests/gpu/test_gpu.py and the runtime corpus (g08)."""
 
 from __future__ import annotations
 

@@ -236,7 +236,7 @@ def test_the_prompts_worked_example_is_in_no_suite_and_correct():
     assert all(p.sha256 != example.sha256 and p.family != example.family for p in load_suite())
     prompt = Prompts().initial(load_suite().get("level0/1_relu"))[1]["content"]
     assert example.source.strip() in prompt and "torch.relu" not in prompt.split("## Worked example")[1]
-    # the Triton answer shown is correct (the CUDA one: tests/test_gpu.py)
+    # the Triton answer shown is correct (the CUDA one: tests/gpu/test_gpu.py)
     with open_scorer(["cpu"]) as scorer:
         result = scorer.evaluate(example, (EXAMPLES_DIR / BACKENDS["triton"][1]).read_text())
     assert result.status.value == "correct" and not result.findings, result.message

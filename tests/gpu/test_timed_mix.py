@@ -18,7 +18,7 @@ from kernelrl import Status, VerdictSettings, load_suite
 from kernelrl.sandbox.timed_mix import BLOCK, Mixer, mixed_reference, mixes
 
 MEMO = corpus.case("exploits_runtime/r07_memo_by_sampled_key.py")
-SOLUTIONS = Path(__file__).parents[1] / "src/kernelrl/problems/suites/builtin/solutions"
+SOLUTIONS = Path(__file__).parents[2] / "src/kernelrl/problems/suites/builtin/solutions"
 
 
 def _variants(seed: int) -> list:
@@ -120,7 +120,7 @@ print(json.dumps(rows))
 
 def test_the_stubs_mix_kernel_writes_the_judges_bytes_and_a_failed_launch_falls_back_to_the_where():
     # the kernel itself, run by Triton's interpreter (on a GPU
-    # a standby loads it; tests/test_gpu.py checks it there)
+    # a standby loads it; tests/gpu/test_gpu.py checks it there)
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", _BLOCK_MIX_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300, check=False)

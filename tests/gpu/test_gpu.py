@@ -229,7 +229,7 @@ def test_large_correctness_outputs_come_back_in_the_judges_shared_buffer(tmp_pat
     trials = prepared["trials"]
     assert all(t["ipc"][0] == {"handle": t["ipc"][0]["handle"], "dtype": "float32", "shape": [4096, 1024]}
                for t in trials)  # 16 MiB: over cuda_ipc.MIN_BYTES
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"),
                                                          os.environ.get("PYTHONPATH", "")])}
     meta = {**tensor_meta(judge.evals["e"]["refs"][0][0]), "ipc": True}
     request = {"eval_id": "e", "out_dir": str(tmp_path), "atol": 1e-5, "rtol": 1e-5, "outputs": [meta]}
