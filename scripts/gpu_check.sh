@@ -20,8 +20,8 @@ status=0
 for part in ${PARTS//,/ }; do
   case "$part" in
     evaluator) files="tests/gpu/test_gpu.py tests/gpu/test_free_blocks.py tests/gpu/test_timed_mix.py tests/gpu/test_judge_memory.py" ;;
-    sandbox) files="tests/test_protocol.py tests/test_rules.py tests/test_runtime_exploits.py tests/sandbox/test_sandbox_uid.py tests/test_pool.py" ;;
-    mutants) files="tests/test_mutants.py" ;;  # the GPU-only checks' mutants, each killed by the GPU corpus
+    sandbox) files="tests/test_protocol.py tests/test_rules.py tests/corpus/test_runtime_exploits.py tests/sandbox/test_sandbox_uid.py tests/test_pool.py" ;;
+    mutants) files="tests/corpus/test_mutants.py" ;;  # the GPU-only checks' mutants, each killed by the GPU corpus
     demo) "$PY" -m kernelrl.cli demo --device cuda 2>&1 | tee "$OUT/demo.log"; [ "${PIPESTATUS[0]}" = 0 ] || status=1
           continue ;;
     *) echo "unknown part $part (evaluator, sandbox, mutants, demo)"; exit 2 ;;

@@ -1,7 +1,8 @@
 """The exploit corpus as data: its classes (a directory and a file-name prefix each), the header every file
-carries, and what each class expects of a verdict. Shared by the corpus tests and by tests/corpus_runner.py,
-which evaluates files in a subprocess against a mutated copy of kernelrl (tests/test_mutants.py); nothing here
-imports kernelrl at module level, so the runner's copy is the one imported.
+carries, and what each class expects of a verdict. Shared by the corpus tests and by
+tests/corpus_runner.py, which evaluates files in a subprocess against a mutated copy of kernelrl
+(tests/corpus/test_mutants.py); nothing here imports kernelrl at module level, so the runner's copy is the one
+imported.
 
 A corpus file starts with `# key: value` lines: `problem` (a built-in problem id), `expect` (what its class's
 verdict must be, below), `technique` (one line on the hack, or on what an honest twin imitates), and
@@ -60,7 +61,7 @@ BY_KEY = {(c.directory, c.prefix): c for c in CLASSES}
 
 
 # the op census's checks: the GPU corpus runs turn them off for every case but the one each case is about, so
-# that a case the census rejects first still tests its own check (tests/test_runtime_exploits.py)
+# that a case the census rejects first still tests its own check (tests/corpus/test_runtime_exploits.py)
 CENSUS_CHECKS = ("rt-aten-op", "rt-host-read", "rt-output-provenance", "rt-census-tampered")
 
 

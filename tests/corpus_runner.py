@@ -1,5 +1,5 @@
-"""Verdicts on corpus files from whatever kernelrl PYTHONPATH points at (tests/test_mutants.py points it at a
-mutated copy). Prints one JSON line naming the kernelrl it imported, then one per case:
+"""Verdicts on corpus files from whatever kernelrl PYTHONPATH points at (tests/corpus/test_mutants.py points
+it at a mutated copy). Prints one JSON line naming the kernelrl it imported, then one per case:
 {"name", "status", "message", "rules"} (rules: the static rules that reject it).
 
     python tests/corpus_runner.py exploits/x01_decoy_kernel.py

@@ -1,6 +1,7 @@
 """Mutants of kernelrl's checker: each is one fault a refactor could introduce (a skipped comparison, a looser
 tolerance, a disabled check), written as an edit of one function of the source, with the corpus files that
-must notice it (tests/test_mutants.py applies each to a copy of the package and runs those files against it).
+must notice it (tests/corpus/test_mutants.py applies each to a copy of the package and runs those files
+against it).
 
 An edit names the function (`Class.method` for a method) and either replaces an exact `anchor` text inside it
 (which must occur there exactly once) or, with `anchor=None`, makes the function return `replacement` at once.

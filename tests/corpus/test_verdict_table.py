@@ -15,7 +15,7 @@ import corpus
 import pytest
 import verdict_table
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # tests/: the runner, the corpus, the table
 
 
 @pytest.mark.slow

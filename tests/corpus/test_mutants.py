@@ -26,7 +26,7 @@ import kernelrl
 pytestmark = pytest.mark.slow  # a subprocess (a fresh evaluator) per mutant
 
 PACKAGE = Path(kernelrl.__file__).parent
-RUNNER = Path(__file__).parent / "corpus_runner.py"
+RUNNER = Path(__file__).parents[1] / "corpus_runner.py"
 IDS = [m.id for m in MUTANTS]
 GPU_IDS = [m.id for m in GPU_MUTANTS]
 
@@ -36,7 +36,7 @@ def run_corpus(root: Path, names: list[str], device: str = "cpu") -> dict[str, d
     env = {**os.environ, "PYTHONPATH": str(root), "KERNELRL_RESULT_CACHE": "0"}
     done = subprocess.run([sys.executable, str(RUNNER), "--device", device, *names], capture_output=True,
                           text=True, env=env,
-                          timeout=600, cwd=Path(__file__).parent)
+                          timeout=600, cwd=Path(__file__).parents[1])
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, f"the corpus runner printed nothing (exit {done.returncode}):\n{done.stderr[-3000:]}"
     imported = Path(lines[0]["kernelrl"]).parent
