@@ -15,7 +15,7 @@ PY="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1 KERNELRL_GPU_SUMMARY="$OUT/gpu_summary.jsonl"
 status=0
 if [ "$WHAT" != bench ]; then
-  "$PY" -m pytest -m gpu -v -s -p no:cacheprovider tests/test_pool.py tests/gpu/test_gpu.py 2>&1 | tee "$OUT/gpu_pytest.log"
+  "$PY" -m pytest -m gpu -v -s -p no:cacheprovider tests/sandbox/test_pool.py tests/gpu/test_gpu.py 2>&1 | tee "$OUT/gpu_pytest.log"
   status=${PIPESTATUS[0]}
 fi
 if [ "$WHAT" != tests ]; then

@@ -45,7 +45,8 @@ RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
     RuntimeCheck("rt-thread-left-running", "a thread the candidate started is still running after forward "
                                            "returned; do all work inside forward, on the calling thread"),
     # the honest corpus and the 72 reference solutions start none after the stub's baseline, on the CPU
-    # (tests/test_rules.py) and on an H100 (CUDA, Triton's compiler, cuBLAS: bench/suite_gpu.py solutions)
+    # (tests/unit/candidates/test_rules.py) and on an H100 (CUDA, Triton's compiler, cuBLAS:
+    # bench/suite_gpu.py solutions)
     RuntimeCheck("rt-native-thread", "an OS thread the candidate started (in C, outside Python's threading) "
                                      "is still running after forward returned, or a thread it started lived "
                                      "for seconds while forward had not returned; do all work inside "

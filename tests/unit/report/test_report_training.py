@@ -268,7 +268,7 @@ def test_correct_programs_counted_and_reference_copies_flagged(tmp_path):
     assert "block = 16384" in reference
     verbatim = '"""Mine."""\n# my kernel\n' + reference
     other_constants = reference.replace("16384", "1024")
-    own = (Path(__file__).parent.parent / "src/kernelrl/examples/relu_triton.py").read_text().replace(
+    own = (Path(__file__).parents[3] / "src/kernelrl/examples/relu_triton.py").read_text().replace(
         "tl.maximum(x, 0.0)", "tl.where(x > 0, x, 0.0)")
 
     def roll(step, status, code):

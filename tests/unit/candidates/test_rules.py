@@ -23,7 +23,7 @@ import kernelrl
 from kernelrl import Evaluator, Stage, Status, VerdictSettings
 from kernelrl.candidates.rules import RULES, RULES_BY_ID, analyze_rules
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[2]  # tests/
 EXPLOITS = HERE / "exploits"
 PACKAGE = Path(kernelrl.__file__).parent
 SOLUTIONS = PACKAGE / "problems" / "suites" / "builtin" / "solutions"
@@ -233,7 +233,7 @@ def test_honest_twins_end_to_end_are_correct_on_gpu(suite):
 
 
 # (the relu example; named apart from HONEST, the honest twins, which it used to shadow in test_corpus_size)
-RELU_EXAMPLE = (Path(__file__).parents[1] / "src" / "kernelrl" / "examples" / "relu_triton.py").read_text()
+RELU_EXAMPLE = (Path(__file__).parents[3] / "src" / "kernelrl" / "examples" / "relu_triton.py").read_text()
 
 
 @pytest.mark.parametrize("before, after", [

@@ -38,7 +38,7 @@ def relu(suite):
 def test_a_runtime_policy_changes_per_call_on_one_evaluator_without_a_new_judge(cpu_evaluator, relu):
     from pathlib import Path
 
-    code = (Path(__file__).parent / BACKGROUND_THREAD).read_text()
+    code = (Path(__file__).parents[2] / BACKGROUND_THREAD).read_text()
     rejected = cpu_evaluator.evaluate(relu, code, verdict=VerdictSettings(trials=2, static_checks=False))
     judge = cpu_evaluator._judge.proc.pid
     allowed = cpu_evaluator.evaluate(relu, code, verdict=VerdictSettings(
