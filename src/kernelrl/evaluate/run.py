@@ -69,11 +69,12 @@ def run_evaluation(ctx: RunContext, problem: Problem, code: str, env: Environmen
                    cfg: VerdictSettings, deadline: Deadline | None = None) -> EvalResult:
     """`started`: when the evaluation got its slots (its prepare phase includes taking a standby)."""
     master = cfg.seed if cfg.seed is not None else secrets.randbits(62)
-    prepared = _prepare(ctx, problem, env, base, workdir, eval_id, cfg, master)
+    share = measures_share(env, cfg)
+    prepared = _prepare(ctx, problem, env, base, workdir, eval_id, cfg, master, share)
     if isinstance(prepared, EvalResult):
         return prepared
     tol = tolerance_for(prepared["output_dtypes"], cfg.tolerances)
-    sandbox = _sandbox(ctx, problem, code, env, workdir, eval_id, cfg, prepared, tol)
+    sandbox = _sandbox(ctx, problem, code, env, workdir, eval_id, cfg, prepared, tol, share)
     prepare_s = time.monotonic() - started
 
     def on_event(event: dict) -> bool:
@@ -114,9 +115,10 @@ def run_evaluation(ctx: RunContext, problem: Problem, code: str, env: Environmen
 
 
 def _prepare(ctx: RunContext, problem: Problem, env: Environment, base: dict, workdir: Path, eval_id: str,
-             cfg: VerdictSettings, master: int) -> dict | EvalResult:
-    """The judge's preparation (trials, their inputs in `workdir/in`, the reference outputs), or the result
-    that ends the run before the candidate does: the reference failed, or bf16 without a GPU."""
+             cfg: VerdictSettings, master: int, share: bool) -> dict | EvalResult:
+    """The judge's preparation (trials, their inputs in `workdir/in`, the reference outputs; `share`: the
+    kernel share's trials too), or the result that ends the run before the candidate does: the reference
+    failed, or bf16 without a GPU."""
     try:
         prepared = ctx.judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
                                      problem_sha256=problem.sha256, master_seed=master,
@@ -125,7 +127,7 @@ def _prepare(ctx: RunContext, problem: Problem, env: Environment, base: dict, wo
                                      timing_variants=(cfg.timing_variants
                                                       if env.mode == "gpu" and cfg.timing else 0),
                                      timed_mix=cfg.fresh_timed_inputs,
-                                     share_trials=SHARE_ATTEMPTS if measures_share(env, cfg) else 0)
+                                     share_trials=SHARE_ATTEMPTS if share else 0)
     except JudgeError as exc:
         return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                           message="the problem's reference failed (a problem error, not the candidate's)",
@@ -138,7 +140,7 @@ def _prepare(ctx: RunContext, problem: Problem, env: Environment, base: dict, wo
 
 
 def _sandbox(ctx: RunContext, problem: Problem, code: str, env: Environment, workdir: Path, eval_id: str,
-             cfg: VerdictSettings, prepared: dict, tol: Tolerance) -> _Sandbox:
+             cfg: VerdictSettings, prepared: dict, tol: Tolerance, share: bool) -> _Sandbox:
     """The candidate written to `workdir`, the sandbox's request and the trials that will read its events."""
     own = ctx.settings  # the evaluator's (cfg: this call's verdict settings)
     candidate_path = workdir / "candidate.py"
@@ -157,7 +159,7 @@ def _sandbox(ctx: RunContext, problem: Problem, code: str, env: Environment, wor
         timer=dataclasses.asdict(ctx.measurer(cfg).candidate_timer(problem, env)),
         timing_mode=HOST_MODE if host_timing else cfg.timing_mode, paired_baseline=cfg.paired_baseline,
         timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True),
-        kernel_share=measures_share(env, cfg),
+        kernel_share=share,
         memory_limit_bytes=int(cfg.memory_limit_gb * GiB), readonly_fs=own.readonly_filesystem,
         # its own compile caches are the only writable places outside workdir
         writable_paths=[str(workdir), *caches.values()],
