@@ -84,7 +84,7 @@ def scorer(via: str, gpus: int, args, profile: str, cache_dir: Path) -> Iterator
         overrides["device_work_queues"] = args.work_queues or None
     cpu = args.device == "cpu"
     if via == "multi":
-        from kernelrl.evaluate.scorer import open_scorer
+        from kernelrl.evaluate.local import open_scorer
 
         devices = ["cpu"] * gpus if cpu else [f"cuda:{k}" for k in range(gpus)]
         with open_scorer(devices, settings, verdict, **overrides) as opened:

@@ -86,6 +86,87 @@ def test_each_room_imports_on_its_own(room):
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports, at any depth (a deferred import inside a function hides a
+    cycle from the interpreter, not from the design). `from pkg import sub` depends on `pkg.sub`, not on the
+    package whose submodule it is (every submodule runs after its package's __init__ anyway)."""
+    modules = {_module_name(p): p for p in _modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        graph[name] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([base] if base else []))
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
+                targets = subs + ([base] if len(subs) < len(node.names) else [])
+            else:
+                continue
+            for target in targets:
+                while target not in modules and "." in target:
+                    target = target.rpartition(".")[0]
+                if target in modules and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, successors = work[-1]
+            step = next(successors, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    work.append((step, iter(sorted(graph[step]))))
+                elif step in stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = stack[stack.index(node):]
+                del stack[stack.index(node):]
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycles_between_modules():
+    assert not (cycles := _cycles(_import_graph())), f"modules that import each other: {cycles}"
+
+
+def test_the_cycle_check_finds_a_deferred_cycle():
+    """The checker itself: a cycle closed by an import inside a function is found; a chain is not a cycle."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    graph = _import_graph()
+    assert "kernelrl.evaluate.scorer" in graph["kernelrl.evaluate.evaluator"]
+    assert "kernelrl.evaluate.evaluator" in graph["kernelrl.evaluate.local"]
+
+
 def _module_imports(path: Path) -> list[tuple[int, str]]:
     """(line, dotted module) of every `kernelrl...` import in the module, at any depth."""
     found = []

@@ -7,8 +7,8 @@ httpx alone.
 
 from __future__ import annotations
 
+from kernelrl.evaluate.local import open_scorer as open_local_scorer
 from kernelrl.evaluate.scorer import ScorerBase
-from kernelrl.evaluate.scorer import open_scorer as open_local_scorer
 from kernelrl.serve.client import Client, ServiceError
 
 __all__ = ["Client", "ServiceError", "open_scorer"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelrl import load_problem, load_suite
-from kernelrl.evaluate.scorer import open_scorer
+from kernelrl.evaluate.local import open_scorer
 from kernelrl.problems.generate import FAMILIES, GateRejected, gate, generate, heldout_signatures, new_seen
 
 HEADER = '''import torch

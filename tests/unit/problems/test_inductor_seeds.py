@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelrl import load_problem
-from kernelrl.evaluate.scorer import open_scorer
+from kernelrl.evaluate.local import open_scorer
 from kernelrl.problems.generate import generate, verify_solutions
 from kernelrl.problems.generate.inductor import InductorSkip, inductor_solution
 
