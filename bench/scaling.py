@@ -5,12 +5,13 @@ through each way kernelrl spreads evaluations, in one run on one machine:
 - `ray`:   the Ray pool (`RayScorer`: one actor process per GPU) on a Ray cluster this script starts,
 - `serve`: `kernelrl serve --ray auto` fronting that pool, called through `Client` (HTTP on loopback).
 
-Each row: a new scorer on the host's first `gpus` GPUs (`ray` and `serve`: a Ray cluster started with
-that many), warmed with one fresh copy of every problem per GPU (audits, judge state, baselines: not counted;
-the baseline cache lives in `--cache-dir`, shared by every row), then `--rounds` x the level-1 reference
-solutions, each made fresh (`throughput.fresh`: Triton's cache and the result cache miss), in one call.
-Reports evaluations/min, scaling against the same way's one-GPU row, the phase split, the first answer and the
-last tenth of the batch, and the timer's rerun spread (median speedup RSE) with every GPU busy.
+Each row: a new scorer on the host's first `gpus` GPUs (`ray` and `serve`: a Ray cluster started with that
+many), started (`warm_up`: every evaluator up, so the warm-up reaches each; the items each answered are in the
+row's `per_actor`), warmed with one fresh copy of every problem per GPU (audits, judge state, baselines: not
+counted; the baseline cache lives in `--cache-dir`, shared by every row), then `--rounds` x the level-1
+reference solutions, each made fresh (`throughput.fresh`: Triton's cache and the result cache miss), in one
+call. Reports evaluations/min, scaling against the same way's one-GPU row, the phase split, the first answer
+and the last tenth of the batch, and the timer's rerun spread (median speedup RSE) with every GPU busy.
 
   python bench/scaling.py --via multi,ray,serve --gpus 1,2 --rounds 2 --json scaling.json  # a 2-GPU host
   python bench/scaling.py --device cpu --via multi,ray --only level0/1_relu --rounds 1     # on the CPU
@@ -156,17 +157,30 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 4) if values else None
 
 
+def per_actor(opened: ScorerBase) -> dict[str, int]:
+    """Items answered so far per Ray actor, or per device of a `MultiDeviceEvaluator` (empty: the service)."""
+    counts = getattr(opened, "counts", None)
+    if isinstance(counts, list):
+        return {f"device{k}": n for k, n in enumerate(counts)}
+    return {str(name): n for name, n in counts.items()} if isinstance(counts, dict) else {}
+
+
 def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) -> dict:
     suite = load_suite()
     tag = uuid.uuid4().hex[:8]
     with scorer(via, gpus, args, profile, cache_dir) as opened:
         started = time.monotonic()
+        # every evaluator started before the warm-up batch: else the first one ready takes all of it its slots
+        # allow (the training profile's: 60) and the others meet every problem cold in the measured batch
+        opened.warm_up()
         warm = [(suite.get(pid), fresh(code, f"{tag}-warm-{k}"))
                 for k in range(gpus) for _, pid, code in chosen]
         warmed = list(opened.evaluate_many(warm))
         warm_s = time.monotonic() - started
+        warm_counts = per_actor(opened)
         print(f"{via} x{gpus} {profile}: warm-up {len(warm)} evaluations in {warm_s:.1f} s "
-              f"({sum(r.status.value == 'correct' for r in warmed)} correct)", flush=True)
+              f"({sum(r.status.value == 'correct' for r in warmed)} correct"
+              + (f", per actor {sorted(warm_counts.values())}" if warm_counts else "") + ")", flush=True)
         items = [(suite.get(pid), fresh(code, f"{tag}-{n}-{k}"))
                  for n in range(args.rounds) for k, (_, pid, code) in enumerate(chosen)]
         started_epoch, started = time.time(), time.monotonic()
@@ -176,8 +190,9 @@ def run_row(via: str, gpus: int, args, profile: str, cache_dir: Path, chosen) ->
             results[index] = result
             finished.append(time.monotonic() - started)
         total = time.monotonic() - started
+        counts = {name: n - warm_counts.get(name, 0) for name, n in per_actor(opened).items()}
     row = {"via": via, "gpus": gpus, "profile": profile, "standbys": args.standbys,
-           "warm_up_s": round(warm_s, 1),
+           "warm_up_s": round(warm_s, 1), "per_actor": {"warm_up": warm_counts, "batch": counts},
            **batch_stats(results, total, started_epoch),
            "no_verdict": sum(r.no_verdict for r in results),
            # first answer, and the last tenth of the batch: a fixed cost per batch, not per evaluation

@@ -395,6 +395,7 @@ class Evaluator(ScorerBase):
                   deadline: Deadline | None = None) -> EvalResult:
         base = {"problem_id": problem.id, "problem_sha256": problem.sha256, "candidate_sha256": _sha(code),
                 "environment": env}
+        checking = time.monotonic()
         early = before_running(code, base, mode=env.mode,
                                audit=(lambda: self.audit(problem, verdict=cfg)) if cfg.refuse_flagged_problems
                                else None,
@@ -404,6 +405,8 @@ class Evaluator(ScorerBase):
             return early
         started = time.monotonic()
         result, overlapped = self._attempt(problem, code, env, base, caller, cfg, deadline)
+        # before the slot queue: the static checks and the problem's audit (the judge's, on first sight)
+        checks_s = round(started - checking, 4)
         if overlapped and ran_out_of_memory(result) and not (deadline and deadline.cancel.is_set()):
             # the memory may have been the other evaluations': once more with the device to itself, and that
             # verdict stands (a candidate that needs too much memory runs out alone too); later evaluations of
@@ -415,6 +418,7 @@ class Evaluator(ScorerBase):
             result, _ = self._attempt(problem, code, env, base, caller, cfg, deadline, alone=True)
             result.phases_s["oom_retry"] = round(first_s, 4)  # the first attempt's wall time
             result.log = f"[kernelrl] first attempt, beside others: {first_message[:300]}\n{result.log}"
+        result.phases_s = {"checks": checks_s, **result.phases_s}
         return result
 
     def _gpu_admission(self, env: Environment) -> DeviceMemory | None:

@@ -223,7 +223,7 @@ def test_compile_slots_outnumber_timing_slot_and_timing_stays_exclusive(suite):
     assert [r.status for r in results] == [Status.CORRECT] * 4, [r.message for r in results]
     for r in results:  # timed for real: the host-clock timer behind the timing token
         assert r.timing.candidate is not None and r.timing.candidate.mode == "host", r.timing
-        assert {"queue", "first_trial", "token", "timing"} <= set(r.phases_s)
+        assert {"checks", "queue", "first_trial", "token", "timing"} <= set(r.phases_s)
         # the sandbox's own start-up steps, on the evaluator's clock: a standby started before its candidate
         # came, took it in the start phase and was confined before the import
         t = r.timeline
