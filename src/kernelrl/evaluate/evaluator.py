@@ -122,6 +122,8 @@ class Evaluator(ScorerBase):
         cache = cfg.cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelrl"
         self._cache_dir = Path(cache)
         self._audits: dict[tuple, ProblemAudit] = {}  # (problem sha, tolerances) -> audit (no timing)
+        self._auditing: dict[tuple, threading.Lock] = {}  # one audit of a problem at a time, per key
+        self._auditing_lock = threading.Lock()
         self._baseline_cache = BaselineCache(self._cache_dir / BaselineCache.FILE)
         use_results = cfg.result_cache and os.environ.get(RESULT_CACHE_ENV, "1") != "0"
         self._result_cache = ResultCache(self._cache_dir / ResultCache.FILE) if use_results else None
@@ -200,10 +202,17 @@ class Evaluator(ScorerBase):
         key = (problem.sha256, repr(sorted((verdict.tolerances or {}).items())), verdict.reference_error_k)
         if key in self._audits:
             return self._audits[key]
-        audit = self._audit(problem, timing=False, verdict=verdict)
-        if not _transient_audit(audit):
-            self._audits[key] = audit
-        return audit
+        with self._auditing_lock:
+            auditing = self._auditing.setdefault(key, threading.Lock())
+        # a group of completions for a problem new to this evaluator arrives at once (RL): the first audits,
+        # the others wait for its audit instead of each asking the judge again
+        with auditing:
+            if key in self._audits:
+                return self._audits[key]
+            audit = self._audit(problem, timing=False, verdict=verdict)
+            if not _transient_audit(audit):
+                self._audits[key] = audit
+            return audit
 
     def warm_up(self) -> None:
         """Start the judge and (with `warm_pool`) the zygote and the standby sandboxes now rather than on the

@@ -343,3 +343,22 @@ def test_multi_device_batch_deadline(suite):
     assert len(results) == 5 and wall < 30, wall
     assert all(missed_deadline(r) for r in results), [r.message for r in results]
     assert [r.stage for r in results[2:]] == [Stage.STATIC] * 3  # not started: no sandbox ran
+
+
+def test_a_group_of_completions_for_a_new_problem_audits_it_once(suite):
+    """RL sends a problem's completions together: the problem is audited once, not once per completion."""
+    problem = suite.get("level0/1_relu")
+    with Evaluator(device="cpu", result_cache=False, max_concurrency=4, sandbox_memory_gb=0) as ev:
+        audited = []
+        audit = ev._audit
+
+        def counted(*args, **kwargs):
+            audited.append(args[0].id)
+            time.sleep(0.5)  # a slow judge: the other completions arrive while the first audit runs
+            return audit(*args, **kwargs)
+
+        ev._audit = counted
+        results = list(ev.evaluate_many([(problem, code) for code in distinct(4)],
+                                        verdict=VerdictSettings(trials=1, timing=False)))
+    assert [r.status for r in results] == [Status.CORRECT] * 4, [r.message for r in results]
+    assert audited == ["level0/1_relu"]
