@@ -568,6 +568,7 @@ def test_a_fork_killed_before_the_candidate_ran_is_rerun_fresh(pooled, relu, mon
 def test_a_sandbox_that_never_reported_ready_is_no_verdict():
     from kernelrl.evaluate.trials import Trials
     from kernelrl.evaluate.verdict import sandbox_verdict
+    from kernelrl.sandbox.protocol import ReadyEvent
     from kernelrl.sandbox.runner import ChildOutcome
 
     base = {"problem_id": "p"}
@@ -578,6 +579,6 @@ def test_a_sandbox_that_never_reported_ready_is_no_verdict():
         result = sandbox_verdict(outcome, trials, base, 4.0)
         assert result.status is Status.CRASHED and result.no_verdict, result
         assert "before the candidate ran" in result.message, result.message
-    ready = ChildOutcome(events=[{"event": "ready"}], returncode=-9)
+    ready = ChildOutcome(events=[ReadyEvent(isolation=[], marks={})], returncode=-9)
     result = sandbox_verdict(ready, trials, base, 4.0)
     assert result.status is Status.CRASHED and not result.no_verdict  # the candidate's code had started

@@ -10,6 +10,7 @@ import torch
 
 from kernelrl.evaluate.trials import Trials
 from kernelrl.sandbox.judge_client import JudgeClient
+from kernelrl.sandbox.protocol import CensusEvent, parse_event
 from kernelrl.sandbox.share_call import SHARE_ATTEMPTS, SHARE_GATES_MS, measure_on_fresh_calls
 from kernelrl.sandbox.tensor_files import write_tensor
 from kernelrl.sandbox.tensorio import tensor_meta
@@ -63,11 +64,12 @@ def _trials(judge: JudgeClient, tmp_path, plan: list[dict]) -> Trials:
                   Tolerance(1e-5, 1e-5, "float32"), 1 << 30, {})
 
 
-def _census(trial: int, out: torch.Tensor, out_dir, n: int = 0, **mix) -> dict:
+def _census(trial: int, out: torch.Tensor, out_dir, n: int = 0, **mix) -> CensusEvent:
+    """The stub's census report as the typed wire hands it to the verdict."""
     out_dir.mkdir(exist_ok=True)
     write_tensor(out_dir / f"share{n}_out0.bin", out)
-    return {"event": "census", "fraction": 0.97, "method": "events",
-            "checked": [{"rep": n, "trial": trial, "outputs": [tensor_meta(out)], **mix}]}
+    return parse_event({"event": "census", "fraction": 0.97, "method": "events",
+                        "checked": [{"rep": n, "trial": trial, "outputs": [tensor_meta(out)], **mix}]})
 
 
 def test_the_measured_call_is_compared_with_the_reference_for_its_fresh_inputs(judge, tmp_path):
@@ -76,7 +78,7 @@ def test_the_measured_call_is_compared_with_the_reference_for_its_fresh_inputs(j
     right = _inputs(first) * 2
     trials = _trials(judge, tmp_path, plan)
     assert trials.on_event(_census(first["index"], right, tmp_path / "out"))
-    assert trials.findings == [] and trials.problem is None and trials.census["fraction"] == 0.97
+    assert trials.findings == [] and trials.problem is None and trials.census.fraction == 0.97
 
     # the answer of an earlier call (a copy kernel's stale result): the share's own call is wrong
     stale = _inputs(plan[0]) * 2
@@ -108,7 +110,8 @@ def test_a_share_measured_elsewhere_or_unchecked_is_refused(judge, tmp_path):
     assert not trials.on_event(_census(seen["index"], _inputs(seen) * 2, tmp_path / "out"))
     assert trials.problem == "the kernel share was measured on inputs other than its own"
     trials = _trials(judge, tmp_path, plan)
-    assert not trials.on_event({"event": "census", "fraction": 0.97, "method": "events", "checked": []})
+    assert not trials.on_event(parse_event({"event": "census", "fraction": 0.97, "method": "events",
+                                            "checked": []}))
     assert trials.problem == "the kernel share names no checked call"
 
 

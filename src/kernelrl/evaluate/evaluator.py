@@ -62,6 +62,7 @@ from kernelrl.sandbox import (
     JudgeError,
     LaunchSettings,
     ProcessOwner,
+    ReleaseRequest,
     RunSlots,
     SandboxLauncher,
     mixes,
@@ -494,7 +495,7 @@ class Evaluator(ScorerBase):
         finally:
             if self._judge.running():  # a judge that died took this evaluation's state with it
                 try:
-                    self._judge.request("release", eval_id=eval_id, timeout_s=60)
+                    self._judge.call(ReleaseRequest(eval_id=eval_id), timeout_s=60)
                 except JudgeError:
                     pass
             shutil.rmtree(workdir, ignore_errors=True)

@@ -12,7 +12,15 @@ from kernelrl.evaluate.settings import VerdictSettings
 from kernelrl.evaluate.trials import Trials
 from kernelrl.problems import Problem
 from kernelrl.results import Environment, TimingReport
-from kernelrl.sandbox import DeviceGate, JudgeClient, JudgeError, nbytes_of
+from kernelrl.sandbox import (
+    BandwidthRequest,
+    BaselinesRequest,
+    DeviceGate,
+    JudgeClient,
+    JudgeError,
+    PeakFlopsRequest,
+    nbytes_of,
+)
 from kernelrl.timing.cuda_timer import TimerSettings, method_name, summarize
 from kernelrl.timing.stats import candidate_rse_target, paired_speedup, speedup_rse
 
@@ -48,8 +56,8 @@ class Measurer:
         if not timed:
             return None
         try:
-            bandwidth = self._judge.request("bandwidth")["bytes_per_s"]
-            peak = self._judge.request("peak_flops")["flops_per_s"] if prepared.get("timing_flops") else None
+            bandwidth = self._judge.call(BandwidthRequest()).bytes_per_s
+            peak = self._judge.call(PeakFlopsRequest()).flops_per_s if prepared.get("timing_flops") else None
         except JudgeError:
             return None
         return speed_of_light_ms(sum(nbytes_of(m) for m in timed[0]["inputs"]), prepared.get("timing_flops"),
@@ -77,33 +85,32 @@ class Measurer:
     def timing(self, problem: Problem, env: Environment, trials: Trials, seed: int,
                prepared: dict) -> TimingReport:
         if env.mode != "gpu":
-            if not (self.config.cpu_timing and self.config.timing and trials.timing_raw is not None):
+            if not (self.config.cpu_timing and self.config.timing and trials.timing is not None):
                 return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the "
                                                        "interpreter, so times say nothing about GPU speed")
             try:
-                return TimingReport(candidate=summarize(trials.timing_raw),
+                return TimingReport(candidate=summarize(trials.timing.raw()),
                                     unavailable_reason=CPU_TIMING_NOTE,
-                                    timed_checks=len(trials.timing_raw.get("checked") or []))
+                                    timed_checks=len(trials.timing.checked))
             except (ValueError, TypeError, KeyError) as exc:
                 return TimingReport(unavailable_reason=f"the candidate's timing report is unusable: {exc}")
         if not self.config.timing:
             return TimingReport(unavailable_reason="timing disabled")
         report = TimingReport()
         try:
-            report.candidate = summarize(trials.timing_raw or {"times_ms": []})
+            report.candidate = summarize(trials.timing.raw() if trials.timing else {"times_ms": []})
         except (ValueError, TypeError, KeyError) as exc:
             return TimingReport(unavailable_reason=f"the candidate's timing report is unusable: {exc}")
-        report.timed_checks = len(trials.timing_raw.get("checked") or [])
-        census = trials.census or {}
-        fraction = census.get("fraction")
-        report.kernel_gpu_fraction = float(fraction) if isinstance(fraction, int | float) else None
-        method = census.get("method")
+        report.timed_checks = len(trials.timing.checked) if trials.timing else 0
+        fraction = trials.census.fraction if trials.census else None
+        report.kernel_gpu_fraction = float(fraction) if fraction is not None else None
+        method = trials.census.method if trials.census else None
         report.kernel_gpu_fraction_method = method if method in ("events", "profiler") else None
         with self._gate.exclusive():  # the judge's timed runs: nothing else on this device meanwhile
             report.floor_ms = self.floor_ms(prepared)
             report = self.baselines(problem, seed, report)
-        if trials.timing_raw.get("paired_reference") is not None:
-            self.paired(report, trials.timing_raw)
+        if trials.timing is not None and trials.timing.paired_reference is not None:
+            self.paired(report, trials.timing.raw())
         return report
 
     def paired(self, report: TimingReport, raw: dict) -> None:
@@ -140,20 +147,19 @@ class Measurer:
             return report
         if entry is None:
             try:
-                raw = self._judge.request("baselines", problem_path=str(problem.path),
-                                          problem_sha256=problem.sha256, seed=seed,
-                                          timer=dataclasses.asdict(cfg.timer), mode=cfg.timing_mode,
-                                          inductor=cfg.inductor_baseline, fresh=fresh)
+                times = self._judge.call(BaselinesRequest(
+                    problem_path=str(problem.path), problem_sha256=problem.sha256, seed=seed,
+                    timer=dataclasses.asdict(cfg.timer), mode=cfg.timing_mode, inductor=cfg.inductor_baseline,
+                    fresh=fresh))
             except JudgeError as exc:
                 report.unavailable_reason = f"baselines failed: {str(exc)[-300:]}"
                 return report
-            if "eager" not in raw:
-                report.unavailable_reason = raw.get("unavailable", "no baseline times")
+            if times.eager is None:
+                report.unavailable_reason = times.unavailable or "no baseline times"
                 return report
-            entry = BaselineEntry(eager=summarize(raw["eager"]),
-                                  inductor=summarize(raw["inductor"]) if "inductor" in raw else None,
-                                  inductor_error=str(raw["inductor_error"])[:600]
-                                  if raw.get("inductor_error") else None)
+            entry = BaselineEntry(eager=summarize(times.eager),
+                                  inductor=summarize(times.inductor) if times.inductor is not None else None,
+                                  inductor_error=times.inductor_error[:600] if times.inductor_error else None)
             self._baseline_cache.put(key, entry)
         report.eager = entry.eager
         if cfg.inductor_baseline and entry.inductor is not None:

@@ -24,11 +24,15 @@ from kernelrl.results import CorrectnessReport, Environment, EvalResult, Stage, 
 from kernelrl.sandbox import (
     SHARE_ATTEMPTS,
     ChildOutcome,
+    DoneEvent,
+    Event,
     JudgeClient,
     JudgeError,
+    ReadyEvent,
     SandboxLauncher,
     SandboxRequest,
     Standby,
+    TimingTokenEvent,
     TrialPlan,
 )
 from kernelrl.timing.cuda_timer import HOST_MODE
@@ -77,8 +81,8 @@ def run_evaluation(ctx: RunContext, problem: Problem, code: str, env: Environmen
     sandbox = _sandbox(ctx, problem, code, env, workdir, eval_id, cfg, prepared, tol, share)
     prepare_s = time.monotonic() - started
 
-    def on_event(event: dict) -> bool:
-        if event["event"] == "timing_token":  # CPU work done: the next sandbox may start compiling
+    def on_event(event: Event) -> bool:
+        if isinstance(event, TimingTokenEvent):  # CPU work done: the next sandbox may start compiling
             compile_slot.give_back()
         return sandbox.trials.on_event(event)
 
@@ -93,7 +97,8 @@ def run_evaluation(ctx: RunContext, problem: Problem, code: str, env: Environmen
     sandbox_finished = time.monotonic()
     memory = ctx.gpu_admission(env)
     if memory is not None:  # what this problem's evaluations need: learned for the next ones
-        memory.observed(problem.sha256, (outcome.last("done") or {}).get("gpu_peak_bytes"),
+        done = outcome.last(DoneEvent)
+        memory.observed(problem.sha256, done.gpu_peak_bytes if done is not None else None,
                         prepared.get("device_bytes"))
     phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, sandbox_finished)}
     timeline = {"prepare": started, **trials.phase_begins(sandbox_started)}
@@ -174,10 +179,9 @@ def _reported(ctx: RunContext, base: dict, env: Environment, outcome: ChildOutco
               prepared: dict, tol: Tolerance, cfg: VerdictSettings, phases: dict, timeline: dict) -> dict:
     """The result's fields every verdict of a run shares: the environment with the isolation that applied,
     the log, the correctness report, the findings, where the time went and when."""
-    ready = outcome.last("ready") or {}
+    ready = outcome.last(ReadyEvent)
     timeline.update(trials.sandbox_marks(ready))
-    iso = ready.get("isolation", [])
-    iso = [str(x)[:32] for x in iso] if isinstance(iso, list) else []
+    iso = ready.isolation if ready is not None else []
     env = dataclasses.replace(env, isolation=[*iso, path] if iso else [])
     correctness = CorrectnessReport(
         trials_run=trials.run, trials_passed=trials.passed, trials_planned=trials.planned,

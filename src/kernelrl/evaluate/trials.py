@@ -6,7 +6,26 @@ from __future__ import annotations
 import time
 
 from kernelrl.results import Finding, Mismatch
-from kernelrl.sandbox import ITEMSIZE, SHARE_PREFIX, JudgeClient, JudgeError, TensorFileError, validate_meta
+from kernelrl.sandbox import (
+    ITEMSIZE,
+    SHARE_PREFIX,
+    CensusEvent,
+    CompareRequest,
+    ErrorEvent,
+    Event,
+    InputsUnavailableEvent,
+    JudgeClient,
+    JudgeError,
+    NativeThreadSeenEvent,
+    OpReport,
+    OutputMeta,
+    ReadyEvent,
+    TensorFileError,
+    TimedCheck,
+    TimingEvent,
+    TrialEvent,
+    validate_meta,
+)
 from kernelrl.verify.precision import describe as describe_precision
 from kernelrl.verify.runtime_checks import HANDOFF_STAGE, RUNTIME_CHECKS
 
@@ -34,8 +53,8 @@ class Trials:
         self.mismatch: Mismatch | None = None
         self.findings: list[Finding] = []
         self.problem: str | None = None  # a protocol violation or judge failure
-        self.timing_raw: dict | None = None
-        self.census: dict | None = None
+        self.timing: TimingEvent | None = None  # the timed calls' report
+        self.census: CensusEvent | None = None  # the kernel share's
         # the sandbox could not draw the judge's inputs (problem error)
         self.inputs_unavailable: str | None = None
         self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report was handled
@@ -63,17 +82,17 @@ class Trials:
         begins["finish"] = last
         return begins
 
-    def sandbox_marks(self, ready: dict) -> dict[str, float]:
+    def sandbox_marks(self, ready: ReadyEvent | None) -> dict[str, float]:
         """The sandbox's own start-up marks (the ready report's: seconds from its stub's start) on this
         process's clock, dated by the report's arrival: `sandbox_device` (its CUDA context up),
         `sandbox_standby` (a standby waiting for its candidate), `sandbox_assigned` (the candidate taken),
         `sandbox_readonly_fs`, `sandbox_capabilities` (confinement steps). Diagnostics: what the start phase
         waited for."""
-        marks, arrived = ready.get("marks"), self.arrived.get("ready")
-        if not isinstance(marks, dict) or arrived is None or not isinstance(marks.get("ready"), float | int):
+        arrived = self.arrived.get("ready")
+        if ready is None or arrived is None or "ready" not in ready.marks:
             return {}
-        return {f"sandbox_{name}": arrived - (marks["ready"] - at) for name, at in marks.items()
-                if name != "ready" and isinstance(at, float | int)}
+        return {f"sandbox_{name}": arrived - (ready.marks["ready"] - at) for name, at in ready.marks.items()
+                if name != "ready"}
 
     @property
     def hack(self) -> Finding | None:
@@ -88,52 +107,48 @@ class Trials:
                                      detail=detail[:300]))
         return policy != "reject"
 
-    def on_event(self, event: dict) -> bool:
+    def on_event(self, event: Event) -> bool:
         # stamped once handled: a trial's phase includes the judge's comparison, and the next report (already
         # waiting in the pipe) is not charged for it
         try:
             return self._handle(event)
         finally:
-            self.arrived[event["event"]] = now = time.monotonic()
-            if event["event"] == "trial":
+            self.arrived[event.kind] = now = time.monotonic()
+            if isinstance(event, TrialEvent):
                 self.arrived.setdefault("trial0", now)
 
-    def _handle(self, event: dict) -> bool:
-        kind = event["event"]
-        if kind == "timing":
+    def _handle(self, event: Event) -> bool:
+        """The event as the typed wire parsed it (kernelrl.sandbox.protocol: every field of its type); what
+        is checked here is what the verdict decides (an index in range, a dtype and device, the facts)."""
+        if isinstance(event, TimingEvent):
             return self._on_timing(event)
-        if kind == "census":
+        if isinstance(event, CensusEvent):
             return self._on_census(event)
-        if kind == "native_thread_seen":  # the runner's own watch (sandbox.native_threads.ThreadWatch)
-            return self.flag("rt-native-thread", str(event["detail"]))
+        if isinstance(event, NativeThreadSeenEvent):  # the runner's own watch (sandbox.native_threads)
+            return self.flag("rt-native-thread", event.detail)
         # before the candidate was imported: the problem's inputs, not the candidate
-        if kind == "inputs_unavailable":
-            self.inputs_unavailable = str(event.get("detail", ""))[:500]
+        if isinstance(event, InputsUnavailableEvent):
+            self.inputs_unavailable = event.detail
             return False
-        if kind == "error" and event.get("stage") == HANDOFF_STAGE:
-            check, _, detail = str(event.get("message", "")).partition(": ")
+        if isinstance(event, ErrorEvent) and event.stage == HANDOFF_STAGE:
+            check, _, detail = event.message.partition(": ")
             return check not in RUNTIME_CHECKS or self.flag(check, detail)
-        if kind != "trial":
+        if not isinstance(event, TrialEvent):
             return True
-        if event.get("index") != self.run or self.run >= self.planned:
-            self.problem = f"unexpected trial report {str(event.get('index'))[:20]}"
+        if event.index != self.run or self.run >= self.planned:
+            self.problem = f"unexpected trial report {event.index}"
             return False
         self.run += 1
-        raw = event.get("outputs")
-        if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
-            self.problem = "malformed trial report"
-            return False
-        for k, meta in enumerate(raw):
-            if meta.get("dtype") not in ITEMSIZE:
-                return self._mismatch(k, "dtype",
-                                      f"output {k} has unsupported dtype {str(meta.get('dtype'))[:40]}")
-            if meta.get("device") != self.device:
-                return self._mismatch(k, "device", f"output {k} is on {str(meta.get('device'))[:20]}, "
-                                                   f"expected {self.device}")
+        for k, meta in enumerate(event.outputs):
+            if meta.dtype not in ITEMSIZE:
+                return self._mismatch(k, "dtype", f"output {k} has unsupported dtype {meta.dtype}")
+            if meta.device != self.device:
+                return self._mismatch(k, "device",
+                                      f"output {k} is on {meta.device[:20]}, expected {self.device}")
         # work still running behind forward's back explains a wrong answer: flagged before the comparison
-        if not self._background_work(event, raw):
+        if not self._background_work(event):
             return False
-        found = self._compare(self.run - 1, raw, None, event.get("changed_inputs"))
+        found = self._compare(self.run - 1, event.outputs, None, event.changed_inputs)
         if found is False:
             return False
         if found is WIDENED:
@@ -142,7 +157,7 @@ class Trials:
             self.mismatch = Mismatch(trial=self.run - 1, input_set=self.plan[self.run - 1]["set"], **found)
             return False
         # right values first (a wrong answer is reported as such), then how they were produced
-        if not self._runtime_facts(event, raw):
+        if not self._runtime_facts(event):
             return False
         if self.precision is not None and not self.flag("rt-low-precision",
                                                         describe_precision(self.precision)):
@@ -150,50 +165,44 @@ class Trials:
         self.passed += 1
         return True
 
-    def _background_work(self, event: dict, raw: list[dict]) -> bool:
-        for k, meta in enumerate(raw):
-            if meta.get("changed_after_sync") and not self.flag(
+    def _background_work(self, event: TrialEvent) -> bool:
+        for k, meta in enumerate(event.outputs):
+            if meta.changed_after_sync and not self.flag(
                     "rt-deferred-write",
                     f"output {k} of trial {self.run - 1} changed after a device-wide sync"):
                 return False
-        threads = event.get("threads")
-        if threads and not self.flag("rt-thread-left-running", f"{len(threads)} extra thread(s) alive"):
+        if event.threads and not self.flag("rt-thread-left-running",
+                                           f"{len(event.threads)} extra thread(s) alive"):
             return False
-        return self._native_threads(event, f"after trial {self.run - 1}")
+        return self._native_threads(event.native_threads, f"after trial {self.run - 1}")
 
-    def _native_threads(self, event: dict, where: str) -> bool:
-        native = event.get("native_threads")
-        if not isinstance(native, list) or not native:
+    def _native_threads(self, native: list[str] | None, where: str) -> bool:
+        if not native:
             return True
-        return self.flag("rt-native-thread", f"{where}: " + "; ".join(str(x) for x in native[:2]))
+        return self.flag("rt-native-thread", f"{where}: " + "; ".join(native[:2]))
 
-    def _runtime_facts(self, event: dict, raw: list[dict]) -> bool:
-        for k, meta in enumerate(raw):
-            if meta.get("aliases_input") and not self.flag("rt-output-aliases-input", f"output {k}"):
+    def _runtime_facts(self, event: TrialEvent) -> bool:
+        for k, meta in enumerate(event.outputs):
+            if meta.aliases_input and not self.flag("rt-output-aliases-input", f"output {k}"):
                 return False
-            if meta.get("reuses_buffer") and not self.flag("rt-output-reuses-buffer", f"output {k}"):
+            if meta.reuses_buffer and not self.flag("rt-output-reuses-buffer", f"output {k}"):
                 return False
-        if event.get("launches") == 0 and not self.flag(
+        if event.launches == 0 and not self.flag(
                 "rt-no-kernel-launched", f"trial {self.run - 1} launched no candidate kernel"):
             return False
-        return self._op_census(event.get("census"), f"trial {self.run - 1}")
+        return self._op_census(event.census, f"trial {self.run - 1}")
 
-    def _op_census(self, report: object, where: str) -> bool:
+    def _op_census(self, report: OpReport | None, where: str) -> bool:
         """The op census's findings (kernelrl.sandbox.opcensus): tampering first, then what it names."""
-        if not isinstance(report, dict):
+        if report is None:
             return True
 
-        def counted(key: str) -> str:
-            found = report.get(key)
-            return ", ".join(f"{name} x{n}" for name, n in found.items()) if isinstance(found, dict) else ""
+        def counted(found: dict[str, int]) -> str:
+            return ", ".join(f"{name} x{n}" for name, n in found.items())
 
-        def listed(key: str) -> str:
-            found = report.get(key)
-            return "; ".join(str(x) for x in found) if isinstance(found, list) else ""
-
-        for check, text in (("rt-census-tampered", listed("tampered")), ("rt-aten-op", counted("ops")),
-                            ("rt-host-read", counted("host")),
-                            ("rt-output-provenance", listed("provenance"))):
+        for check, text in (("rt-census-tampered", "; ".join(report.tampered)),
+                            ("rt-aten-op", counted(report.ops)), ("rt-host-read", counted(report.host)),
+                            ("rt-output-provenance", "; ".join(report.provenance))):
             if text and not self.flag(check, f"{where}: {text}"):
                 return False
         return True
@@ -206,108 +215,98 @@ class Trials:
             return False
         return (self.policy.get(check) or RUNTIME_CHECKS[check].default_policy(self.device)) != "off"
 
-    def _compare(self, trial: int, raw: list[dict], prefix: str | None, changed_inputs: object = None,
-                 mix: dict | None = None) -> dict | None | bool:
+    def _compare(self, trial: int, outputs: list[OutputMeta], prefix: str | None,
+                 changed_inputs: list[int] = (), mix: dict | None = None) -> dict | None | bool:
         """The judge's mismatch for one set of output files, None when they match, False on a failure."""
         try:
-            metas = [validate_meta(m, self.max_bytes) for m in raw]
+            metas = [validate_meta(m.to_dict(), self.max_bytes) for m in outputs]
         except TensorFileError as exc:
             self.problem = f"unreadable output: {exc}"
             return False
-        for meta, given in zip(metas, raw, strict=True):
+        for meta, given in zip(metas, outputs, strict=True):
             # a correctness output in the judge's shared buffer
-            if given.get("ipc") is True and prefix is None:
+            if given.ipc is True and prefix is None:
                 meta["ipc"] = True
-            sampled = given.get("sampled")
-            if sampled is not None:  # a timed call's large output, sampled by the stub
-                if not isinstance(sampled, int) or isinstance(sampled, bool) \
-                        or not 0 < sampled <= MAX_SAMPLED:
+            if given.sampled is not None:  # a timed call's large output, sampled by the stub
+                if not 0 < given.sampled <= MAX_SAMPLED:
                     self.problem = "malformed output sample"
                     return False
                 # the judge checks it
-                meta["sampled"], meta["sample_seed"] = sampled, given.get("sample_seed")
-        changed = changed_inputs if isinstance(changed_inputs, list) else []
+                meta["sampled"], meta["sample_seed"] = given.sampled, given.sample_seed
         try:
-            reply = self.judge.request("compare", eval_id=self.eval_id, trial=trial, out_dir=self.out_dir,
-                                       outputs=metas, atol=self.tol.atol, rtol=self.tol.rtol, prefix=prefix,
-                                       changed_inputs=[k for k in changed[:64] if isinstance(k, int)],
-                                       ref_error_k=self.ref_error_k or None, **(mix or {}),
-                                       precision_check=self._checks_precision(trial, prefix) or None)
-            self.precision = reply.get("precision")
-            return WIDENED if reply.get("widened") and reply["mismatch"] is None else reply["mismatch"]
+            reply = self.judge.call(CompareRequest(
+                eval_id=self.eval_id, trial=trial, out_dir=self.out_dir, outputs=metas, atol=self.tol.atol,
+                rtol=self.tol.rtol, prefix=prefix, changed_inputs=list(changed_inputs[:64]),
+                ref_error_k=self.ref_error_k or None, **(mix or {}),
+                precision_check=self._checks_precision(trial, prefix) or None))
         except JudgeError as exc:
             self.problem = f"outputs could not be compared: {str(exc)[-500:]}"
             return False
+        self.precision = reply.precision
+        return WIDENED if reply.widened and reply.mismatch is None else reply.mismatch
 
-    def _on_census(self, event: dict) -> bool:
+    def _on_census(self, event: CensusEvent) -> bool:
         """The kernel share, and the outputs of the calls it was measured on (fresh inputs of the judge's
         share trials, kernelrl.sandbox.share_call): checked like timed calls', so no call is measured
         unchecked."""
         self.census = event
-        checked = event.get("checked")
-        if event.get("fraction") is not None and (not isinstance(checked, list) or not checked):
+        if event.fraction is not None and not event.checked:
             self.problem = "the kernel share names no checked call"
             return False
         # inputs never seen: a share trial of the judge's, or a mix of two timing variants (checked by _mix)
         share_trials = [i for i, t in enumerate(self.plan) if t.get("share")]
-        if any(not isinstance(c, dict) or (c.get("trial") not in share_trials) == (c.get("mix_trial") is None)
-               for c in checked or []):
+        if any((c.trial not in share_trials) == (c.mix_trial is None) for c in event.checked):
             self.problem = "the kernel share was measured on inputs other than its own"
             return False
-        if not self._checked_calls(checked or [], SHARE_PREFIX, "the kernel share's measured call"):
+        if not self._checked_calls(event.checked, SHARE_PREFIX, "the kernel share's measured call"):
             return False
-        return self._op_census(event.get("census"), "the kernel share's measured calls")
+        return self._op_census(event.census, "the kernel share's measured calls")
 
-    def _checked_calls(self, checked: list, prefix: str, what: str) -> bool:
+    def _checked_calls(self, checked: list[TimedCheck], prefix: str, what: str) -> bool:
         """Compare the outputs of checked calls outside the trials (`{prefix}{n}_out{k}.bin`)."""
         for n, check in enumerate(checked[:16]):
-            trial = check.get("trial") if isinstance(check, dict) else None
-            if not isinstance(trial, int) or not 0 <= trial < len(self.plan) \
-                    or not isinstance(check.get("outputs"), list):
+            if not 0 <= check.trial < len(self.plan):
                 self.problem = "malformed timed-call check"
                 return False
             # fresh inputs: trial's mixed with another's (kernelrl.sandbox.timed_mix)
-            mix = self._mix(check, trial)
+            mix = self._mix(check)
             if mix is False:
                 return False
-            found = self._compare(trial, check["outputs"], f"{prefix}{n}", mix=mix)
+            found = self._compare(check.trial, check.outputs, f"{prefix}{n}", mix=mix)
             if found is False:
                 return False
             if found is not None and found is not WIDENED:
-                inputs = f"trial {trial}" + (f" mixed with trial {mix['mix_trial']}" if mix else "")
-                detail = f"{what} {check.get('rep')} (inputs of {inputs}): {found.get('detail', '')}"
+                inputs = f"trial {check.trial}" + (f" mixed with trial {mix['mix_trial']}" if mix else "")
+                detail = f"{what} {check.rep} (inputs of {inputs}): {found.get('detail', '')}"
                 return self.flag("rt-timed-output-mismatch", detail)
         return True
 
-    def _on_timing(self, event: dict) -> bool:
-        self.timing_raw = event
-        checked = event.get("checked")
-        if not isinstance(checked, list) or not checked:
+    def _on_timing(self, event: TimingEvent) -> bool:
+        self.timing = event
+        if not event.checked:
             self.problem = "the timing report names no checked call"
             return False
-        if not self._checked_calls(checked, "timed", "timed call"):
+        if not self._checked_calls(event.checked, "timed", "timed call"):
             return False
-        threads = event.get("threads")
-        if threads and not self.flag("rt-thread-left-running",
-                                     f"{len(threads)} extra thread(s) alive during or after timing"):
+        alive = len(event.threads)
+        if alive and not self.flag("rt-thread-left-running",
+                                   f"{alive} extra thread(s) alive during or after timing"):
             return False
-        if not self._native_threads(event, "during or after timing"):
+        if not self._native_threads(event.native_threads, "during or after timing"):
             return False
-        calls, launches = event.get("calls"), event.get("launches")
-        if isinstance(calls, int) and isinstance(launches, int) and launches < calls:
+        if event.launches < event.calls:
             return self.flag("rt-no-kernel-launched",
-                             f"{launches} candidate kernel launches in {calls} timed calls")
-        return self._op_census(event.get("census"), "timed calls")
+                             f"{event.launches} candidate kernel launches in {event.calls} timed calls")
+        return self._op_census(event.census, "timed calls")
 
-    def _mix(self, check: dict, trial: int) -> dict | None | bool:
-        """A timed check's mix (the other variant's trial, of
-        the same set, and the mask seed), None without one."""
-        other, seed = check.get("mix_trial"), check.get("mix_seed")
+    def _mix(self, check: TimedCheck) -> dict | None | bool:
+        """A timed check's mix (the other variant's trial, of the same set, and the mask seed), None without
+        one."""
+        other, seed = check.mix_trial, check.mix_seed
         if other is None and seed is None:
             return None
-        if not (isinstance(other, int) and isinstance(seed, int) and 0 <= other < len(self.plan)
-                and 0 <= seed < 2**63
-                and self.plan[other]["set"] == self.plan[trial]["set"]):
+        if not (other is not None and seed is not None and 0 <= other < len(self.plan) and 0 <= seed < 2**63
+                and self.plan[other]["set"] == self.plan[check.trial]["set"]):
             self.problem = "malformed timed-call check"
             return False
         return {"mix_trial": other, "mix_seed": seed}

@@ -13,7 +13,17 @@ from kernelrl.candidates.rules import analyze_rules
 from kernelrl.evaluate.trials import Trials
 from kernelrl.problems.audit import ProblemAudit
 from kernelrl.results import EvalResult, Finding, Stage, Status
-from kernelrl.sandbox import ChildOutcome
+from kernelrl.sandbox import (
+    ChildOutcome,
+    DoneEvent,
+    ErrorEvent,
+    ExitEvent,
+    ImportedEvent,
+    InitializedEvent,
+    ReadyEvent,
+    TerminatedEvent,
+    TimingEvent,
+)
 from kernelrl.timing.cuda_timer import events_exceed_wall
 
 COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
@@ -90,9 +100,9 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
     """The verdict on a candidate that ran: from the trials' findings and how its sandbox ended."""
     stage_of = {"start": Stage.IMPORT, "import": Stage.IMPORT, "run": Stage.CORRECTNESS}
     reached = Stage.IMPORT
-    for event, stage in (("imported", Stage.INIT), ("initialized", Stage.CORRECTNESS),
-                         ("timing", Stage.TIMING)):
-        if outcome.last(event):
+    for event, stage in ((ImportedEvent, Stage.INIT), (InitializedEvent, Stage.CORRECTNESS),
+                         (TimingEvent, Stage.TIMING)):
+        if outcome.last(event) is not None:
             reached = stage
     if trials.inputs_unavailable is not None:
         return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
@@ -109,30 +119,29 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
                           feedback=m.detail, **base)
     hack = trials.hack
     if hack is not None:
-        stage = Stage.TIMING if outcome.last("timing") else Stage.CORRECTNESS
+        stage = Stage.TIMING if outcome.last(TimingEvent) is not None else Stage.CORRECTNESS
         return EvalResult(status=Status.HACK_DETECTED, stage=stage, **runtime_hack_text(hack), **base)
-    if outcome.last("ready") is None and outcome.last("error") is None:
+    error = outcome.last(ErrorEvent)
+    if outcome.last(ReadyEvent) is None and error is None:
         return _never_started(outcome, base, memory_limit_gb)
-    error = outcome.last("error")
     if error is not None:
-        exc_type = str(error.get("exc_type", "Exception"))[:200]
         stage = {"import": Stage.IMPORT, "init": Stage.INIT, "timing": Stage.TIMING}.get(
-            error.get("stage"), Stage.CORRECTNESS)
-        short = exc_type.rsplit(".", 1)[-1]
+            error.stage, Stage.CORRECTNESS)
+        short = error.exc_type.rsplit(".", 1)[-1]
         compile_failure = stage is Stage.IMPORT or short in COMPILE_ERROR_TYPES
-        if short == "MemoryError" or "out of memory" in str(error.get("message", "")).lower():
+        if short == "MemoryError" or "out of memory" in error.message.lower():
             compile_failure = False
-        feedback = trim(str(error.get("traceback") or error.get("message", "")))
+        feedback = trim(error.traceback or error.message)
         where = {Stage.IMPORT: "importing the candidate", Stage.INIT: "constructing ModelNew",
                  Stage.CORRECTNESS: "running forward", Stage.TIMING: "timing forward"}[stage]
         return EvalResult(status=Status.COMPILE_ERROR if compile_failure else Status.RUNTIME_ERROR,
                           stage=stage, message=f"{short} while {where}: "
-                                               f"{str(error.get('message', ''))[:200]}",
+                                               f"{error.message[:200]}",
                           feedback=feedback, **base)
-    exited = outcome.last("exit")
+    exited = outcome.last(ExitEvent)
     if exited is not None:
         return EvalResult(status=Status.CRASHED, stage=reached,
-                          message=f"the candidate called sys.exit({str(exited.get('code'))[:50]})",
+                          message=f"the candidate called sys.exit({exited.code[:50]})",
                           feedback="the candidate must not exit the process", **base)
     if outcome.memory_exceeded_bytes is not None:
         return EvalResult(status=Status.CRASHED, stage=reached,
@@ -150,7 +159,7 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
         detail = trials.problem or outcome.protocol_error
         return EvalResult(status=Status.CRASHED, stage=reached,
                           message=f"sandbox protocol violated: {detail}", feedback=detail or "", **base)
-    if outcome.last("done") is None or trials.passed < trials.planned:
+    if outcome.last(DoneEvent) is None or trials.passed < trials.planned:
         how = _how_it_ended(outcome)
         return EvalResult(status=Status.CRASHED, stage=reached,
                           message=f"the candidate process {how} before reporting all results",
@@ -163,9 +172,9 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
 def _how_it_ended(outcome: ChildOutcome) -> str:
     """'exited with code N' or 'was killed by SIGNAL', from the namespace's init process when there is one."""
     code = outcome.returncode
-    ended = outcome.last("terminated")  # from the namespace's init process, when there is one
+    ended = outcome.last(TerminatedEvent)  # from the namespace's init process, when there is one
     if ended is not None:
-        code = -int(ended["signal"]) if "signal" in ended else ended.get("exit_code")
+        code = -ended.signal if ended.signal is not None else ended.exit_code
     if code is not None and code < 0:
         try:
             return f"was killed by {signal.Signals(-code).name}"
@@ -198,7 +207,7 @@ def timing_checks(verdict: EvalResult, trials: Trials, min_kernel_gpu_fraction: 
     if timing is None or timing.candidate is None:
         return verdict
     checks = []
-    if trials.timing_raw is not None and events_exceed_wall(trials.timing_raw):
+    if trials.timing is not None and events_exceed_wall(trials.timing.raw()):
         checks.append(("rt-timer-inconsistent", f"event median {timing.candidate.median_ms:.4f} ms > wall "
                                                 f"median {timing.candidate.wall_median_ms} ms"))
     if timing.floor_ms is not None and timing.candidate.median_ms < timing.floor_ms:

@@ -274,8 +274,8 @@ class SandboxLauncher:
             timeouts={"start": s.startup_timeout_s, "import": s.compile_timeout_s, "run": s.run_timeout_s},
             memory_limit_bytes=s.memory_limit_bytes, log_limit_bytes=s.log_limit_bytes,
             on_event=on_event, gate=self.gate, token_allowed=token_allowed,
-            # typed wire: malformed -> protocol violation
-            validate=lambda event: parse_event(event).to_dict(),
+            # typed wire: the events as their dataclasses; malformed -> protocol violation
+            validate=parse_event,
             cancelled=cancelled,
         )
         common = dict(env=child_env, cwd=str(home), **watch)

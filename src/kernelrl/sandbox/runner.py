@@ -15,11 +15,12 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar, overload
 
 from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import group_rss_bytes
 from kernelrl.sandbox.native_threads import WATCH_GRACE_S, ThreadWatch
-from kernelrl.sandbox.protocol import NativeThreadSeenEvent
+from kernelrl.sandbox.protocol import Event, NativeThreadSeenEvent
 
 MAX_PROTOCOL_LINE = 1 << 20
 
@@ -89,9 +90,13 @@ class LogBuffer:
                 + bytes(self.tail).decode(errors="replace"))
 
 
+E = TypeVar("E", bound=Event)
+
+
 @dataclass
 class ChildOutcome:
-    events: list[dict] = field(default_factory=list)
+    # as `validate` returned them: the sandbox's typed events (kernelrl.sandbox.protocol); without it, dicts
+    events: list[Event | dict] = field(default_factory=list)
     returncode: int | None = None
     timed_out_phase: str | None = None  # 'start', 'import' or 'run'
     timeout_s: float | None = None
@@ -103,8 +108,19 @@ class ChildOutcome:
     log_bytes_dropped: int = 0
     wall_s: float = 0.0
 
-    def last(self, name: str) -> dict | None:
-        return next((e for e in reversed(self.events) if e.get("event") == name), None)
+    @overload
+    def last(self, kind: type[E]) -> E | None: ...
+
+    @overload
+    def last(self, kind: str) -> Event | dict | None: ...
+
+    def last(self, kind):
+        """The last event of this type the child sent (the typed wire's), or by its kind's name (a child
+        watched without `validate`, whose messages stay dicts)."""
+        if isinstance(kind, str):
+            return next((e for e in reversed(self.events)
+                         if (e.kind if isinstance(e, Event) else e.get("event")) == kind), None)
+        return next((e for e in reversed(self.events) if isinstance(e, kind)), None)
 
 
 def _kill_group(pgid: int) -> None:
@@ -234,10 +250,10 @@ def watch_child(
     timeouts: dict[str, float],
     memory_limit_bytes: int,
     log_limit_bytes: int,
-    on_event: Callable[[dict], bool],
+    on_event: Callable[[Event | dict], bool],
     gate: DeviceGate | None = None,
     token_allowed: Callable[[], bool] | None = None,
-    validate: Callable[[dict], dict] | None = None,
+    validate: Callable[[dict], Event] | None = None,
     cancelled: Callable[[], bool] | None = None,
     thread_grace_s: float = WATCH_GRACE_S,
 ) -> ChildOutcome:
@@ -251,7 +267,8 @@ def watch_child(
     deadlines. `token_allowed` says whether the child may time now (an honest stub asks only after its last
     trial); a request before that is a protocol violation. A standby's
     `standby` message (it waits for its assignment) is not an event. `validate` (the sandbox's: the typed
-    wire, `kernelrl.sandbox.protocol`) returns the event as the verdict may read it, or raises ValueError: a
+    wire, `kernelrl.sandbox.protocol`) returns the event as its dataclass, which `on_event` and the outcome
+    then see (the runner's own messages too), or raises ValueError: a
     malformed or unknown event is then a protocol violation, and so is one out of the stub's order
     (`EventOrder`). `cancelled()` true (a batch's deadline passed):
     the child is stopped and `outcome.cancelled` set. From the stub's `baseline` message on, its OS threads
@@ -270,6 +287,10 @@ def watch_child(
 
     def paused() -> float:
         return gate.paused(pgid) if gate is not None else 0.0
+
+    def own(message: dict) -> Event | dict:
+        """A message the runner makes itself, in the form the child's take."""
+        return validate(message) if validate is not None else message
 
     sel = selectors.DefaultSelector()
     sel.register(log_fd, selectors.EVENT_READ, "log")
@@ -305,7 +326,7 @@ def watch_child(
             if threads is not None and now >= next_thread_check and not share_window:
                 next_thread_check = now + 0.25
                 seen = threads.check(now)
-                if seen is not None and not on_event(NativeThreadSeenEvent(detail=seen).to_dict()):
+                if seen is not None and not on_event(own(NativeThreadSeenEvent(detail=seen).to_dict())):
                     outcome.stopped_by_parent = True
                     break
             ready = sel.select(timeout=min(0.05, deadline - now))
@@ -328,36 +349,37 @@ def watch_child(
                     line, _, rest = bytes(pending).partition(b"\n")
                     pending = bytearray(rest)
                     try:
-                        event = json.loads(line)
-                        if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+                        raw = json.loads(line)
+                        if not isinstance(raw, dict) or not isinstance(raw.get("event"), str):
                             raise ValueError
                     except ValueError:
                         outcome.protocol_error = f"malformed protocol message: {line[:200]!r}"
                         break
+                    # the runner's own reads below go to `raw`, whose fields `validate` has checked
+                    kind, event = raw["event"], raw
                     if validate is not None:
                         try:
-                            event = validate(event)
+                            event = validate(raw)
                         except ValueError as exc:  # ProtocolError: the candidate's process wrote it
-                            outcome.protocol_error = (f"malformed {str(event['event'])[:40]!r} message: "
-                                                      f"{str(exc)[:300]}")
+                            outcome.protocol_error = f"malformed {kind[:40]!r} message: {str(exc)[:300]}"
                             break
-                    if event["event"] == "standby":
+                    if kind == "standby":
                         continue
-                    out_of_order = order.check(event["event"]) if validate is not None else None
+                    out_of_order = order.check(kind) if validate is not None else None
                     if out_of_order:
                         outcome.protocol_error = out_of_order
                         break
                     outcome.events.append(event)
-                    if event["event"] == "baseline":
-                        threads = ThreadWatch(pgid, event["pid"], event["tasks"], thread_grace_s)
-                    elif event["event"] in ("census", "timing_token"):
+                    if kind == "baseline":
+                        threads = ThreadWatch(pgid, raw["pid"], raw["tasks"], thread_grace_s)
+                    elif kind in ("census", "timing_token"):
                         share_measured = True
-                        if event.get("method") == "profiler" and threads:
+                        if raw.get("method") == "profiler" and threads:
                             threads.absorb()  # CUPTI's threads: the stub's own, as it takes them itself
-                    if event["event"] in PHASE_AFTER_EVENT:
-                        phase, phase_start = PHASE_AFTER_EVENT[event["event"]], time.monotonic()
+                    if kind in PHASE_AFTER_EVENT:
+                        phase, phase_start = PHASE_AFTER_EVENT[kind], time.monotonic()
                         phase_paused = paused()
-                    if event["event"] == "timing_token":
+                    if kind == "timing_token":
                         if token_asked or (token_allowed is not None and not token_allowed()):
                             outcome.protocol_error = "timing token requested out of turn"
                             break
@@ -369,20 +391,20 @@ def watch_child(
                             gate_held = True
                         phase_start += time.monotonic() - waited
                         # from here, not the child: when timing may start
-                        on_event({"event": "timing_granted"})
+                        on_event(own({"event": "timing_granted"}))
                         try:
                             os.write(control_w, b"go\n")
                         except OSError:
                             pass
                         continue
-                    if event["event"] == "timing" and gate_held:
+                    if kind == "timing" and gate_held:
                         # its timed calls are over: the stopped sandboxes go on while the judge compares the
                         # checked ones (H100: ~0.085 s of the 0.2 s an evaluation held the device)
                         gate.resume_others()
                     if not on_event(event):
                         outcome.stopped_by_parent = True
                         break
-                    if event["event"] == "done":  # nothing after it counts: not waiting for the exit saves
+                    if kind == "done":  # nothing after it counts: not waiting for the exit saves
                         finished = True  # the CUDA context's teardown (~50 ms)
                         break
                 if outcome.protocol_error or outcome.stopped_by_parent or finished:

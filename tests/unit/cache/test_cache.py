@@ -30,6 +30,7 @@ from kernelrl.cache import (
     timing_set_of,
 )
 from kernelrl.results import CorrectnessReport, Environment, TimingReport, TimingStats
+from kernelrl.sandbox.judge_wire import BaselinesReply, BaselinesRequest
 from kernelrl.timing.cuda_timer import METHOD, TimerSettings
 
 ENV = Environment(mode="gpu", device_name="NVIDIA H100 80GB HBM3", torch_version="2.11.0+cu130",
@@ -328,18 +329,19 @@ def test_evaluator_baselines_use_the_cache_and_fresh_retimes(tmp_path, suite):
     problem = suite.get("level1/1_row_softmax")
     calls = []
 
-    def fake_judge(op, **req):
-        assert op == "baselines"
-        calls.append(req["fresh"])
+    def fake_judge(message, timeout_s=None):
+        assert isinstance(message, BaselinesRequest)
+        calls.append(message.fresh)
         base = 1.0 + len(calls)
-        return {"eager": {"times_ms": [base] * 20, "wall_ms": [base] * 20, "warmup": 3, "method": METHOD},
-                "inductor": {"times_ms": [base / 2] * 20, "warmup": 3, "method": METHOD}}
+        return BaselinesReply(
+            eager={"times_ms": [base] * 20, "wall_ms": [base] * 20, "warmup": 3, "method": METHOD},
+            inductor={"times_ms": [base / 2] * 20, "warmup": 3, "method": METHOD})
 
     def evaluator(stack: ExitStack) -> Evaluator:
         ev = stack.enter_context(Evaluator(device="cpu", cache_dir=tmp_path))  # its judge never starts
         ev.environment = lambda: ENV  # type: ignore[method-assign]
         ev._judge_info = lambda: {"mode": "gpu"}  # type: ignore[method-assign]
-        ev._judge.request = fake_judge  # type: ignore[method-assign]
+        ev._judge.call = fake_judge  # type: ignore[method-assign]
         return ev
 
     with ExitStack() as stack:
