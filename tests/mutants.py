@@ -225,7 +225,7 @@ MUTANTS = (
     Mutant("timed-mix-off",
            "the timed calls rotate through pristine variants instead of getting fresh inputs",
            "evaluate/run.py", "_sandbox",
-           'timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True)', "timed_mix=False",
+           'timed_mix=cfg.fresh_timed_inputs and prepared.timed_mix', "timed_mix=False",
            ("exploits_runtime/r07_memo_by_sampled_key.py",), (CONTROL,)),
 )
 

@@ -568,12 +568,13 @@ def test_a_fork_killed_before_the_candidate_ran_is_rerun_fresh(pooled, relu, mon
 def test_a_sandbox_that_never_reported_ready_is_no_verdict():
     from kernelrl.evaluate.trials import Trials
     from kernelrl.evaluate.verdict import sandbox_verdict
-    from kernelrl.sandbox.protocol import ReadyEvent
+    from kernelrl.sandbox.protocol import ReadyEvent, TrialPlan
     from kernelrl.sandbox.runner import ChildOutcome
 
     base = {"problem_id": "p"}
     # two trials planned, none arrived
-    trials = Trials(None, "e", "/nonexistent", [{}, {}], "cpu", None, 0, {})
+    plan = [TrialPlan(index=k, set="check", inputs=[], args=[], timed_only=False) for k in range(2)]
+    trials = Trials(None, "e", "/nonexistent", plan, "cpu", None, 0, {})
     for outcome in (ChildOutcome(returncode=-9), ChildOutcome(timed_out_phase="start", timeout_s=30.0),
                     ChildOutcome(returncode=0, memory_exceeded_bytes=5 << 30)):
         result = sandbox_verdict(outcome, trials, base, 4.0)

@@ -11,6 +11,7 @@ import time
 from kernelrl.evaluate.trials import Trials
 from kernelrl.evaluate.verdict import sandbox_verdict
 from kernelrl.results import Stage, Status
+from kernelrl.sandbox.protocol import TrialPlan
 from kernelrl.sandbox.runner import run_child
 
 GROWER = """
@@ -24,6 +25,8 @@ print("grew to 2 GiB unnoticed", flush=True)
 time.sleep(60)
 """
 
+PLAN = TrialPlan(index=0, set="check", inputs=[], args=[], timed_only=False)
+
 
 def test_a_child_that_outgrows_its_memory_is_killed_by_the_watchdog(tmp_path):
     limit = 256 << 20
@@ -34,7 +37,7 @@ def test_a_child_that_outgrows_its_memory_is_killed_by_the_watchdog(tmp_path):
     assert outcome.memory_exceeded_bytes is not None and outcome.memory_exceeded_bytes > limit
     assert "unnoticed" not in outcome.log
     assert time.monotonic() - started < 30  # stopped while growing, not by the 60 s deadline
-    trials = Trials(judge=None, eval_id="e", out_dir=str(tmp_path), plan=[{"set": "check"}], mode="cpu",
+    trials = Trials(judge=None, eval_id="e", out_dir=str(tmp_path), plan=[PLAN], mode="cpu",
                     tol=None, max_bytes=0, policy={})
     verdict = sandbox_verdict(outcome, trials, {"problem_id": "p"}, memory_limit_gb=limit / (1 << 30))
     assert verdict.status is Status.CRASHED and verdict.stage is Stage.IMPORT

@@ -19,6 +19,7 @@ from kernelrl.sandbox import (
     JudgeClient,
     JudgeError,
     PeakFlopsRequest,
+    PrepareReply,
     nbytes_of,
 )
 from kernelrl.timing.cuda_timer import TimerSettings, method_name, summarize
@@ -49,18 +50,18 @@ class Measurer:
         self._judge, self._gate, self._baseline_cache = judge, gate, baseline_cache
         self._environment = environment
 
-    def floor_ms(self, prepared: dict) -> float | None:
+    def floor_ms(self, prepared: PrepareReply) -> float | None:
         """Speed-of-light floor of the timed call: the larger of input bytes over the measured device
         bandwidth and reference FLOPs over the measured peak matmul rate, each with the configured margin."""
-        timed = [t for t in prepared["trials"] if t["set"] == prepared["timing_set"]]
+        timed = [t for t in prepared.trials if t.set == prepared.timing_set]
         if not timed:
             return None
         try:
             bandwidth = self._judge.call(BandwidthRequest()).bytes_per_s
-            peak = self._judge.call(PeakFlopsRequest()).flops_per_s if prepared.get("timing_flops") else None
+            peak = self._judge.call(PeakFlopsRequest()).flops_per_s if prepared.timing_flops else None
         except JudgeError:
             return None
-        return speed_of_light_ms(sum(nbytes_of(m) for m in timed[0]["inputs"]), prepared.get("timing_flops"),
+        return speed_of_light_ms(sum(nbytes_of(m) for m in timed[0].inputs), prepared.timing_flops,
                                  bandwidth, peak, self.config.speed_of_light_margin,
                                  self.config.flop_floor_margin)
 
@@ -83,7 +84,7 @@ class Measurer:
                             method_name(cfg.timing_mode, cfg.timer), measurement_settings(cfg.timer))
 
     def timing(self, problem: Problem, env: Environment, trials: Trials, seed: int,
-               prepared: dict) -> TimingReport:
+               prepared: PrepareReply) -> TimingReport:
         if env.mode != "gpu":
             if not (self.config.cpu_timing and self.config.timing and trials.timing is not None):
                 return TimingReport(unavailable_reason="cpu-interpreter mode: Triton runs in the "

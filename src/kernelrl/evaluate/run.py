@@ -28,12 +28,13 @@ from kernelrl.sandbox import (
     Event,
     JudgeClient,
     JudgeError,
+    PrepareReply,
+    PrepareRequest,
     ReadyEvent,
     SandboxLauncher,
     SandboxRequest,
     Standby,
     TimingTokenEvent,
-    TrialPlan,
 )
 from kernelrl.timing.cuda_timer import HOST_MODE
 from kernelrl.verify.tolerance import Tolerance, tolerance_for, tolerance_model
@@ -77,7 +78,7 @@ def run_evaluation(ctx: RunContext, problem: Problem, code: str, env: Environmen
     prepared = _prepare(ctx, problem, env, base, workdir, eval_id, cfg, master, share)
     if isinstance(prepared, EvalResult):
         return prepared
-    tol = tolerance_for(prepared["output_dtypes"], cfg.tolerances)
+    tol = tolerance_for(prepared.output_dtypes, cfg.tolerances)
     sandbox = _sandbox(ctx, problem, code, env, workdir, eval_id, cfg, prepared, tol, share)
     prepare_s = time.monotonic() - started
 
@@ -99,7 +100,7 @@ def run_evaluation(ctx: RunContext, problem: Problem, code: str, env: Environmen
     if memory is not None:  # what this problem's evaluations need: learned for the next ones
         done = outcome.last(DoneEvent)
         memory.observed(problem.sha256, done.gpu_peak_bytes if done is not None else None,
-                        prepared.get("device_bytes"))
+                        prepared.device_bytes)
     phases = {"prepare": round(prepare_s, 4), **trials.phases(sandbox_started, sandbox_finished)}
     timeline = {"prepare": started, **trials.phase_begins(sandbox_started)}
     base = _reported(ctx, base, env, outcome, path, trials, prepared, tol, cfg, phases, timeline)
@@ -120,24 +121,22 @@ def run_evaluation(ctx: RunContext, problem: Problem, code: str, env: Environmen
 
 
 def _prepare(ctx: RunContext, problem: Problem, env: Environment, base: dict, workdir: Path, eval_id: str,
-             cfg: VerdictSettings, master: int, share: bool) -> dict | EvalResult:
+             cfg: VerdictSettings, master: int, share: bool) -> PrepareReply | EvalResult:
     """The judge's preparation (trials, their inputs in `workdir/in`, the reference outputs; `share`: the
     kernel share's trials too), or the result that ends the run before the candidate does: the reference
     failed, or bf16 without a GPU."""
     try:
-        prepared = ctx.judge.request("prepare", eval_id=eval_id, problem_path=str(problem.path),
-                                     problem_sha256=problem.sha256, master_seed=master,
-                                     min_trials=cfg.trials, input_sets=list(cfg.input_sets or []),
-                                     in_dir=str(workdir / "in"), bench_correctness=cfg.bench_correctness,
-                                     timing_variants=(cfg.timing_variants
-                                                      if env.mode == "gpu" and cfg.timing else 0),
-                                     timed_mix=cfg.fresh_timed_inputs,
-                                     share_trials=SHARE_ATTEMPTS if share else 0)
+        prepared = ctx.judge.call(PrepareRequest(
+            eval_id=eval_id, problem_path=str(problem.path), problem_sha256=problem.sha256,
+            master_seed=master, min_trials=cfg.trials, input_sets=list(cfg.input_sets or []),
+            in_dir=str(workdir / "in"), bench_correctness=cfg.bench_correctness,
+            timing_variants=cfg.timing_variants if env.mode == "gpu" and cfg.timing else 0,
+            timed_mix=cfg.fresh_timed_inputs, share_trials=SHARE_ATTEMPTS if share else 0))
     except JudgeError as exc:
         return EvalResult(status=Status.RUNTIME_ERROR, stage=Stage.REFERENCE,
                           message="the problem's reference failed (a problem error, not the candidate's)",
                           feedback=trim(str(exc)), no_verdict=True, **base)
-    if env.mode != "gpu" and "bfloat16" in prepared["output_dtypes"] + prepared["input_dtypes"]:
+    if env.mode != "gpu" and "bfloat16" in prepared.output_dtypes + prepared.input_dtypes:
         return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
                           message="bfloat16 problems need a GPU: the Triton "
                                   "interpreter computes bf16 wrongly", **base)
@@ -145,7 +144,7 @@ def _prepare(ctx: RunContext, problem: Problem, env: Environment, base: dict, wo
 
 
 def _sandbox(ctx: RunContext, problem: Problem, code: str, env: Environment, workdir: Path, eval_id: str,
-             cfg: VerdictSettings, prepared: dict, tol: Tolerance, share: bool) -> _Sandbox:
+             cfg: VerdictSettings, prepared: PrepareReply, tol: Tolerance, share: bool) -> _Sandbox:
     """The candidate written to `workdir`, the sandbox's request and the trials that will read its events."""
     own = ctx.settings  # the evaluator's (cfg: this call's verdict settings)
     candidate_path = workdir / "candidate.py"
@@ -154,29 +153,30 @@ def _sandbox(ctx: RunContext, problem: Problem, code: str, env: Environment, wor
     # CPU mode times only with cpu_timing: the host clock around the interpreter, on the first correctness
     # set (bench-sized inputs would take minutes there)
     host_timing = env.mode != "gpu" and cfg.cpu_timing and cfg.timing
-    timing_set = prepared["sets"][0] if host_timing and prepared["sets"] else prepared["timing_set"]
+    timing_set = prepared.sets[0] if host_timing and prepared.sets else prepared.timing_set
     request = SandboxRequest.create(
         ctx.launcher.sandbox_settings(env.mode),
         problem_path=str(problem.path), candidate_path=str(candidate_path),
         in_dir=str(workdir / "in"), out_dir=str(workdir / "out"),
-        trials=[TrialPlan.from_dict(t) for t in prepared["trials"]], timing_set=timing_set,
+        trials=prepared.trials, timing_set=timing_set,
         timing=cfg.timing and (env.mode == "gpu" or host_timing),
         timer=dataclasses.asdict(ctx.measurer(cfg).candidate_timer(problem, env)),
         timing_mode=HOST_MODE if host_timing else cfg.timing_mode, paired_baseline=cfg.paired_baseline,
-        timed_mix=cfg.fresh_timed_inputs and prepared.get("timed_mix", True),
+        timed_mix=cfg.fresh_timed_inputs and prepared.timed_mix,
         kernel_share=share,
         memory_limit_bytes=int(cfg.memory_limit_gb * GiB), readonly_fs=own.readonly_filesystem,
         # its own compile caches are the only writable places outside workdir
         writable_paths=[str(workdir), *caches.values()],
         candidate_uid=own.candidate_uid,
     )
-    trials = Trials(ctx.judge, eval_id, str(workdir / "out"), prepared["trials"], env.mode, tol,
+    trials = Trials(ctx.judge, eval_id, str(workdir / "out"), prepared.trials, env.mode, tol,
                     int(own.max_output_gb * GiB), dict(cfg.runtime_policy or {}), cfg.reference_error_k)
     return _Sandbox(request, trials, caches)
 
 
 def _reported(ctx: RunContext, base: dict, env: Environment, outcome: ChildOutcome, path: str, trials: Trials,
-              prepared: dict, tol: Tolerance, cfg: VerdictSettings, phases: dict, timeline: dict) -> dict:
+              prepared: PrepareReply, tol: Tolerance, cfg: VerdictSettings, phases: dict,
+              timeline: dict) -> dict:
     """The result's fields every verdict of a run shares: the environment with the isolation that applied,
     the log, the correctness report, the findings, where the time went and when."""
     ready = outcome.last(ReadyEvent)
@@ -185,9 +185,9 @@ def _reported(ctx: RunContext, base: dict, env: Environment, outcome: ChildOutco
     env = dataclasses.replace(env, isolation=[*iso, path] if iso else [])
     correctness = CorrectnessReport(
         trials_run=trials.run, trials_passed=trials.passed, trials_planned=trials.planned,
-        seeds_sha256=prepared["seeds_sha256"], atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype,
-        input_sets=prepared["sets"], mismatch=trials.mismatch,
-        tolerance_model=tolerance_model(prepared["output_dtypes"], cfg.reference_error_k),
+        seeds_sha256=prepared.seeds_sha256, atol=tol.atol, rtol=tol.rtol, dtype=tol.dtype,
+        input_sets=prepared.sets, mismatch=trials.mismatch,
+        tolerance_model=tolerance_model(prepared.output_dtypes, cfg.reference_error_k),
         trials_within_reference_error=trials.widened,
     )
     return {**base, "environment": env, "log": outcome.log,

@@ -24,6 +24,7 @@ from kernelrl.sandbox import (
     TimedCheck,
     TimingEvent,
     TrialEvent,
+    TrialPlan,
     validate_meta,
 )
 from kernelrl.verify.precision import describe as describe_precision
@@ -37,14 +38,14 @@ class Trials:
     """Per-evaluation bookkeeping for the child's streamed reports: compares each trial's outputs (through the
     judge) as it arrives and turns the stub's runtime facts into findings (kernelrl.verify.runtime_checks)."""
 
-    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[dict], mode: str, tol,
+    def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[TrialPlan], mode: str, tol,
                  max_bytes, policy: dict[str, str], ref_error_k: float = 0.0):
         self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
         # the tolerance model's k (kernelrl.verify.tolerance); 0: allclose only
         self.ref_error_k = ref_error_k
         self.plan, self.tol, self.max_bytes = plan, tol, max_bytes
         # correctness trials; the rest feed timed calls
-        self.planned = sum(not t.get("timed_only") for t in plan)
+        self.planned = sum(not t.timed_only for t in plan)
         self.policy = policy
         self.device = "cuda" if mode == "gpu" else "cpu"
         self.passed = 0
@@ -154,7 +155,7 @@ class Trials:
         if found is WIDENED:
             self.widened, found = self.widened + 1, None
         if found is not None:
-            self.mismatch = Mismatch(trial=self.run - 1, input_set=self.plan[self.run - 1]["set"], **found)
+            self.mismatch = Mismatch(trial=self.run - 1, input_set=self.plan[self.run - 1].set, **found)
             return False
         # right values first (a wrong answer is reported as such), then how they were produced
         if not self._runtime_facts(event):
@@ -254,7 +255,7 @@ class Trials:
             self.problem = "the kernel share names no checked call"
             return False
         # inputs never seen: a share trial of the judge's, or a mix of two timing variants (checked by _mix)
-        share_trials = [i for i, t in enumerate(self.plan) if t.get("share")]
+        share_trials = [i for i, t in enumerate(self.plan) if t.share]
         if any((c.trial not in share_trials) == (c.mix_trial is None) for c in event.checked):
             self.problem = "the kernel share was measured on inputs other than its own"
             return False
@@ -306,13 +307,13 @@ class Trials:
         if other is None and seed is None:
             return None
         if not (other is not None and seed is not None and 0 <= other < len(self.plan) and 0 <= seed < 2**63
-                and self.plan[other]["set"] == self.plan[check.trial]["set"]):
+                and self.plan[other].set == self.plan[check.trial].set):
             self.problem = "malformed timed-call check"
             return False
         return {"mix_trial": other, "mix_seed": seed}
 
     def _mismatch(self, output_index: int, reason: str, detail: str) -> bool:
         self.mismatch = Mismatch(trial=self.run - 1, output_index=output_index, reason=reason, detail=detail,
-                                 input_set=self.plan[self.run - 1]["set"])
+                                 input_set=self.plan[self.run - 1].set)
         return False
 

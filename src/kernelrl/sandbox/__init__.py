@@ -16,7 +16,7 @@ _FACE = {
     "DeviceGate": "gate", "RunSlots": "gate",
     "JudgeClient": "judge_client", "JudgeError": "judge_client", "CompareRequest": "judge_wire",
     "BandwidthRequest": "judge_wire", "BaselinesRequest": "judge_wire", "PeakFlopsRequest": "judge_wire",
-    "ReleaseRequest": "judge_wire",
+    "ReleaseRequest": "judge_wire", "PrepareReply": "judge_wire", "PrepareRequest": "judge_wire",
     "LaunchSettings": "launcher", "SandboxLauncher": "launcher", "Standby": "launcher",
     "new_workdir": "launcher",
     "ProcessOwner": "owner",
@@ -49,9 +49,10 @@ __all__ = [
     "ChildOutcome", "CompareRequest", "DeviceGate", "DoneEvent", "ErrorEvent", "Event", "ExitEvent",
     "ImportedEvent", "InitializedEvent", "InputsUnavailableEvent", "JudgeClient", "JudgeError",
     "LaunchSettings", "NativeThreadSeenEvent", "OpReport", "OutputMeta", "PeakFlopsRequest",
-    "ProcessOwner", "ReadyEvent", "ReleaseRequest", "RunSlots", "SandboxLauncher", "SandboxRequest",
-    "Standby", "TensorFileError", "TerminatedEvent", "TimedCheck", "TimingEvent", "TimingTokenEvent",
-    "TrialEvent", "TrialPlan", "mixes", "nbytes_of", "new_workdir", "timing_variants", "validate_meta",
+    "PrepareReply", "PrepareRequest", "ProcessOwner", "ReadyEvent", "ReleaseRequest", "RunSlots",
+    "SandboxLauncher", "SandboxRequest", "Standby", "TensorFileError", "TerminatedEvent", "TimedCheck",
+    "TimingEvent", "TimingTokenEvent", "TrialEvent", "TrialPlan", "mixes", "nbytes_of", "new_workdir",
+    "timing_variants", "validate_meta",
 ]
 assert sorted(__all__) == sorted(_FACE), "the face's names and their modules disagree"
 
@@ -63,6 +64,8 @@ if TYPE_CHECKING:
         BaselinesRequest,
         CompareRequest,
         PeakFlopsRequest,
+        PrepareReply,
+        PrepareRequest,
         ReleaseRequest,
     )
     from kernelrl.sandbox.launcher import LaunchSettings, SandboxLauncher, Standby, new_workdir
