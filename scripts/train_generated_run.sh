@@ -10,8 +10,9 @@
 # MODEL: smollm2, a .gguf, a directory or a hub id. SUITE_DIR: `kernelrl gen --solutions` output (its
 # solutions/ are the SFT data). sft evaluates the base model first (step 0), then trains, then evaluates the
 # SFT model. HELDOUT_PROBLEMS (default 240: the first N of each test split), HELDOUT_SAMPLES (8), GRPO_STEPS
-# (60), GRPO_PROMPTS (8), SFT_EPOCHS (3) and PHASE_TIMEOUT (seconds; a phase stopped by it resumes on the next
-# call) tune it; SFT_ARGS and GRPO_ARGS add options.
+# (60), GRPO_PROMPTS (8), SFT_EPOCHS (3), EVAL_DEVICE (auto; `all` on a node: an evaluator per GPU for the
+# rewards and the held-out evaluations, which dominate the run) and PHASE_TIMEOUT (seconds; a phase stopped by it
+# resumes on the next call) tune it; SFT_ARGS and GRPO_ARGS add options.
 set -euo pipefail
 RUN=$1; MODEL=$2; SUITE=$3; shift 3
 PHASES=("$@"); [ ${#PHASES[@]} -gt 0 ] || PHASES=(sft grpo)
@@ -25,6 +26,7 @@ for phase in "${PHASES[@]}"; do
       timeout "${PHASE_TIMEOUT:-100000}" $KERNELRL train sft --run-dir "$RUN/sft" --model "$MODEL" \
         --suite "$SUITE" --data solutions --epochs "${SFT_EPOCHS:-3}" --batch-size 8 --learning-rate 1e-3 \
         --max-length 4096 --save-steps 50 --heldout-every 0 "${HELDOUT[@]}" --eval-concurrency 16 \
+        --eval-device "${EVAL_DEVICE:-auto}" \
         ${SFT_ARGS:-} ;;
     grpo)
       # the settings of the built-in run's GRPO (8 prompts x 8, 512 tokens, lr 2e-4), tiers by difficulty
@@ -34,7 +36,8 @@ for phase in "${PHASES[@]}"; do
         --max-steps "${GRPO_STEPS:-60}" --prompts-per-step "${GRPO_PROMPTS:-8}" --num-generations 8 \
         --max-completion-length 512 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
         --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 16 \
-        --eval-concurrency 16 --save-steps 1 --curriculum --curriculum-key difficulty ${GRPO_ARGS:-} ;;
+        --eval-concurrency 16 --eval-device "${EVAL_DEVICE:-auto}" --save-steps 1 --curriculum \
+        --curriculum-key difficulty ${GRPO_ARGS:-} ;;
     *) echo "unknown phase $phase (sft, grpo)" >&2; exit 2 ;;
   esac
 done

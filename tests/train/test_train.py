@@ -399,6 +399,7 @@ def test_training_memory_cap_applies_when_the_evaluator_shares_the_gpu():
             and evaluator_shares_gpu("cuda:1", 1))
     assert not evaluator_shares_gpu("cpu", 0) and not evaluator_shares_gpu("cuda:1", 0)
     assert not evaluator_shares_gpu("auto", 1)
+    assert evaluator_shares_gpu("all", 0) and evaluator_shares_gpu("all", 2)  # every visible GPU
     # the evaluator's GPU memory budget beside a trainer capped at 0.6 of an 80 GiB card: 0.8 of the other 0.4
     assert evaluator_gpu_budget_gb(80 << 30, 0.6) == pytest.approx(25.6)
 

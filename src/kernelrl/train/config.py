@@ -62,8 +62,9 @@ class CommonConfig:
         "help": "Gradient checkpointing (default: on a GPU only)."})
     eval_device: str = field(default="auto", metadata={
         "help": "The evaluator's device: auto, cpu (Triton interpreter) or cuda:N (keep it off the training "
-                "GPU where you can); or a reward service's URL (http://evalhost:8777, `kernelrl serve`; its "
-                "token from KERNELRL_SERVE_TOKEN)."})
+                "GPU where you can), all (one evaluator per visible GPU, the training GPU's included); or a "
+                "reward service's URL (http://evalhost:8777, `kernelrl serve`; its token from "
+                "KERNELRL_SERVE_TOKEN)."})
     eval_concurrency: int = field(default=4, metadata={"help": "Sandboxes the evaluator runs at once."})
     gpu_memory_fraction: float | None = field(default=None, metadata={
         "help": "Cap on the training process's share of its GPU's memory (default: 0.6 when the evaluator "

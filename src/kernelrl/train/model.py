@@ -69,7 +69,10 @@ SHARED_GPU_MEMORY_FRACTION = 0.6
 
 
 def evaluator_shares_gpu(eval_device: str, training_device: int) -> bool:
-    """Whether an evaluator on `eval_device` ('auto', 'cpu', 'cuda', 'cuda:N') uses the training GPU."""
+    """Whether an evaluator on `eval_device` ('auto', 'cpu', 'cuda', 'cuda:N', 'all') uses the training
+    GPU."""
+    if eval_device == "all":  # one evaluator per visible GPU: the training GPU's among them
+        return True
     if eval_device in ("auto", "cuda"):  # the evaluator's first visible GPU
         return training_device == 0
     return eval_device == f"cuda:{training_device}"
