@@ -57,6 +57,7 @@ from kernelrl.problems import Problem
 from kernelrl.problems.audit import ProblemAudit, audit_from_report
 from kernelrl.results import Environment, EvalResult, TimingReport
 from kernelrl.sandbox import (
+    AuditRequest,
     DeviceGate,
     JudgeClient,
     JudgeError,
@@ -276,14 +277,15 @@ class Evaluator(ScorerBase):
 
     def _audit(self, problem: Problem, timing: bool, verdict: VerdictSettings) -> ProblemAudit:
         try:
-            report = self._judge.request("audit", problem_path=str(problem.path),
-                                         problem_sha256=problem.sha256, timing=timing,
-                                         tolerances=verdict.tolerances or {}, input_sets=[],
-                                         ref_error_k=verdict.reference_error_k or None)
+            reply = self._judge.call(AuditRequest(
+                problem_path=str(problem.path), problem_sha256=problem.sha256, timing=timing,
+                tolerances=verdict.tolerances or {}, input_sets=[],
+                ref_error_k=verdict.reference_error_k or None))
         except JudgeError as exc:
-            report = {"flags": [{"flag": "reference_raises", "input_set": None,
-                                 "detail": f"{TRANSIENT_AUDIT_MARK}{str(exc)[-500:]}"}]}
-        return audit_from_report(problem, report)
+            return audit_from_report(problem, [("reference_raises", None,
+                                                f"{TRANSIENT_AUDIT_MARK}{str(exc)[-500:]}")])
+        return audit_from_report(problem, [(f.flag, f.input_set, f.detail) for f in reply.flags],
+                                 reply.eager_ms, reply.timing_set_bytes)
 
     def _answer_at_once(self, work: Work, verdict: VerdictSettings) -> EvalResult | None:
         """The result of an item that needs no sandbox, found without waiting for the judge when this

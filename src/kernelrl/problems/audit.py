@@ -48,11 +48,12 @@ class ProblemAudit:
         return "; ".join(f"{f.flag} on {f.input_set or 'load'} ({f.detail})" for f in self.unwaived)
 
 
-def audit_from_report(problem: Problem, report: dict) -> ProblemAudit:
-    """The audit of `problem` from the judge's `audit` reply ({"flags": [...], "eager_ms": {...}}), with the
-    problem's waivers applied. The judge call itself lives with the evaluator (`Evaluator.audit`)."""
+def audit_from_report(problem: Problem, flags: list[tuple[str, str | None, str]],
+                      eager_ms: dict[str, float] | None = None,
+                      timing_set_bytes: int | None = None) -> ProblemAudit:
+    """The audit of `problem` from what the judge's `audit` reply says (its flags as (flag, input set,
+    detail), the eager times per set, one timed call's bytes), with the problem's waivers applied. The judge
+    call itself lives with the evaluator (`Evaluator.audit`)."""
     waivers = problem.metadata.get("audit_waivers") or {}
-    flags = tuple(AuditFlag(f["flag"], f["input_set"], f["detail"], waivers.get(f["flag"]))
-                  for f in report["flags"])
-    return ProblemAudit(problem.id, problem.sha256, flags, dict(report.get("eager_ms", {})),
-                        report.get("timing_set_bytes"))
+    found = tuple(AuditFlag(flag, input_set, detail, waivers.get(flag)) for flag, input_set, detail in flags)
+    return ProblemAudit(problem.id, problem.sha256, found, dict(eager_ms or {}), timing_set_bytes)

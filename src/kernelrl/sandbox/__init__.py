@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 _FACE = {
     "ChildOutcome": "runner",
     "DeviceGate": "gate", "RunSlots": "gate",
-    "JudgeClient": "judge_client", "JudgeError": "judge_client", "CompareRequest": "judge_wire",
-    "BandwidthRequest": "judge_wire", "BaselinesRequest": "judge_wire", "PeakFlopsRequest": "judge_wire",
-    "ReleaseRequest": "judge_wire", "PrepareReply": "judge_wire", "PrepareRequest": "judge_wire",
+    "JudgeClient": "judge_client", "JudgeError": "judge_client",
+    # the judge's operations as the evaluator sends them, and the replies it reads (typed: judge_wire)
+    "AuditRequest": "judge_wire", "BandwidthRequest": "judge_wire", "BaselinesRequest": "judge_wire",
+    "CompareRequest": "judge_wire", "PeakFlopsRequest": "judge_wire", "PrepareReply": "judge_wire",
+    "PrepareRequest": "judge_wire", "ReleaseRequest": "judge_wire",
     "LaunchSettings": "launcher", "SandboxLauncher": "launcher", "Standby": "launcher",
     "new_workdir": "launcher",
     "ProcessOwner": "owner",
@@ -45,14 +47,14 @@ _FACE = {
     "mixes": "timed_mix", "timing_variants": "timed_mix",
 }
 __all__ = [
-    "ITEMSIZE", "SHARE_ATTEMPTS", "SHARE_PREFIX", "BandwidthRequest", "BaselinesRequest", "CensusEvent",
-    "ChildOutcome", "CompareRequest", "DeviceGate", "DoneEvent", "ErrorEvent", "Event", "ExitEvent",
-    "ImportedEvent", "InitializedEvent", "InputsUnavailableEvent", "JudgeClient", "JudgeError",
-    "LaunchSettings", "NativeThreadSeenEvent", "OpReport", "OutputMeta", "PeakFlopsRequest",
-    "PrepareReply", "PrepareRequest", "ProcessOwner", "ReadyEvent", "ReleaseRequest", "RunSlots",
-    "SandboxLauncher", "SandboxRequest", "Standby", "TensorFileError", "TerminatedEvent", "TimedCheck",
-    "TimingEvent", "TimingTokenEvent", "TrialEvent", "TrialPlan", "mixes", "nbytes_of", "new_workdir",
-    "timing_variants", "validate_meta",
+    "ITEMSIZE", "SHARE_ATTEMPTS", "SHARE_PREFIX", "AuditRequest", "BandwidthRequest", "BaselinesRequest",
+    "CensusEvent", "ChildOutcome", "CompareRequest", "DeviceGate", "DoneEvent", "ErrorEvent", "Event",
+    "ExitEvent", "ImportedEvent", "InitializedEvent", "InputsUnavailableEvent", "JudgeClient",
+    "JudgeError", "LaunchSettings", "NativeThreadSeenEvent", "OpReport", "OutputMeta",
+    "PeakFlopsRequest", "PrepareReply", "PrepareRequest", "ProcessOwner", "ReadyEvent", "ReleaseRequest",
+    "RunSlots", "SandboxLauncher", "SandboxRequest", "Standby", "TensorFileError", "TerminatedEvent",
+    "TimedCheck", "TimingEvent", "TimingTokenEvent", "TrialEvent", "TrialPlan", "mixes", "nbytes_of",
+    "new_workdir", "timing_variants", "validate_meta",
 ]
 assert sorted(__all__) == sorted(_FACE), "the face's names and their modules disagree"
 
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from kernelrl.sandbox.gate import DeviceGate, RunSlots
     from kernelrl.sandbox.judge_client import JudgeClient, JudgeError
     from kernelrl.sandbox.judge_wire import (
+        AuditRequest,
         BandwidthRequest,
         BaselinesRequest,
         CompareRequest,
