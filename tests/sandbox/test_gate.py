@@ -75,6 +75,11 @@ TOKEN_CHILD = textwrap.dedent('''
 ''')
 
 
+def _last(outcome, kind: str) -> dict | None:
+    """The fake child's last message of a kind (its own kinds: watched without the typed wire)."""
+    return next((e for e in reversed(outcome.events) if e["event"] == kind), None)
+
+
 def _run_fake(code: str, gate, run_timeout: float = 30.0, on_event=lambda e: True):
     return run_child([sys.executable, "-c", code], env={"PATH": os.environ.get("PATH", "")}, cwd="/",
                      timeouts={"start": 30, "import": 30, "run": run_timeout}, memory_limit_bytes=0,
@@ -86,7 +91,7 @@ def test_timing_token_makes_timed_runs_exclusive():
 
     def one() -> None:
         outcome = _run_fake(TOKEN_CHILD, gate)
-        timed = outcome.last("timed")
+        timed = _last(outcome, "timed")
         assert timed is not None, outcome.log
         windows.append((timed["start"], timed["end"]))
 
@@ -131,8 +136,8 @@ def test_other_sandboxes_are_stopped_during_a_timed_run_and_their_deadline_waits
     for t in threads:
         t.join()
     outcome = beats[0]
-    assert outcome.timed_out_phase is None and outcome.last("done") is not None, outcome.events[-3:]
-    window = timed["outcome"].last("timed")
+    assert outcome.timed_out_phase is None and _last(outcome, "done") is not None, outcome.events[-3:]
+    window = _last(timed["outcome"], "timed")
     stamps = [e["t"] for e in outcome.events if e["event"] == "beat"]
     inside = [t for t in stamps if window["start"] + 0.05 < t < window["end"] - 0.05]
     assert not inside, f"the busy sandbox ran during the timed window: {len(inside)} beats"
@@ -191,8 +196,8 @@ def test_other_sandboxes_go_on_once_the_timed_run_reports_while_the_judge_stays_
         t.start()
     for t in threads:
         t.join()
-    assert beats[0].last("done") is not None and handled["outcome"].last("done") is not None
-    window = handled["outcome"].last("timed")
+    assert _last(beats[0], "done") is not None and _last(handled["outcome"], "done") is not None
+    window = _last(handled["outcome"], "timed")
     stamps = [e["t"] for e in beats[0].events if e["event"] == "beat"]
     assert not [t for t in stamps if window["start"] + 0.05 < t < window["end"] - 0.05]  # stopped while timed
     during = [t for t in stamps if handled["start"] + 0.05 < t < handled["end"] - 0.05]

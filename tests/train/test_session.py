@@ -32,6 +32,26 @@ def test_a_session_closed_while_its_scorer_warms_up_leaves_no_judge(tmp_path):
                       tokenizer=None)
     session.scorer(None)
     judge = session._owned._judge
+    deadline = time.monotonic() + 60
+    while not judge.running() and time.monotonic() < deadline:  # the warm-up has started the judge
+        time.sleep(0.05)
+    assert judge.running()
     session.close()
     time.sleep(3)
     assert not judge.running()
+
+
+def test_one_evaluator_per_device_starts_in_the_background_too(tmp_path):
+    """`--eval-device all`: a MultiDeviceEvaluator (here one CPU evaluator), warmed by ScorerBase's thread."""
+    config = GRPOConfig(run_dir=str(tmp_path), eval_device="all")
+    session = Session(config, load_suite(), prompts=None, problems=[], placement=placement(config),
+                      tokenizer=None)
+    try:
+        session.scorer(None)
+        judges = [ev._judge for ev in session._owned.evaluators]
+        deadline = time.monotonic() + 120
+        while not all(j.ready() for j in judges) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert judges and all(j.ready() for j in judges), "a judge did not start before any evaluation"
+    finally:
+        session.close()

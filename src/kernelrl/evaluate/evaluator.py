@@ -416,9 +416,9 @@ class Evaluator(ScorerBase):
         if early is not None:
             return early
         started = time.monotonic()
-        result, overlapped = self._attempt(problem, code, env, base, caller, cfg, deadline)
         # before the slot queue: the static checks and the problem's audit (the judge's, on first sight)
         checks_s = round(started - checking, 4)
+        result, overlapped = self._attempt(problem, code, env, base, caller, cfg, deadline)
         if overlapped and ran_out_of_memory(result) and not (deadline and deadline.cancel.is_set()):
             # the memory may have been the other evaluations': once more with the device to itself, and that
             # verdict stands (a candidate that needs too much memory runs out alone too); later evaluations of

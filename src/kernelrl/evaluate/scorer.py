@@ -103,6 +103,18 @@ class ScorerBase:
     def _evaluate_work(self, work: Iterator[Work], verdict: VerdictSettings | None) -> Iterator[Indexed]:
         raise NotImplementedError
 
+    def warm_up_in_background(self) -> None:
+        """`warm_up` on a thread of its own, for a caller with other work meanwhile (a trainer loading its
+        policy). A failure here is the first evaluation's to report, with its context."""
+
+        def warm() -> None:
+            try:
+                self.warm_up()  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - raised again by the first call
+                pass
+
+        threading.Thread(target=warm, name="kernelrl-scorer-warm-up", daemon=True).start()
+
     def evaluate_indexed(self, items: Iterable[Item], *, kind: TextKind = "auto",
                          verdict: VerdictSettings | None = None, deadline_s: float | None = None
                          ) -> Iterator[Indexed]:

@@ -15,7 +15,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar, overload
+from typing import TypeVar
 
 from kernelrl.sandbox.gate import DeviceGate
 from kernelrl.sandbox.isolation import group_rss_bytes
@@ -108,18 +108,8 @@ class ChildOutcome:
     log_bytes_dropped: int = 0
     wall_s: float = 0.0
 
-    @overload
-    def last(self, kind: type[E]) -> E | None: ...
-
-    @overload
-    def last(self, kind: str) -> Event | dict | None: ...
-
-    def last(self, kind):
-        """The last event of this type the child sent (the typed wire's), or by its kind's name (a child
-        watched without `validate`, whose messages stay dicts)."""
-        if isinstance(kind, str):
-            return next((e for e in reversed(self.events)
-                         if (e.kind if isinstance(e, Event) else e.get("event")) == kind), None)
+    def last(self, kind: type[E]) -> E | None:
+        """The last event of this type the child sent (the typed wire's)."""
         return next((e for e in reversed(self.events) if isinstance(e, kind)), None)
 
 

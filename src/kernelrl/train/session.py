@@ -4,7 +4,6 @@ a train call whose out-of-memory failure says what to lower."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,18 +67,20 @@ class Session:
         fast_p) check the bench inputs: the same evaluator with other verdict settings."""
         if given is not None:
             return given
-        # a reward service (its token from the env)
-        if self._owned is None and "://" in self.config.eval_device:
-            from kernelrl.serve import open_scorer
+        if self._owned is None:
+            if "://" in self.config.eval_device:  # a reward service (its token from the env)
+                from kernelrl.serve import open_scorer
 
-            self._owned = open_scorer(self.config.eval_device)
-            self._warm_up_in_background()
-        elif self._owned is None:
-            from kernelrl.evaluate import open_scorer
+                self._owned = open_scorer(self.config.eval_device)
+            else:
+                from kernelrl.evaluate import open_scorer
 
-            self._owned = open_scorer(self.config.eval_device, max_concurrency=self.config.eval_concurrency,
-                                      gpu_memory_budget_gb=self.placement.evaluator_gpu_budget_gb)
-            self._warm_up_in_background()
+                self._owned = open_scorer(self.config.eval_device,
+                                          max_concurrency=self.config.eval_concurrency,
+                                          gpu_memory_budget_gb=self.placement.evaluator_gpu_budget_gb)
+            # its workers (a judge and sandboxes, or a pool's actors, every one) come up while the policy
+            # loads and writes its first completions, so the first step's rewards do not wait for them
+            self._owned.warm_up_in_background()
         rewards = timing is None
         return self._owned.with_verdict(timing=self.config.eval_timing if rewards else timing,
                                         bench_correctness=self.config.eval_bench_inputs or not rewards)
@@ -132,23 +133,6 @@ class Session:
                 f"out of GPU memory at step {trainer.state.global_step}: lower batch_size / "
                 "prompts_per_step, num_generations, max_length / max_completion_length, or turn "
                 "gradient_checkpointing on") from None
-
-    def _warm_up_in_background(self) -> None:
-        """Start the scorer's workers (a judge and sandboxes, or a Ray pool's actors) while the policy loads
-        and writes its first completions, so the first step's rewards do not wait for them, and every actor
-        of a pool is up to share that step. A failure here is the first evaluation's to report."""
-        scorer = self._owned
-        if hasattr(scorer, "warm_up_in_background"):  # an Evaluator: one that a close() stops half-way
-            scorer.warm_up_in_background()
-            return
-
-        def warm() -> None:
-            try:
-                scorer.warm_up()
-            except Exception:  # noqa: BLE001 - raised again, with its context, by the first call
-                pass
-
-        threading.Thread(target=warm, name="kernelrl-scorer-warm-up", daemon=True).start()
 
     def close(self) -> None:
         if self._owned is not None:
