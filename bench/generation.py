@@ -27,7 +27,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from kernelrl.train.config import SFTConfig  # noqa: E402
-from kernelrl.train.heldout import merged_for_generation  # noqa: E402
+from kernelrl.train.merged import merged_for_generation  # noqa: E402
 from kernelrl.train.model import lora_config  # noqa: E402
 
 SMOLLM2_135M = {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,

@@ -10,7 +10,8 @@
 # MODEL: smollm2, a .gguf, a directory or a hub id. SUITE_DIR: `kernelrl gen --solutions` output (its
 # solutions/ are the SFT data). sft evaluates the base model first (step 0), then trains, then evaluates the
 # SFT model. HELDOUT_PROBLEMS (default 240: the first N of each test split), HELDOUT_SAMPLES (8), GRPO_STEPS
-# (60), GRPO_PROMPTS (8), SFT_EPOCHS (3), EVAL_DEVICE (auto; `all` on a node: an evaluator per GPU for the
+# (60), GRPO_PROMPTS (8), SFT_EPOCHS (3), HELDOUT_STATIC_CACHE (1: held-out generation with a static KV
+# cache, 0: dynamic), EVAL_DEVICE (auto; `all` on a node: an evaluator per GPU for the
 # rewards and the held-out evaluations, which dominate the run) and PHASE_TIMEOUT (seconds; a phase stopped by it
 # resumes on the next call) tune it; SFT_ARGS and GRPO_ARGS add options.
 set -euo pipefail
@@ -19,6 +20,7 @@ PHASES=("$@"); [ ${#PHASES[@]} -gt 0 ] || PHASES=(sft grpo)
 KERNELRL=${KERNELRL:-kernelrl}
 HELDOUT=(--heldout-problems "${HELDOUT_PROBLEMS:-240}" --heldout-samples "${HELDOUT_SAMPLES:-8}"
          --heldout-max-tokens 1024 --no-heldout-timing --heldout-suites builtin)
+[ "${HELDOUT_STATIC_CACHE:-1}" = 1 ] && HELDOUT+=(--heldout-static-cache)  # a compiled decode step on a GPU
 for phase in "${PHASES[@]}"; do
   case "$phase" in
     sft)

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
+
+from kernelrl.train.merged import MergedGenerationGRPOTrainer
 
 ROUND_COLUMN = "sampling_round"  # the input column that tells the reward function which round it scores
 # the token axis of each tensor of TRL's batch: (side padded, padding value; "pad": the tokenizer's pad id)
@@ -94,7 +95,7 @@ def splice_groups(batch: dict[str, Any], new: dict[str, Any], moved: Sequence[tu
     return out
 
 
-class DynamicSamplingGRPOTrainer(GRPOTrainer):
+class DynamicSamplingGRPOTrainer(MergedGenerationGRPOTrainer):
     """GRPOTrainer that regenerates a step's zero-std groups
     up to `dynamic_sampling` more rounds (0: never)."""
 

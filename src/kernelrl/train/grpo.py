@@ -188,7 +188,8 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
     trainer = trainer_class(model=model, reward_funcs=[reward], args=args,
                             train_dataset=Dataset.from_list(rows), processing_class=session.tokenizer,
                             peft_config=peft_config, callbacks=callbacks,
-                            dynamic_sampling=config.dynamic_sampling)
+                            dynamic_sampling=config.dynamic_sampling,
+                            merged_generation=config.merged_generation)
     resume = last_checkpoint(run_dir)
     session.train(trainer, resume)
     adapter = run_dir / ADAPTER

@@ -7,7 +7,6 @@ under RUN_DIR/heldout/ — so the verdicts, metrics and report are exactly the b
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import time
@@ -22,6 +21,7 @@ from kernelrl.policies import ReplayPolicy, write_replay
 from kernelrl.problems import Problem
 from kernelrl.prompts import Prompts
 from kernelrl.report.training import heldout_dir_name
+from kernelrl.train.merged import merged_for_generation
 from kernelrl.train.rundir import append_metrics, read_metrics
 
 SAMPLING_TEMPERATURE = 0.8  # pass@k samples; greedy decoding gives the single-attempt numbers
@@ -30,19 +30,6 @@ def generation_chunks(conversations: int, n: int, batch: int) -> list[range]:
     one conversation a call)."""
     per_call = max(1, batch // n)
     return [range(start, min(start + per_call, conversations)) for start in range(0, conversations, per_call)]
-
-
-def merged_for_generation(model: Any) -> Any:
-    """`model` for generation only: a PEFT model becomes a copy with its adapters merged into the weights (the
-    same logits), the model being trained left as it is. Unmerged, every adapted layer runs its adapter as
-    extra operators: twice the operators of a decode step, and a small model's decode on a GPU is bound by
-    their launches. A copy, not an in-place merge and unmerge: that would round the frozen base weights in
-    bfloat16 each time."""
-    from peft import PeftModel
-
-    if not isinstance(model, PeftModel):
-        return model
-    return copy.deepcopy(model).merge_and_unload()
 
 
 def generated_so_far(done_file: Path | None, texts: Sequence[str]) -> dict[int, list[dict[str, Any]]]:
@@ -68,11 +55,13 @@ def prompt_sha(text: str) -> str:
 
 def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, str]]], n: int,
                      temperature: float, max_tokens: int, batch: int,
-                     done_file: Path | None = None) -> list[list[dict[str, Any]]]:
+                     done_file: Path | None = None, static_cache: bool = False) -> list[list[dict[str, Any]]]:
     """n completions for each conversation: [{"text", "tokens_in", "tokens_out", "finish_reason"}] per one;
     at most `batch` sequences a generate call. With `done_file`, each generate call's groups are appended to
     it as they finish and the groups already there are not generated again (a run stopped by a time limit
-    loses at most one call's work)."""
+    loses at most one call's work). `static_cache`: a static KV cache, for which transformers compiles the
+    decode step on a GPU; every call is padded to the longest prompt, so the calls share one compiled shape
+    (the last, smaller call compiles its own)."""
     import torch
 
     texts = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
@@ -82,6 +71,11 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
     if todo:
         model = merged_for_generation(model)
     device = next(model.parameters()).device
+    padding: dict[str, Any] = {"padding": True}
+    cache: dict[str, str] = {}
+    if static_cache and todo:
+        longest = max(len(tokenizer(texts[i], add_special_tokens=False)["input_ids"]) for i in todo)
+        padding, cache = {"padding": "max_length", "max_length": longest}, {"cache_implementation": "static"}
     eos = tokenizer.eos_token_id
     side = tokenizer.padding_side
     tokenizer.padding_side = "left"  # generation continues from the right end of every row
@@ -89,12 +83,13 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
         for rows in generation_chunks(len(todo), n, batch):
             indices = todo[rows.start:rows.stop]
             chunk = [texts[i] for i in indices]
-            encoded = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            encoded = tokenizer(chunk, return_tensors="pt", add_special_tokens=False, **padding).to(device)
             sampling = ({"do_sample": True, "temperature": temperature} if temperature > 0
                         else {"do_sample": False})
             with torch.no_grad():
                 generated = model.generate(**encoded, max_new_tokens=max_tokens, num_return_sequences=n,
-                                           use_cache=True, pad_token_id=tokenizer.pad_token_id, **sampling)
+                                           use_cache=True, pad_token_id=tokenizer.pad_token_id, **sampling,
+                                           **cache)
             width = encoded["input_ids"].shape[1]
             lengths = encoded["attention_mask"].sum(dim=1).tolist()
             lines = []
@@ -120,11 +115,13 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
 
 def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], scorer: Scorer, prompts: Prompts,
                     run_dir: Path, step: int, model_label: str, samples: int, max_tokens: int,
-                    concurrency: int = 4, batch: int = 128, suite: str | None = None) -> list[dict]:
+                    concurrency: int = 4, batch: int = 128, suite: str | None = None,
+                    static_cache: bool = False) -> list[dict]:
     """Evaluate `model` on `problems`; returns the metrics records (also appended to
     metrics.jsonl). A greedy or sampled evaluation already recorded for this model
     label, step and suite (a resumed run) is not repeated. `suite`: the name of a
-    held-out suite other than the training suite's (None: the training suite's)."""
+    held-out suite other than the training suite's (None: the training suite's).
+    `static_cache`: generate with a static KV cache (`generate_batched`)."""
     done = {(r.get("model_label"), r.get("step"), r.get("label"), r.get("suite"))
             for r in read_metrics(run_dir) if r.get("phase") == "heldout"}
     runs = [("greedy", 1, 0.0)] + ([("sampled", samples, SAMPLING_TEMPERATURE)] if samples > 0 else [])
@@ -141,7 +138,8 @@ def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], sco
             bench_dir.mkdir(parents=True, exist_ok=True)
             started = time.monotonic()
             groups = generate_batched(model, tokenizer, [prompts.initial(p) for p in problems], n,
-                                      temperature, max_tokens, batch, bench_dir / "generated.partial.jsonl")
+                                      temperature, max_tokens, batch, bench_dir / "generated.partial.jsonl",
+                                      static_cache)
             generation_s = time.monotonic() - started
             name = f"train:{model_label}@{step}"
             replay = write_replay(bench_dir / "completions.jsonl", [

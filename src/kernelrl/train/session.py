@@ -102,7 +102,8 @@ class Session:
             for name, chosen in problems.items():
                 heldout_records(model, self.tokenizer, chosen, judged, self.prompts, self.run_dir, step,
                                 model_label, config.heldout_samples, config.heldout_max_tokens,
-                                concurrency=config.eval_concurrency, batch=config.heldout_batch, suite=name)
+                                concurrency=config.eval_concurrency, batch=config.heldout_batch, suite=name,
+                                static_cache=config.heldout_static_cache)
 
         return run
 

