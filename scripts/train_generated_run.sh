@@ -9,17 +9,17 @@
 #
 # MODEL: smollm2, a .gguf, a directory or a hub id. SUITE_DIR: `kernelrl gen --solutions` output (its
 # solutions/ are the SFT data). sft evaluates the base model first (step 0), then trains, then evaluates the
-# SFT model. HELDOUT_PROBLEMS (default 240: the first N of each test split), HELDOUT_SAMPLES (8), GRPO_STEPS
-# (60), GRPO_PROMPTS (8), SFT_EPOCHS (3), HELDOUT_STATIC_CACHE (1: held-out generation with a static KV
-# cache, 0: dynamic), EVAL_DEVICE (auto; `all` on a node: an evaluator per GPU for the
-# rewards and the held-out evaluations, which dominate the run) and PHASE_TIMEOUT (seconds; a phase stopped by it
-# resumes on the next call) tune it; SFT_ARGS and GRPO_ARGS add options.
+# SFT model. HELDOUT_PROBLEMS (default 240: the first N of each test split), HELDOUT_SAMPLES (8),
+# HELDOUT_MAX_TOKENS (1024), HELDOUT_STATIC_CACHE (1: held-out generation with a static KV cache, 0: dynamic),
+# GRPO_STEPS (60), GRPO_PROMPTS (8), SFT_EPOCHS (3), EVAL_DEVICE (auto; `all` on a node: an evaluator per GPU
+# for the rewards and the held-out evaluations, which dominate the run) and PHASE_TIMEOUT (seconds; a phase
+# stopped by it resumes on the next call) tune it; SFT_ARGS and GRPO_ARGS add options.
 set -euo pipefail
 RUN=$1; MODEL=$2; SUITE=$3; shift 3
 PHASES=("$@"); [ ${#PHASES[@]} -gt 0 ] || PHASES=(sft grpo)
 KERNELRL=${KERNELRL:-kernelrl}
 HELDOUT=(--heldout-problems "${HELDOUT_PROBLEMS:-240}" --heldout-samples "${HELDOUT_SAMPLES:-8}"
-         --heldout-max-tokens 1024 --no-heldout-timing --heldout-suites builtin)
+         --heldout-max-tokens "${HELDOUT_MAX_TOKENS:-1024}" --no-heldout-timing --heldout-suites builtin)
 [ "${HELDOUT_STATIC_CACHE:-1}" = 1 ] && HELDOUT+=(--heldout-static-cache)  # a compiled decode step on a GPU
 for phase in "${PHASES[@]}"; do
   case "$phase" in
@@ -31,12 +31,14 @@ for phase in "${PHASES[@]}"; do
         --eval-device "${EVAL_DEVICE:-auto}" \
         ${SFT_ARGS:-} ;;
     grpo)
-      # the settings of the built-in run's GRPO (8 prompts x 8, 512 tokens, lr 2e-4), tiers by difficulty
+      # the settings of the built-in run's GRPO (8 prompts x 8, lr 2e-4), tiers by difficulty; 896 tokens, not
+      # 512: the suite's template solutions are 406 tokens at the median and up to 822 (gen-2500, SmolLM2's
+      # tokenizer), so 512 would cut a fifth of the answers the model was taught to write
       timeout "${PHASE_TIMEOUT:-100000}" $KERNELRL train grpo --run-dir "$RUN/grpo" --model "$MODEL" \
         --suite "$SUITE" --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 \
         "${HELDOUT[@]}" \
         --max-steps "${GRPO_STEPS:-60}" --prompts-per-step "${GRPO_PROMPTS:-8}" --num-generations 8 \
-        --max-completion-length 512 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
+        --max-completion-length 896 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
         --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 16 \
         --eval-concurrency 16 --eval-device "${EVAL_DEVICE:-auto}" --save-steps 1 --curriculum \
         --curriculum-key difficulty ${GRPO_ARGS:-} ;;
