@@ -30,6 +30,15 @@ def run_prompts(config: CommonConfig) -> Prompts:
     return Prompts(styles.get(config.prompt_style, config.prompt_style), backend=config.backend)
 
 
+def planned_steps(trainer: Any) -> int:
+    """The optimizer steps the trainer's run takes in all: --max-steps, or what its epochs come to (Trainer's
+    own count over its data loader)."""
+    if trainer.args.max_steps > 0:
+        return trainer.args.max_steps
+    *_, steps = trainer.set_initial_training_values(trainer.args, trainer.get_train_dataloader())
+    return steps
+
+
 @dataclass
 class Session:
     config: CommonConfig
@@ -116,14 +125,14 @@ class Session:
     def train(self, trainer: Any, resume: str | None) -> Any:
         import torch
 
-        if resume is not None and trainer.args.max_steps > 0:
-            # Trainer would still run one step when it does not skip data (the curriculum's sampler): a
-            # checkpoint already at max_steps gets its weights and state loaded instead, so the adapter and
-            # held-out match it
+        if resume is not None:
+            # Trainer would still run one step when it does not skip data (the curriculum's sampler) or when
+            # the run ends inside an epoch (a fraction of one): a checkpoint already at the run's last step
+            # gets its weights and state loaded instead, so the adapter and held-out match it
             from transformers import TrainerState
 
             state = TrainerState.load_from_json(str(Path(resume) / "trainer_state.json"))
-            if state.global_step >= trainer.args.max_steps:
+            if state.global_step >= planned_steps(trainer):
                 trainer._load_from_checkpoint(resume)
                 trainer.state = state
                 return None
