@@ -202,20 +202,6 @@ def test_sft_resume_continues_the_step_count(sft_run):
 
 
 @pytest.mark.slow  # trains SmolLM2 on the CPU
-def test_a_finished_run_by_epochs_ending_inside_an_epoch_trains_no_more_when_resumed(tmp_path):
-    # three examples a step each, half an epoch: 2 steps; resumed, Trainer would skip 2 examples and train on
-    # the third (a step 3) before it checks the count
-    settings = {**SFT_SETTINGS, "problems": ("level0/1_relu", "level0/2_scale_shift", "level0/3_gelu_tanh"),
-                "heldout_every": -1, "merge": False, "heldout_suites": ()}
-    config = SFTConfig(**settings, run_dir=str(tmp_path / "run"), max_steps=-1, epochs=0.5)
-    first = run_sft(config)
-    again = run_sft(config)
-    assert first.steps == 2 and again.steps == 2
-    assert Path(again.resumed_from).name == "checkpoint-2"
-    assert training_steps(read_metrics(tmp_path / "run"), "sft") == [1, 2]
-
-
-@pytest.mark.slow  # trains SmolLM2 on the CPU
 def test_sft_heldout_records_at_start_and_end_and_not_repeated_on_resume(sft_run):
     run_dir = sft_run["run_dir"]
     def both(model: str, step: int) -> list[tuple]:  # the training suite's test split, then --heldout-suites'
