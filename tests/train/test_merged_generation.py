@@ -145,7 +145,7 @@ def test_grpo_rollouts_come_from_the_merged_copy(tokenizer, tmp_path, merged):
     assert trainer.model_wrapped is trainer.model  # the copy was for the generate call only
 
 
-def test_static_cache_generation_pads_every_call_to_one_shape_with_the_same_tokens(adapted, tokenizer):
+def test_static_cache_generation_gives_every_call_one_shape_and_the_same_tokens(adapted, tokenizer):
     conversations = [[{"role": "user", "content": "x" * (40 * i + 1)}] for i in range(3)]  # three lengths
     calls = []
 
@@ -154,14 +154,15 @@ def test_static_cache_generation_pads_every_call_to_one_shape_with_the_same_toke
 
         @staticmethod
         def generate(**kwargs):
-            calls.append((kwargs["input_ids"].shape[1], kwargs.get("cache_implementation")))
+            calls.append((*kwargs["input_ids"].shape, kwargs.get("cache_implementation")))
             return adapted.generate(**kwargs)
 
-    dynamic = generate_batched(Recording(), tokenizer, conversations, 1, 0.0, 6, 1)
-    widths = [w for w, _ in calls]
-    assert len(set(widths)) == 3 and {c for _, c in calls} == {None}
+    # two prompts a call: calls of 2 and 1
+    dynamic = generate_batched(Recording(), tokenizer, conversations, 1, 0.0, 6, 2)
+    assert [(rows, cache) for rows, _, cache in calls] == [(2, None), (1, None)]
+    longest = max(width for _, width, _ in calls)
     calls.clear()
-    static = generate_batched(Recording(), tokenizer, conversations, 1, 0.0, 6, 1, static_cache=True)
-    assert calls == [(max(widths), "static")] * 3
+    static = generate_batched(Recording(), tokenizer, conversations, 1, 0.0, 6, 2, static_cache=True)
+    assert calls == [(2, longest, "static")] * 2  # the last call filled up to the first's shape
     assert [[c["text"] for c in g] for g in static] == [[c["text"] for c in g] for g in dynamic]
     assert [g[0]["tokens_in"] for g in static] == [g[0]["tokens_in"] for g in dynamic]  # padding not counted

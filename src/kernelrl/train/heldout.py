@@ -60,8 +60,8 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
     at most `batch` sequences a generate call. With `done_file`, each generate call's groups are appended to
     it as they finish and the groups already there are not generated again (a run stopped by a time limit
     loses at most one call's work). `static_cache`: a static KV cache, for which transformers compiles the
-    decode step on a GPU; every call is padded to the longest prompt, so the calls share one compiled shape
-    (the last, smaller call compiles its own)."""
+    decode step on a GPU; every call is padded to the longest prompt and the last call filled up to the
+    others' size, so the calls share one compiled shape."""
     import torch
 
     texts = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
@@ -79,10 +79,14 @@ def generate_batched(model: Any, tokenizer: Any, conversations: Sequence[list[di
     eos = tokenizer.eos_token_id
     side = tokenizer.padding_side
     tokenizer.padding_side = "left"  # generation continues from the right end of every row
+    rows_per_call = 0
     try:
         for rows in generation_chunks(len(todo), n, batch):
             indices = todo[rows.start:rows.stop]
             chunk = [texts[i] for i in indices]
+            if cache:  # one compiled shape: a last, smaller call is filled up with copies of its last prompt
+                rows_per_call = rows_per_call or len(chunk)  # (their completions are dropped)
+                chunk += chunk[-1:] * (rows_per_call - len(chunk))
             encoded = tokenizer(chunk, return_tensors="pt", add_special_tokens=False, **padding).to(device)
             sampling = ({"do_sample": True, "temperature": temperature} if temperature > 0
                         else {"do_sample": False})
