@@ -105,11 +105,13 @@ class Session:
 
         def run(model: Any, step: int) -> None:
             from kernelrl.train.heldout import heldout_records
+            from kernelrl.train.merged import merged_for_generation
 
             judged = self.scorer(scorer, timing=config.heldout_timing)
             model_label = "initial" if step == 0 else label
+            generator = merged_for_generation(model)  # one merged copy for every suite and sampling
             for name, chosen in problems.items():
-                heldout_records(model, self.tokenizer, chosen, judged, self.prompts, self.run_dir, step,
+                heldout_records(generator, self.tokenizer, chosen, judged, self.prompts, self.run_dir, step,
                                 model_label, config.heldout_samples, config.heldout_max_tokens,
                                 concurrency=config.eval_concurrency, batch=config.heldout_batch, suite=name,
                                 static_cache=config.heldout_static_cache)
