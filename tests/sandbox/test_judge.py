@@ -66,3 +66,43 @@ def test_judge_refuses_shared_buffer_claims_it_never_offered(tmp_path):
         judge.compare({**request, "prefix": "timed0", "outputs": [{**meta, "ipc": True}]})
     assert judge.compare({**request, "prefix": "timed0", "outputs": [meta]})["mismatch"] is None
     judge.release({"eval_id": "e"})
+
+
+def test_the_judge_keeps_reference_models_within_a_budget_and_frees_their_float64_copies(tmp_path):
+    """A training run meets thousands of problems: the judge keeps the least recently used reference models
+    only within its budget (the newest always), an evicted problem's next evaluation gets the same weights
+    (seed 42), and a dropped model's float64 copy goes with it (a copy keyed by id() could later be taken for
+    a new model's at the same address)."""
+    import gc
+
+    from kernelrl.sandbox.judge import Judge
+    from kernelrl.sandbox.reference_models import ReferenceModels, model_bytes
+
+    judge = Judge("cpu")
+    source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+              "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(32, {n})\n"
+              "    def forward(self, x):\n        return self.fc(x)\n"
+              "def get_inputs():\n    return [torch.randn(4, 32)]\ndef get_init_inputs():\n    return []\n")
+    one = 32 * 32 * 4 + 32 * 4  # the bytes of a 32-output problem's weights
+    judge.models = ReferenceModels(budget_bytes=2 * one)
+    weights = {}
+    for k in range(4):
+        path = tmp_path / f"p{k}.py"
+        path.write_text(source.format(n=32))
+        (tmp_path / f"in{k}").mkdir()
+        judge.prepare({"eval_id": f"e{k}", "problem_path": str(path), "problem_sha256": f"{k}" * 64,
+                       "master_seed": 7, "min_trials": 1, "input_sets": [],
+                       "in_dir": str(tmp_path / f"in{k}"), "timing_variants": 0})
+        model = judge.evals[f"e{k}"]["calls"][0][0]
+        assert model_bytes(model) == one
+        judge._float64.errors(judge.evals[f"e{k}"], 0)  # its float64 copy, as a value mismatch would make
+        weights[k] = model.fc.weight.detach().clone()
+        judge.release({"eval_id": f"e{k}"})
+        del model
+        assert len(judge.models) <= 2 and judge.models.held_bytes <= 2 * one
+    gc.collect()
+    assert judge.models.evicted == 2 and ("0" * 64, "[]") not in judge.models
+    assert len(judge._float64._models) == 2  # the evicted models' copies are gone with them
+    # the first problem again: built anew, the same weights
+    again = judge._model("0" * 64, judge._module(str(tmp_path / "p0.py"), "0" * 64)[0], {})
+    assert torch.equal(again.fc.weight, weights[0])

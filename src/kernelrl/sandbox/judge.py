@@ -50,6 +50,7 @@ from kernelrl.sandbox.judge_wire import (
     parse_judge_request,
 )
 from kernelrl.sandbox.protocol import SHARE_ATTEMPTS, Draw, IpcOffer, TrialPlan
+from kernelrl.sandbox.reference_models import ReferenceModels
 from kernelrl.sandbox.timed_mix import mixed_reference, mixes, timing_variants
 from kernelrl.timing.device_limits import copy_bandwidth, peak_matmul_flops, reference_flops
 
@@ -90,7 +91,8 @@ class Judge:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         self.modules: dict[str, tuple] = {}  # problem sha -> (module, input sets)
-        self.models: dict[tuple, object] = {}  # (problem sha, constructor args) -> reference model
+        # (problem sha, constructor args) -> reference model, the least recently used beyond a budget dropped
+        self.models = ReferenceModels()
         self.evals: dict[str, dict] = {}
         self._baseline_cache: dict[str, BaselinesReply] = {}
         self._bandwidth: float | None = None
@@ -122,13 +124,13 @@ class Judge:
         torch = self.torch
         torch.manual_seed(42)
         init_inputs = call_with(module.get_init_inputs, params)
-        key = (sha, repr(init_inputs))
-        if key not in self.models:
+
+        def build():
             torch.manual_seed(42)
             if self.gpu:
                 torch.cuda.manual_seed(42)
-            self.models[key] = module.Model(*init_inputs).to(self.device)
-        return self.models[key]
+            return module.Model(*init_inputs).to(self.device)
+        return self.models.get((sha, repr(init_inputs)), build)
 
     def _inputs(self, module, params: dict, seed: int) -> list:
         """One draw of the problem's inputs, on this judge's device. Factories create on the device directly

@@ -12,6 +12,7 @@ the comparison stays plain allclose, as before the model.
 from __future__ import annotations
 
 import copy
+import weakref
 
 import torch
 
@@ -85,21 +86,27 @@ def reference_errors(model64: torch.nn.Module, call_args: list, refs: list[torch
 
 
 class FloatReferences:
-    """The judge's float64 copies of its reference models (one per model, as long as the judge lives) and each
+    """The judge's float64 copies of its reference models (one per model, while the model lives) and each
     trial's reference errors, computed once per trial on the first value mismatch."""
 
     def __init__(self) -> None:
-        self._models: dict[int, torch.nn.Module] = {}  # id of a reference model (the judge keeps them all)
+        # a reference model's float64 copy lives as long as the model: the judge drops models it no longer
+        # needs, and a key by id() could then name a new model built at the same address
+        self._models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its float64 copy
 
     def of(self, model: torch.nn.Module, call_args: list,
            refs: list[torch.Tensor]) -> list[torch.Tensor | None]:
         """The errors of `refs`, the reference's outputs for `call_args` (the audit's), or Nones."""
         try:
-            if id(model) not in self._models:
-                self._models[id(model)] = double_model(model)
-            return reference_errors(self._models[id(model)], call_args, refs)[0]
+            return reference_errors(self._double(model), call_args, refs)[0]
         except Exception:  # noqa: BLE001 - no float64 reference: allclose
             return [None] * len(refs)
+
+    def _double(self, model: torch.nn.Module) -> torch.nn.Module:
+        model64 = self._models.get(model)
+        if model64 is None:
+            model64 = self._models[model] = double_model(model)
+        return model64
 
     def errors(self, state: dict, index: int) -> tuple[list[torch.Tensor | None], str | None]:
         """Trial `index`'s errors, from the judge's state of one evaluation: per trial its reference model and
@@ -111,11 +118,10 @@ class FloatReferences:
             model, args = state["calls"][index]
             refs = state["refs"][index]
             try:
-                if id(model) not in self._models:
-                    self._models[id(model)] = double_model(model)
+                model64 = self._double(model)
                 tensors = state["inputs"](index)
                 call = [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in args]
-                cache[index] = reference_errors(self._models[id(model)], call, refs)
+                cache[index] = reference_errors(model64, call, refs)
             except Exception as exc:  # noqa: BLE001 - e.g. a model deepcopy refuses: plain allclose as before
                 cache[index] = [None] * len(refs), f"{type(exc).__name__}: {str(exc)[:200]}"
         return cache[index]
