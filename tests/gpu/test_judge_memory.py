@@ -2,6 +2,7 @@
 again when needed instead of held, and a timed call's reference is computed
 when its output is compared (GPU memory admission charges what it holds)."""
 
+import pytest
 import torch
 
 from kernelrl.sandbox.judge import Judge
@@ -113,3 +114,19 @@ def test_the_first_wave_charge_counts_the_bench_set_only_when_an_evaluation_hold
     for (timing, bench), need in expected.items():
         verdict = VerdictSettings(timing=timing, bench_correctness=bench)
         assert cpu_evaluator._first_need(problem, verdict) == need, (timing, bench)
+        # and the judge's float64 recomputation of such a trial, kept back before its first run
+        assert cpu_evaluator._first_float64(problem, verdict) == (4 * GiB if need else None)
+
+
+@pytest.mark.gpu
+def test_the_judge_reports_what_a_float64_recomputation_took(tmp_path):
+    """A float64 recomputation holds float64 copies of the inputs and outputs on the device: the judge
+    measures what it allocated and reports the most so far when an evaluation is released (the GPU memory
+    admission keeps that much back)."""
+    judge = Judge("cuda")
+    prepared = _prepare(judge, tmp_path, "big", "torch.randn(64, 1 << 20)")  # 256 MiB of fp32 a call
+    state = judge.evals["big"]
+    errors, why = judge._float64.errors(state, 0)
+    assert why is None and errors[0] is not None
+    released = judge.release({"eval_id": "big"})
+    assert released["float64_bytes"] >= 2 * (256 << 20) * 2, (released, prepared["device_bytes"])

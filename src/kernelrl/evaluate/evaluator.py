@@ -445,14 +445,25 @@ class Evaluator(ScorerBase):
                 self._device_memory_planned = True
         return self._device_memory
 
+    def _audit_of(self, problem: Problem):
+        return next((a for (sha, *_), a in list(self._audits.items()) if sha == problem.sha256), None)
+
     def _first_need(self, problem: Problem, cfg: VerdictSettings) -> int | None:
         """The admission's charge for a problem none of whose evaluations finished yet, from its audit."""
-        audit = next((a for (sha, *_), a in list(self._audits.items()) if sha == problem.sha256), None)
+        audit = self._audit_of(problem)
         if audit is None or not (cfg.timing or cfg.bench_correctness):
             return None  # nothing of the timing (bench) set on the device: the default charge
         mixed = cfg.fresh_timed_inputs and mixes(problem.metadata)  # the judge decides from the module itself
         variants = timing_variants(cfg.timing_variants, mixed) if cfg.timing else 1
         return first_need(audit.timing_set_bytes, variants)
+
+    def _first_float64(self, problem: Problem, cfg: VerdictSettings) -> int | None:
+        """A guess at the judge's float64 recomputation of a bench-sized trial, from the problem's audit:
+        float64 copies of one call's inputs and outputs. What a run really took replaces it once known."""
+        audit = self._audit_of(problem)
+        if audit is None or not (cfg.timing or cfg.bench_correctness) or not audit.timing_set_bytes:
+            return None
+        return 2 * audit.timing_set_bytes
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
                  cfg: VerdictSettings, deadline: Deadline | None = None, alone: bool = False
@@ -467,6 +478,8 @@ class Evaluator(ScorerBase):
         # a sandbox slot (memory) and its problem's GPU memory for its whole life, a compile slot (a core)
         # until it asks for the timing token or has left the run slots; always taken in this order
         memory = self._gpu_admission(env)
+        if memory is not None:  # before the judge's first float64 run of a large problem, not after
+            memory.reserve_for_judge(self._first_float64(problem, cfg))
         # the problem's need is read once its sandbox slot is held (it is learned meanwhile)
         with HeldSlot(self._sandbox_slots, caller, cancel) as sandbox_slot, \
                 HeldSlot(memory.slots if memory else None, caller, cancel,
@@ -497,9 +510,12 @@ class Evaluator(ScorerBase):
         finally:
             if self._judge.running():  # a judge that died took this evaluation's state with it
                 try:
-                    self._judge.call(ReleaseRequest(eval_id=eval_id), timeout_s=60)
+                    released = self._judge.call(ReleaseRequest(eval_id=eval_id), timeout_s=60)
                 except JudgeError:
                     pass
+                else:
+                    if self._device_memory is not None:
+                        self._device_memory.reserve_for_judge(released.float64_bytes)
             shutil.rmtree(workdir, ignore_errors=True)
 
 

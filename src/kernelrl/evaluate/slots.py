@@ -103,6 +103,7 @@ class FairSlots:
             raise ValueError(f"need at least one slot, got {count}")
         self.count = count
         self.held = 0
+        self.reserved = 0  # kept back from every request (`reserve`)
         self.peak = 0
         self._cond = threading.Condition()
         self._queues: dict[object, deque[list[bool]]] = {}
@@ -140,12 +141,21 @@ class FairSlots:
             self.held -= min(max(1, amount), self.count)
             self._grant()
 
+    def reserve(self, amount: int) -> None:
+        """Keep `amount` units back from every request from now on (raised, never lowered): what something
+        outside the callers uses at times. A request that cannot fit beside the reserve waits until nothing
+        else is held, then runs alone."""
+        with self._cond:
+            self.reserved = max(self.reserved, min(amount, self.count))
+
     def _grant(self) -> None:
         granted = False
         while self._turns:
             caller = self._turns[0]
             queue = self._queues[caller]
-            if self.held + queue[0][1] > self.count:  # the next in line waits, and everyone behind it
+            need = queue[0][1]
+            # the next in line waits, and everyone behind it
+            if self.held + need > self.count or (self.held and self.held + self.reserved + need > self.count):
                 break
             self._turns.popleft()
             ticket = queue.popleft()
@@ -244,11 +254,19 @@ class DeviceMemory:
         with self._lock:  # never lowered: a need raised by running out stays raised
             self._need[key] = max(used, self._need.get(key, 0))
 
+    def reserve_for_judge(self, float64_bytes: int | None) -> None:
+        """The judge's float64 recomputation of a reference (the tolerance model on a value mismatch,
+        rt-low-precision on every correctness trial) takes device memory of its own for a moment, one at a
+        time: the most it took so far, with the margin, is kept back from the sandboxes."""
+        if float64_bytes:
+            self.slots.reserve(int(NEED_MARGIN * float64_bytes))
+
     def snapshot(self) -> dict:
-        """The budget, the default charge and each problem's learned charge, in bytes (for reports)."""
+        """The budget, the default charge, the judge's reserve and each problem's learned charge, in bytes
+        (for reports)."""
         with self._lock:
             return {"budget_bytes": self.budget_bytes, "default_bytes": self.default_bytes,
-                    "need_bytes": dict(self._need)}
+                    "judge_reserve_bytes": self.slots.reserved, "need_bytes": dict(self._need)}
 
     def ran_out(self, key: str, first: int | None = None) -> None:
         with self._lock:

@@ -460,7 +460,7 @@ class Judge:
             cuda = self.torch.cuda
             if cuda.memory_reserved(self.device) - cuda.memory_allocated(self.device) > CACHE_KEEP_BYTES:
                 cuda.empty_cache()
-        return ReleaseReply().fields()
+        return ReleaseReply(float64_bytes=self._float64.peak_bytes if self.gpu else None).fields()
 
     def baselines(self, req: BaselinesRequest | dict) -> dict:
         """Eager and torch.compile (default mode) times of the reference, same timer and mode as

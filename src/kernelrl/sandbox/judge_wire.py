@@ -84,7 +84,8 @@ class CompareReply(JudgeReply):
 
 @_message_type
 class ReleaseReply(JudgeReply):
-    pass
+    # GPU: the most device memory one float64 recomputation of a reference has added to the judge so far
+    float64_bytes: int | None = _field(_optional(_int), default=None, omit_none=True)
 
 
 @_message_type

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import weakref
+from contextlib import contextmanager
 
 import torch
 
@@ -93,14 +94,34 @@ class FloatReferences:
         # a reference model's float64 copy lives as long as the model: the judge drops models it no longer
         # needs, and a key by id() could then name a new model built at the same address
         self._models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its float64 copy
+        # the most device memory one float64 recomputation allocated (its copy of the model included): the
+        # GPU memory admission keeps that much back from the sandboxes
+        self.peak_bytes = 0
 
     def of(self, model: torch.nn.Module, call_args: list,
            refs: list[torch.Tensor]) -> list[torch.Tensor | None]:
         """The errors of `refs`, the reference's outputs for `call_args` (the audit's), or Nones."""
         try:
-            return reference_errors(self._double(model), call_args, refs)[0]
+            with self._transient(refs):
+                return reference_errors(self._double(model), call_args, refs)[0]
         except Exception:  # noqa: BLE001 - no float64 reference: allclose
             return [None] * len(refs)
+
+    @contextmanager
+    def _transient(self, refs: list):
+        """Measure the most the block allocates at once on the references' GPU beyond what was allocated
+        before it, cached blocks it reuses included (the judge serves one request at a time, so the device's
+        peak is the block's own)."""
+        device = next((t.device for t in refs if isinstance(t, torch.Tensor) and t.is_cuda), None)
+        if device is None:
+            yield
+            return
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        try:
+            yield
+        finally:
+            self.peak_bytes = max(self.peak_bytes, torch.cuda.max_memory_allocated(device) - before)
 
     def _double(self, model: torch.nn.Module) -> torch.nn.Module:
         model64 = self._models.get(model)
@@ -118,10 +139,11 @@ class FloatReferences:
             model, args = state["calls"][index]
             refs = state["refs"][index]
             try:
-                model64 = self._double(model)
-                tensors = state["inputs"](index)
-                call = [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in args]
-                cache[index] = reference_errors(model64, call, refs)
+                with self._transient(refs):
+                    model64 = self._double(model)
+                    tensors = state["inputs"](index)
+                    call = [tensors[a["tensor"]] if "tensor" in a else a["value"] for a in args]
+                    cache[index] = reference_errors(model64, call, refs)
             except Exception as exc:  # noqa: BLE001 - e.g. a model deepcopy refuses: plain allclose as before
                 cache[index] = [None] * len(refs), f"{type(exc).__name__}: {str(exc)[:200]}"
         return cache[index]

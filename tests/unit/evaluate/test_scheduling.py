@@ -153,6 +153,42 @@ def test_weighted_slots_keep_the_line_and_the_capacity():
         assert unbounded.held and slots.held == 0
 
 
+def test_the_judges_float64_runs_are_kept_back_from_the_sandboxes():
+    """The judge recomputes a reference in float64 (a value mismatch, rt-low-precision) with device memory of
+    its own, one run at a time: the most a run took, with the margin, is kept back from every request, raised
+    and never lowered; a request that cannot fit beside it waits for the others and then runs alone, so
+    nothing waits forever."""
+    memory = DeviceMemory(budget_bytes=10 * GiB, default_bytes=GiB)
+    slots = memory.slots
+    memory.reserve_for_judge(None)
+    memory.reserve_for_judge(2 * GiB)
+    reserve = int(NEED_MARGIN * 2 * GiB)
+    memory.reserve_for_judge(GiB)  # a smaller run later: the reserve stays
+    assert slots.reserved == reserve and memory.snapshot()["judge_reserve_bytes"] == reserve
+    first, second, big = object(), object(), object()
+    assert slots.acquire(first, amount=4 * GiB) is not None
+    got: list[str] = []
+    waiting = threading.Thread(target=lambda: (slots.acquire(second, amount=4 * GiB), got.append("second")))
+    waiting.start()
+    time.sleep(0.2)
+    assert got == [] and slots.held == 4 * GiB  # 4 + 4 GiB fit the budget, not beside the judge's 2.5
+    slots.release(4 * GiB)
+    waiting.join(5)
+    assert got == ["second"]
+    slots.release(4 * GiB)
+    # more than fits beside the reserve: granted once nothing else is held (in a thread: a bug must fail
+    # the test, not hang it)
+    cancel = threading.Event()
+    alone = threading.Thread(target=lambda: got.append(slots.acquire(big, cancel, amount=9 * GiB)))
+    alone.start()
+    alone.join(5)
+    cancel.set()
+    slots.wake()
+    alone.join(5)
+    assert got[-1] is not None and slots.held == 9 * GiB
+    slots.release(9 * GiB)
+
+
 def test_device_memory_learns_each_problems_need():
     memory = DeviceMemory(budget_bytes=40 * GiB, default_bytes=3 * GiB)
     assert memory.need("p") == 3 * GiB  # not seen yet: the default
@@ -170,7 +206,7 @@ def test_device_memory_learns_each_problems_need():
         memory.ran_out("q")
     assert memory.need("q") == 40 * GiB  # capped at the budget: such an evaluation runs alone
     assert memory.need("other") == 3 * GiB
-    assert memory.snapshot() == {"budget_bytes": 40 * GiB, "default_bytes": 3 * GiB,
+    assert memory.snapshot() == {"budget_bytes": 40 * GiB, "default_bytes": 3 * GiB, "judge_reserve_bytes": 0,
                                  "need_bytes": {"p": 2 * learned, "q": 40 * GiB}}
     # before its first evaluation finishes, a problem known to be heavy is charged its estimate, never less
     # than the default; what its evaluations then use replaces the estimate, and running out doubles it
