@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kernelrl.evaluate.deadlines import Deadline, deadline_result
 from kernelrl.evaluate.measure import Measurer
+from kernelrl.evaluate.pace import WARMUP_CALLS, CallPace
 from kernelrl.evaluate.settings import EvaluatorSettings, GiB, VerdictSettings
 from kernelrl.evaluate.slots import DeviceMemory, HeldSlot
 from kernelrl.evaluate.trials import Trials
@@ -92,6 +93,7 @@ def run_evaluation(ctx: RunContext, problem: Problem, code: str, env: Environmen
     outcome, path = ctx.launcher.run(
         workdir=workdir, mode=env.mode, request=sandbox.request, caches=sandbox.caches, on_event=on_event,
         token_allowed=lambda: trials.passed == trials.planned and trials.hack is None, standby=standby,
+        stall=trials.pace.limit if trials.pace is not None else None,
         cancelled=deadline.cancel.is_set if deadline is not None else None,
         limits={"compile_timeout_s": cfg.compile_timeout_s, "run_timeout_s": cfg.run_timeout_s,
                 "memory_limit_bytes": int(cfg.memory_limit_gb * GiB)})
@@ -169,8 +171,13 @@ def _sandbox(ctx: RunContext, problem: Problem, code: str, env: Environment, wor
         writable_paths=[str(workdir), *caches.values()],
         candidate_uid=own.candidate_uid,
     )
+    # paired timing also runs the problem's own Model, whose calls the trials never timed: no pace there
+    timer, paced_timing = request.timer, request.timing and not cfg.paired_baseline
+    pace = CallPace([t.set for t in prepared.trials if not t.timed_only],
+                    timing_set if paced_timing else None, WARMUP_CALLS + timer["min_reps"],
+                    timer["max_ms"] / 1000 if timer.get("rse_target") else 0.0)
     trials = Trials(ctx.judge, eval_id, str(workdir / "out"), prepared.trials, env.mode, tol,
-                    int(own.max_output_gb * GiB), dict(cfg.runtime_policy or {}), cfg.reference_error_k)
+                    int(own.max_output_gb * GiB), dict(cfg.runtime_policy or {}), cfg.reference_error_k, pace)
     return _Sandbox(request, trials, caches)
 
 

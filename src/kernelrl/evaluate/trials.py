@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from kernelrl.evaluate.pace import CallPace
 from kernelrl.results import Finding, Mismatch
 from kernelrl.sandbox import (
     ITEMSIZE,
@@ -39,7 +40,7 @@ class Trials:
     judge) as it arrives and turns the stub's runtime facts into findings (kernelrl.verify.runtime_checks)."""
 
     def __init__(self, judge: JudgeClient, eval_id: str, out_dir: str, plan: list[TrialPlan], mode: str, tol,
-                 max_bytes, policy: dict[str, str], ref_error_k: float = 0.0):
+                 max_bytes, policy: dict[str, str], ref_error_k: float = 0.0, pace: CallPace | None = None):
         self.judge, self.eval_id, self.out_dir = judge, eval_id, out_dir
         # the tolerance model's k (kernelrl.verify.tolerance); 0: allclose only
         self.ref_error_k = ref_error_k
@@ -61,6 +62,9 @@ class Trials:
         self.arrived: dict[str, float] = {}  # event kind -> monotonic time its last report was handled
         # the judge's rt-low-precision evidence for the trial just compared
         self.precision: dict | None = None
+        # how long the next report may take (kernelrl.evaluate.pace), from when the last one was handled
+        self.pace = pace
+        self._handled_at = time.monotonic()
 
     def phases(self, started: float, finished: float) -> dict[str, float]:
         """Seconds between the sandbox's milestones, for the phases this run reached."""
@@ -117,6 +121,9 @@ class Trials:
             self.arrived[event.kind] = now = time.monotonic()
             if isinstance(event, TrialEvent):
                 self.arrived.setdefault("trial0", now)
+            if self.pace is not None:
+                self.pace.reported(event.kind, now - self._handled_at)
+            self._handled_at = now
 
     def _handle(self, event: Event) -> bool:
         """The event as the typed wire parsed it (kernelrl.sandbox.protocol: every field of its type); what

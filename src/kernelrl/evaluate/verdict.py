@@ -148,6 +148,13 @@ def sandbox_verdict(outcome: ChildOutcome, trials: Trials, base: dict, memory_li
                           message=f"killed: host memory {outcome.memory_exceeded_bytes / _GiB:.1f} GiB "
                                   f"exceeded the {memory_limit_gb:g} GiB limit",
                           feedback="the candidate used too much host memory", **base)
+    if outcome.stalled is not None:  # kernelrl.evaluate.pace
+        return EvalResult(status=Status.TIMEOUT, stage=reached,
+                          message=f"timed out: {outcome.stalled} did not return within "
+                                  f"{outcome.timeout_s:.1f} s",
+                          feedback="a call took far longer than the candidate's earlier calls on the "
+                                   "same inputs (a wait that never ends: a kernel spinning on a stream of "
+                                   "its own, a thread, a sleep, an infinite loop)", **base)
     if outcome.timed_out_phase is not None:
         what = {"start": "sandbox start-up", "import": "import/compilation", "run": "execution"}
         phase = outcome.timed_out_phase

@@ -260,13 +260,14 @@ class SandboxLauncher:
     def run(self, *, workdir: Path, mode: str, request: SandboxRequest, caches: dict[str, str],
             on_event: Callable[[dict], bool], token_allowed: Callable[[], bool],
             standby: Standby | None = None, cancelled: Callable[[], bool] | None = None,
-            limits: dict | None = None) -> tuple[ChildOutcome, str]:
+            limits: dict | None = None, stall: Callable[[], tuple[float, str] | None] | None = None
+            ) -> tuple[ChildOutcome, str]:
         """Run the candidate's sandbox: a standby (started ahead, its assignment sent on its control pipe),
         else forked from the zygote when the warm pool is on and works, else a fresh process. Returns the
         outcome and which path ran ('zygote-standby', 'zygote' or 'fresh-process'). The request file is
         written before each start: the stub deletes it once read (it holds the input seeds). `limits`: this
         candidate's `compile_timeout_s`, `run_timeout_s` and `memory_limit_bytes` where they differ from the
-        settings'."""
+        settings'. `stall`: how long the next report may take (`watch_child`)."""
         s = dataclasses.replace(self.settings, **(limits or {}))
         home = workdir / "home"
         child_env = {**self.child_env(mode, workdir), **caches}
@@ -276,7 +277,7 @@ class SandboxLauncher:
             on_event=on_event, gate=self.gate, token_allowed=token_allowed,
             # typed wire: the events as their dataclasses; malformed -> protocol violation
             validate=parse_event,
-            cancelled=cancelled,
+            cancelled=cancelled, stall=stall,
         )
         common = dict(env=child_env, cwd=str(home), **watch)
         if standby is not None:

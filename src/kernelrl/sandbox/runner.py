@@ -100,6 +100,7 @@ class ChildOutcome:
     returncode: int | None = None
     timed_out_phase: str | None = None  # 'start', 'import' or 'run'
     timeout_s: float | None = None
+    stalled: str | None = None  # what did not report within the pace its earlier calls set (`stall`)
     memory_exceeded_bytes: int | None = None
     stopped_by_parent: bool = False
     cancelled: bool = False  # stopped because the caller's deadline passed (watch_child's `cancelled`)
@@ -111,6 +112,25 @@ class ChildOutcome:
     def last(self, kind: type[E]) -> E | None:
         """The last event of this type the child sent (the typed wire's)."""
         return next((e for e in reversed(self.events) if isinstance(e, kind)), None)
+
+
+class StallWatch:
+    """The wait for the child's next report against `limit()` (seconds from the last handled report, and
+    what is awaited, or None), less the time the child spent stopped by another sandbox's timed run."""
+
+    def __init__(self, limit: Callable[[], tuple[float, str] | None], paused: Callable[[], float]) -> None:
+        self._limit, self._paused = limit, paused
+        self.mark()
+
+    def mark(self) -> None:
+        """A report was just handled."""
+        self._since, self._paused_at = time.monotonic(), self._paused()
+
+    def late(self, now: float) -> tuple[float, str] | None:
+        bound = self._limit()
+        if bound is None or now - self._since - (self._paused() - self._paused_at) <= bound[0]:
+            return None
+        return bound
 
 
 def _kill_group(pgid: int) -> None:
@@ -246,6 +266,7 @@ def watch_child(
     validate: Callable[[dict], Event] | None = None,
     cancelled: Callable[[], bool] | None = None,
     thread_grace_s: float = WATCH_GRACE_S,
+    stall: Callable[[], tuple[float, str] | None] | None = None,
 ) -> ChildOutcome:
     """Watch a started child to completion. `on_event` sees each protocol message; returning False stops the
     child. Its process group is killed and its pipes closed on return.
@@ -264,7 +285,9 @@ def watch_child(
     the child is stopped and `outcome.cancelled` set. From the stub's `baseline` message on, its OS threads
     are watched (`ThreadWatch`): one new since then and alive `thread_grace_s` is passed to `on_event` as a
     `native_thread_seen` message of the runner's own (False from it stops the child), so a candidate whose
-    call never returns is not left to the run timeout.
+    call never returns is not left to the run timeout. `stall()` (kernelrl.evaluate.pace): the seconds the
+    next report may take from the last handled one, and what is awaited, or None; past it (less the time the
+    child was stopped) the child is stopped as timed out in its phase, `outcome.stalled` saying what.
     """
     outcome = ChildOutcome()
     log = LogBuffer(log_limit_bytes)
@@ -294,6 +317,7 @@ def watch_child(
     token_asked = False
     order = EventOrder()
     finished = False
+    pace = StallWatch(stall, paused) if stall is not None else None
     try:
         while open_streams:
             now = time.monotonic()
@@ -303,6 +327,10 @@ def watch_child(
                 break
             if cancelled is not None and cancelled():
                 outcome.cancelled = True
+                break
+            late = pace.late(now) if pace is not None else None
+            if late is not None:
+                outcome.timed_out_phase, (outcome.timeout_s, outcome.stalled) = phase, late
                 break
             if memory_limit_bytes and now >= next_memory_check:
                 next_memory_check = now + 0.05
@@ -382,6 +410,8 @@ def watch_child(
                         phase_start += time.monotonic() - waited
                         # from here, not the child: when timing may start
                         on_event(own({"event": "timing_granted"}))
+                        if pace is not None:
+                            pace.mark()
                         try:
                             os.write(control_w, b"go\n")
                         except OSError:
@@ -394,6 +424,8 @@ def watch_child(
                     if not on_event(event):
                         outcome.stopped_by_parent = True
                         break
+                    if pace is not None:
+                        pace.mark()
                     if kind == "done":  # nothing after it counts: not waiting for the exit saves
                         finished = True  # the CUDA context's teardown (~50 ms)
                         break

@@ -1,0 +1,63 @@
+"""How long the candidate's next report may take, from how long its earlier calls took (verdict process,
+stdlib only).
+
+A call that never returns (a kernel spinning on a stream of its own, a wait on a thread or a driver object,
+a sleep) used to hold its sandbox until the run timeout, two minutes by default; in the timed phase, with
+every other sandbox of the device stopped. Whatever the mechanism, it is a call that takes far longer than
+the same candidate's calls on the same inputs took before: once a call on an input set has returned (its
+kernels compiled for those shapes), the next call on that set has `PACE_FLOOR_S` plus `PACE_FACTOR` times
+the fastest earlier one, and the timed calls have `TIMED_FLOOR_S` plus that factor times the fastest call on
+the timing set for each call the timer makes at the least. A first call on a set keeps the run timeout: it
+compiles. The times are the verdict process's own (between handled reports, the judge's comparison
+included), never the sandbox's word.
+"""
+
+from __future__ import annotations
+
+import math
+
+PACE_FLOOR_S = 5.0
+PACE_FACTOR = 3.0
+TIMED_FLOOR_S = 15.0
+WARMUP_CALLS = 3  # the timer's warm-up runs at least this many calls (kernelrl.timing.cuda_timer)
+
+
+class CallPace:
+    """`reported(kind, waited_s)` after each handled report; `limit()` bounds the wait for the next one."""
+
+    def __init__(self, correctness_sets: list[str], timing_set: str | None, min_timed_calls: int,
+                 adaptive_s: float = 0.0) -> None:
+        self.sets = correctness_sets  # each correctness trial's input set, in the order they run
+        self.timing_set = timing_set
+        self.min_timed_calls = min_timed_calls
+        self.adaptive_s = adaptive_s  # an adaptive timer's batches beyond its minimum, at most this long
+        self.fastest: dict[str, float] = {}  # input set -> its fastest call so far (seconds)
+        self.trials = 0
+        self.timing = "before"  # "granted" while the timed calls run, then "done"
+
+    def reported(self, kind: str, waited_s: float) -> None:
+        if kind == "trial" and self.trials < len(self.sets):
+            name = self.sets[self.trials]
+            self.fastest[name] = min(self.fastest.get(name, math.inf), waited_s)
+            self.trials += 1
+        elif kind == "timing_granted":
+            self.timing = "granted"
+        elif kind == "timing":
+            self.timing = "done"
+
+    def limit(self) -> tuple[float, str] | None:
+        """Seconds the next report may take from the last one, and what is awaited; None: the run timeout."""
+        if self.timing == "granted":
+            per_call = self.fastest.get(self.timing_set)
+            if per_call is None:
+                return None
+            bound = TIMED_FLOOR_S + PACE_FACTOR * self.min_timed_calls * per_call + self.adaptive_s
+            return bound, (f"the timed calls (at least {self.min_timed_calls}; a call on the timing set took "
+                           f"{per_call:.2f} s before)")
+        if self.timing == "before" and self.trials < len(self.sets):
+            name = self.sets[self.trials]
+            if name in self.fastest:
+                return (PACE_FLOOR_S + PACE_FACTOR * self.fastest[name],
+                        f"trial {self.trials}, on the {name!r} inputs (an earlier call on them took "
+                        f"{self.fastest[name]:.2f} s)")
+        return None

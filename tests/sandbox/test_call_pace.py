@@ -1,0 +1,108 @@
+"""A call that never returns is stopped at the pace the candidate's own earlier calls set
+(kernelrl.evaluate.pace), whatever keeps it waiting, instead of at the run timeout."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelrl import Status, VerdictSettings, load_suite
+from kernelrl.evaluate.pace import PACE_FACTOR, PACE_FLOOR_S, TIMED_FLOOR_S, CallPace
+
+# no thread, no stream: the call on inputs of a shape it has already answered sleeps for an hour (on a GPU, a
+# kernel spinning on a flag nobody sets, then a wait for it, looks the same from outside)
+STALLS_ON_A_REPEAT = '''
+import time
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(y_ptr + offsets, tl.maximum(tl.load(x_ptr + offsets, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        if list(x.shape) in self.shapes:
+            time.sleep(3600)
+        self.shapes.append(list(x.shape))
+        return y
+'''
+
+
+def test_the_pace_bounds_a_call_once_an_earlier_one_on_its_inputs_returned():
+    pace = CallPace(["check", "sweep", "check", "sweep"], "bench", min_timed_calls=23, adaptive_s=5.0)
+    assert pace.limit() is None  # the first call compiles: the run timeout
+    pace.reported("trial", 4.0)  # the first check call, compiling
+    assert pace.limit() is None  # the first sweep call: new shapes, it may compile again
+    pace.reported("trial", 2.0)
+    assert pace.limit() == (PACE_FLOOR_S + PACE_FACTOR * 4.0, pytest.approx(pace.limit()[1]))
+    assert "trial 2, on the 'check' inputs" in pace.limit()[1]
+    pace.reported("trial", 0.5)  # faster without the compile: the fastest call sets the pace
+    assert pace.limit()[0] == PACE_FLOOR_S + PACE_FACTOR * 2.0
+    pace.reported("trial", 0.25)
+    assert pace.limit() is None  # the share's calls and the wait for the token: the run timeout
+    pace.reported("timing_granted", 30.0)
+    assert pace.limit() is None  # no call on the timing set yet (CPU mode without host timing)
+    timed = CallPace(["bench", "check"], "bench", min_timed_calls=23)
+    timed.reported("trial", 0.1)
+    timed.reported("trial", 0.2)
+    timed.reported("census", 3.0)
+    timed.reported("timing_granted", 9.0)
+    assert timed.limit()[0] == pytest.approx(TIMED_FLOOR_S + PACE_FACTOR * 23 * 0.1)
+    timed.reported("timing", 1.0)
+    assert timed.limit() is None
+
+
+def test_a_call_that_never_returns_times_out_at_the_pace_of_the_earlier_ones(cpu_evaluator):
+    """Trial 2 repeats trial 0's inputs and sleeps: the evaluation times out on the pace of trial 0's call
+    (a few seconds), not at the two-minute run timeout, and says which call did not return."""
+    result = cpu_evaluator.evaluate(load_suite().get("level0/1_relu"), STALLS_ON_A_REPEAT,
+                                    verdict=VerdictSettings(trials=5))
+    assert result.status is Status.TIMEOUT, result.message
+    assert "trial 2, on the 'check' inputs" in result.message and "did not return within" in result.message
+    bound = float(result.message.rsplit("within ", 1)[1].split(" s")[0])
+    assert bound < VerdictSettings().run_timeout_s / 2, result.message
+    assert result.correctness.trials_passed == 2
+
+
+# a kernel spinning on a flag nobody sets, on a stream of the candidate's own, and a wait for that stream
+SPINS_ON_ITS_OWN_STREAM = STALLS_ON_A_REPEAT.replace('''        if list(x.shape) in self.shapes:
+            time.sleep(3600)''', '''        if list(x.shape) in self.shapes:
+            flag = torch.zeros(1, dtype=torch.int32, device=x.device)
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                spin_kernel[(1,)](flag)
+            stream.synchronize()''').replace('''class ModelNew''', '''@triton.jit
+def spin_kernel(flag_ptr):
+    while tl.load(flag_ptr, volatile=True) == 0:
+        pass
+
+
+class ModelNew''')
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("code", [STALLS_ON_A_REPEAT, SPINS_ON_ITS_OWN_STREAM], ids=["sleep", "own-stream"])
+def test_on_a_gpu_a_call_that_never_returns_times_out_at_the_pace(code):
+    """On a GPU the first call of each input set compiles; a later call that never returns (a sleep, or a
+    wait for a kernel spinning on the candidate's own stream) is a timeout well before the run timeout."""
+    from kernelrl import Evaluator
+
+    with Evaluator(device="cuda", verdict=VerdictSettings(static_checks=False, timing=False)) as ev:
+        result = ev.evaluate(load_suite().get("level0/1_relu"), code)
+    print("pace on a GPU:", result.status.value, result.message, f"{result.wall_time_s:.1f} s", flush=True)
+    assert result.status is Status.TIMEOUT and "did not return within" in result.message, result.message
+    bound = float(result.message.rsplit("within ", 1)[1].split(" s")[0])
+    assert bound < VerdictSettings().run_timeout_s / 2, result.message
