@@ -57,8 +57,11 @@ def run(device: str, items: list[tuple[str, str, str]], policy: str | None, timi
             for name, verdict in (("on", on), ("off", off)):
                 result = ev.evaluate(suite.get(pid), code, verdict=verdict)
                 flagged = [f.detail for f in result.findings if f.rule == CHECK]
+                # GPU: what the admission keeps back for the judge's float64 runs, learned so far
+                reserve = (ev.gpu_memory() or {}).get("judge_reserve_bytes")
                 rows.append({"label": label, "problem": pid, "check": name, "status": str(result.status),
-                             "wall_s": round(result.wall_time_s, 3), "flagged": flagged})
+                             "wall_s": round(result.wall_time_s, 3), "flagged": flagged,
+                             "judge_reserve_bytes": reserve})
                 if out:  # as it goes: a run cut short keeps what it measured
                     with open(out, "a") as f:
                         f.write(json.dumps(rows[-1]) + "\n")
@@ -90,6 +93,10 @@ def main() -> None:
           + "".join(f"\n  {r['label']}: {r['flagged'][0]}" for r in flagged))
     print(f"median wall per evaluation: {statistics.median(r['wall_s'] for r in on):.2f} s with the check, "
           f"{statistics.median(r['wall_s'] for r in off):.2f} s without")
+    reserves = [r["judge_reserve_bytes"] for r in rows if r.get("judge_reserve_bytes") is not None]
+    if reserves:
+        print(f"the admission's reserve for the judge's float64 runs: {max(reserves) / 2**30:.2f} GiB "
+              "at the end")
     sys.exit(0)
 
 

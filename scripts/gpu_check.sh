@@ -20,7 +20,7 @@ status=0
 for part in ${PARTS//,/ }; do
   case "$part" in
     evaluator) files="tests/gpu/test_gpu.py tests/gpu/test_free_blocks.py tests/gpu/test_timed_mix.py tests/gpu/test_judge_memory.py" ;;
-    sandbox) files="tests/sandbox/test_protocol.py tests/unit/candidates/test_rules.py tests/corpus/test_runtime_exploits.py tests/sandbox/test_sandbox_uid.py tests/sandbox/test_pool.py" ;;
+    sandbox) files="tests/sandbox/test_protocol.py tests/unit/candidates/test_rules.py tests/corpus/test_runtime_exploits.py tests/sandbox/test_sandbox_uid.py tests/sandbox/test_pool.py tests/sandbox/test_call_pace.py" ;;
     mutants) files="tests/corpus/test_mutants.py" ;;  # the GPU-only checks' mutants, each killed by the GPU corpus
     demo) "$PY" -m kernelrl.cli demo --device cuda 2>&1 | tee "$OUT/demo.log"; [ "${PIPESTATUS[0]}" = 0 ] || status=1
           continue ;;

@@ -132,6 +132,10 @@ class TimingReport:
     timed_checks: int = 0  # timed calls whose outputs were compared with the reference
     kernel_gpu_fraction: float | None = None  # share of one forward's GPU time in the candidate's kernels
     kernel_gpu_fraction_method: str | None = None  # 'events' (gated CUDA events) or 'profiler' (the fallback)
+    # the GPU work of the share's measured call (a checked call on fresh inputs): its forward's time less the
+    # neutral layout copies (events), or its kernels' (profiler); measured beside other sandboxes' work. A
+    # timed median far below it says the timed calls did other work than the checked ones
+    checked_call_gpu_ms: float | None = None
     paired_vs_eager: PairedSpeedup | None = None  # candidate (A) and eager (B) timed interleaved
     # relative standard error of speedup_vs_eager (both medians' RSEs, stats.speedup_rse); what the training
     # profile's adaptive stopping aims at (VerdictSettings.speedup_rse_target)

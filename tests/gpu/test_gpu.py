@@ -169,9 +169,11 @@ def test_kernel_share_is_measured_with_events_and_falls_back_to_the_profiler(eva
     for name, result in (("plain", plain), ("synchronizing", syncing)):
         t = result.timing
         print(name, result.status.value, t.kernel_gpu_fraction, t.kernel_gpu_fraction_method,
-              result.phases_s.get("census"))
+              result.phases_s.get("census"), "checked call", t.checked_call_gpu_ms, "ms, timed median",
+              t.candidate.median_ms if t.candidate else None, "ms")
         assert result.status is Status.CORRECT, result.feedback
         assert t.kernel_gpu_fraction > 0.9
+        assert t.checked_call_gpu_ms is not None and t.checked_call_gpu_ms > 0
     assert plain.timing.kernel_gpu_fraction_method == "events"
     assert syncing.timing.kernel_gpu_fraction_method == "profiler"
     assert plain.phases_s["census"] < 1.0  # no CUPTI start-up

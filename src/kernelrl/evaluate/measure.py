@@ -107,6 +107,9 @@ class Measurer:
         report.kernel_gpu_fraction = float(fraction) if fraction is not None else None
         method = trials.census.method if trials.census else None
         report.kernel_gpu_fraction_method = method if method in ("events", "profiler") else None
+        total_us = trials.census.details.get("total_us") if trials.census else None
+        if isinstance(total_us, int | float) and total_us > 0:
+            report.checked_call_gpu_ms = float(total_us) / 1e3
         with self._gate.exclusive():  # the judge's timed runs: nothing else on this device meanwhile
             report.floor_ms = self.floor_ms(prepared)
             report = self.baselines(problem, seed, report)
