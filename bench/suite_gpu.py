@@ -55,6 +55,7 @@ def run_solutions(out: str, only: str | None, jobs: int, inductor: bool,
                   t and t.inductor and round(t.inductor.median_ms, 4),
                   f"floor={t and t.floor_ms and round(t.floor_ms, 4)} "
                   f"gpu_fraction={t and t.kernel_gpu_fraction} checks={t and t.timed_checks} "
+                  f"checked_call_gpu_ms={t and t.checked_call_gpu_ms and round(t.checked_call_gpu_ms, 4)} "
                   f"wall={result.wall_time_s}", flush=True)
 
 
