@@ -65,6 +65,19 @@ def test_the_pace_bounds_a_call_once_an_earlier_one_on_its_inputs_returned():
     assert timed.limit() is None
 
 
+def test_a_call_that_ran_while_the_judge_compared_keeps_its_own_time():
+    """The stub runs a trial's call while the verdict process still compares the one before: the report is
+    then waiting at once, and the pace takes the stub's time for the call instead of that instant."""
+    from kernelrl.evaluate.trials import Trials
+    from kernelrl.sandbox.protocol import TrialEvent
+
+    pace = CallPace(["check", "check"], None, min_timed_calls=23)
+    trials = Trials(None, "e", "/nonexistent", [], "cpu", None, 0, {}, pace=pace)
+    trials.on_event(TrialEvent(index=9, outputs=[], launches=1, threads=[], changed_inputs=[], call_s=7.5))
+    assert pace.fastest == {"check": 7.5}
+    assert pace.limit()[0] == PACE_FLOOR_S + PACE_FACTOR * 7.5
+
+
 def test_a_call_that_never_returns_times_out_at_the_pace_of_the_earlier_ones(cpu_evaluator):
     """Trial 2 repeats trial 0's inputs and sleeps: the evaluation times out on the pace of trial 0's call
     (a few seconds), not at the two-minute run timeout, and says which call did not return."""

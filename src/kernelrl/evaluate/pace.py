@@ -8,8 +8,9 @@ the same candidate's calls on the same inputs took before: once a call on an inp
 kernels compiled for those shapes), the next call on that set has `PACE_FLOOR_S` plus `PACE_FACTOR` times
 the fastest earlier one, and the timed calls have `TIMED_FLOOR_S` plus that factor times the fastest call on
 the timing set for each call the timer makes at the least. A first call on a set keeps the run timeout: it
-compiles. The times are the verdict process's own (between handled reports, the judge's comparison
-included), never the sandbox's word.
+compiles. A call's time is the longer of the verdict process's own (between handled reports) and the
+stub's (around the call, to its outputs after a sync): the stub may run a call while the judge compares the
+one before, which looks instant from outside; a forged, longer time only loosens the candidate's own bound.
 """
 
 from __future__ import annotations

@@ -288,6 +288,9 @@ class TrialEvent(Event):
     # OS threads new since the candidate's import that are not Python's (kernelrl.sandbox.native_threads)
     native_threads: list[str] | None = _field(_optional(_THREADS), default=None, omit_none=True)
     census: OpReport | None = _field(_optional(_message(OpReport)), default=None, omit_none=True)
+    # seconds from the call to its outputs on the host's side of a device-wide sync: the pace of the next call
+    # on these inputs (kernelrl.evaluate.pace; a forged value can only loosen the candidate's own bound)
+    call_s: float | None = _field(_optional(_number), default=None, omit_none=True)
 
 
 @_message_type

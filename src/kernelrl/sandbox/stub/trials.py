@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from time import perf_counter as _clock  # bound before the candidate exists
 
 # imported with this module, before the candidate exists: the phase's functions are the harness's own
 from kernelrl.sandbox.cuda_ipc import device_bytes
@@ -52,6 +53,7 @@ def run_trials(request: SandboxRequest, candidate: LoadedCandidate, send: Callab
         if trusted.gpu:
             trusted.poison()
         launches = census.launches
+        started = _clock()
         with torch.no_grad():
             outputs = handoff.outputs(ops.call(model, *args))
         launched = census.launches - launches
@@ -61,6 +63,7 @@ def run_trials(request: SandboxRequest, candidate: LoadedCandidate, send: Callab
         early = [handoff.copy(t) for t in outputs]
         if trusted.gpu:
             trusted.sync()
+        call_s = _clock() - started
         metas = []
         offers = trial.ipc or []
         for k, t in enumerate(outputs):
@@ -87,7 +90,8 @@ def run_trials(request: SandboxRequest, candidate: LoadedCandidate, send: Callab
         previous += outputs
         send(TrialEvent(index=index, outputs=[OutputMeta(**m) for m in metas], launches=launched,
                         threads=candidate.stray_threads(), native_threads=candidate.native.stray() or None,
-                        changed_inputs=changed, census=OpReport(**found) if found else None))
+                        changed_inputs=changed, census=OpReport(**found) if found else None,
+                        call_s=round(call_s, 6)))
         del outputs, early
     # the timed calls need none of the trials' outputs: freed before them, so the device memory an evaluation
     # is charged is its larger phase, not the two together
