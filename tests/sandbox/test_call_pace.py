@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kernelrl import Status, VerdictSettings, load_suite
-from kernelrl.evaluate.pace import PACE_FACTOR, PACE_FLOOR_S, TIMED_FLOOR_S, CallPace
+from kernelrl.evaluate.pace import PACE_FACTOR, PACE_FLOOR_S, TIMED_FACTOR, TIMED_FLOOR_S, CallPace
 
 # no thread, no stream: the call on inputs of a shape it has already answered sleeps for an hour (on a GPU, a
 # kernel spinning on a flag nobody sets, then a wait for it, looks the same from outside)
@@ -60,7 +60,7 @@ def test_the_pace_bounds_a_call_once_an_earlier_one_on_its_inputs_returned():
     timed.reported("trial", 0.2)
     timed.reported("census", 3.0)
     timed.reported("timing_granted", 9.0)
-    assert timed.limit()[0] == pytest.approx(TIMED_FLOOR_S + PACE_FACTOR * 23 * 0.1)
+    assert timed.limit()[0] == pytest.approx(TIMED_FLOOR_S + TIMED_FACTOR * 23 * 0.1)
     timed.reported("timing", 1.0)
     assert timed.limit() is None
 

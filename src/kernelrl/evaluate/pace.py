@@ -6,8 +6,8 @@ a sleep) used to hold its sandbox until the run timeout, two minutes by default;
 every other sandbox of the device stopped. Whatever the mechanism, it is a call that takes far longer than
 the same candidate's calls on the same inputs took before: once a call on an input set has returned (its
 kernels compiled for those shapes), the next call on that set has `PACE_FLOOR_S` plus `PACE_FACTOR` times
-the fastest earlier one, and the timed calls have `TIMED_FLOOR_S` plus that factor times the fastest call on
-the timing set for each call the timer makes at the least. A first call on a set keeps the run timeout: it
+the fastest earlier one, and the timed calls have `TIMED_FLOOR_S` plus `TIMED_FACTOR` times the fastest call
+on the timing set for each call the timer makes at the least. A first call on a set keeps the run timeout: it
 compiles. A call's time is the longer of the verdict process's own (between handled reports) and the
 stub's (around the call, to its outputs after a sync): the stub may run a call while the judge compares the
 one before, which looks instant from outside; a forged, longer time only loosens the candidate's own bound.
@@ -18,8 +18,11 @@ from __future__ import annotations
 import math
 
 PACE_FLOOR_S = 5.0
-PACE_FACTOR = 3.0
+# other sandboxes share the device and the host's cores while trials run (a GPU time-slices between their
+# contexts): a call may run several times slower than the fastest one did
+PACE_FACTOR = 10.0
 TIMED_FLOOR_S = 15.0
+TIMED_FACTOR = 3.0  # the timed calls have the device to themselves
 WARMUP_CALLS = 3  # the timer's warm-up runs at least this many calls (kernelrl.timing.cuda_timer)
 
 
@@ -52,7 +55,7 @@ class CallPace:
             per_call = self.fastest.get(self.timing_set)
             if per_call is None:
                 return None
-            bound = TIMED_FLOOR_S + PACE_FACTOR * self.min_timed_calls * per_call + self.adaptive_s
+            bound = TIMED_FLOOR_S + TIMED_FACTOR * self.min_timed_calls * per_call + self.adaptive_s
             return bound, (f"the timed calls (at least {self.min_timed_calls}; a call on the timing set took "
                            f"{per_call:.2f} s before)")
         if self.timing == "before" and self.trials < len(self.sets):
