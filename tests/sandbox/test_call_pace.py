@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import candidates as c
 import pytest
 
 from kernelrl import Status, VerdictSettings, load_suite
@@ -10,35 +11,11 @@ from kernelrl.evaluate.pace import PACE_FACTOR, PACE_FLOOR_S, TIMED_FACTOR, TIME
 
 # no thread, no stream: the call on inputs of a shape it has already answered sleeps for an hour (on a GPU, a
 # kernel spinning on a flag nobody sets, then a wait for it, looks the same from outside)
-STALLS_ON_A_REPEAT = '''
-import time
-
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def relu_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n_elements
-    tl.store(y_ptr + offsets, tl.maximum(tl.load(x_ptr + offsets, mask=mask), 0.0), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.shapes = []
-
-    def forward(self, x):
-        y = torch.empty_like(x)
-        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-        if list(x.shape) in self.shapes:
-            time.sleep(3600)
-        self.shapes.append(list(x.shape))
-        return y
-'''
+REPEAT = """if list(x.shape) in SEEN:
+            {stall}
+        SEEN.append(list(x.shape))
+        return relu(x)"""
+STALLS_ON_A_REPEAT = c.relu_candidate(REPEAT.format(stall="time.sleep(3600)"), "\nimport time\n\nSEEN = []\n")
 
 
 def test_the_pace_bounds_a_call_once_an_earlier_one_on_its_inputs_returned():
@@ -91,19 +68,21 @@ def test_a_call_that_never_returns_times_out_at_the_pace_of_the_earlier_ones(cpu
 
 
 # a kernel spinning on a flag nobody sets, on a stream of the candidate's own, and a wait for that stream
-SPINS_ON_ITS_OWN_STREAM = STALLS_ON_A_REPEAT.replace('''        if list(x.shape) in self.shapes:
-            time.sleep(3600)''', '''        if list(x.shape) in self.shapes:
-            flag = torch.zeros(1, dtype=torch.int32, device=x.device)
-            stream = torch.cuda.Stream()
-            with torch.cuda.stream(stream):
-                spin_kernel[(1,)](flag)
-            stream.synchronize()''').replace('''class ModelNew''', '''@triton.jit
+SPINS_ON_ITS_OWN_STREAM = c.relu_candidate(
+    REPEAT.format(stall="flag = torch.zeros(1, dtype=torch.int32, device=x.device)\n"
+                        "            stream = torch.cuda.Stream()\n"
+                        "            with torch.cuda.stream(stream):\n"
+                        "                spin_kernel[(1,)](flag)\n"
+                        "            stream.synchronize()"),
+    """
+SEEN = []
+
+
+@triton.jit
 def spin_kernel(flag_ptr):
     while tl.load(flag_ptr, volatile=True) == 0:
         pass
-
-
-class ModelNew''')
+""")
 
 
 @pytest.mark.gpu
