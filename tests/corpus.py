@@ -62,7 +62,8 @@ BY_KEY = {(c.directory, c.prefix): c for c in CLASSES}
 
 # the op census's checks: the GPU corpus runs turn them off for every case but the one each case is about, so
 # that a case the census rejects first still tests its own check (tests/corpus/test_runtime_exploits.py)
-CENSUS_CHECKS = ("rt-aten-op", "rt-host-read", "rt-output-provenance", "rt-census-tampered")
+CENSUS_CHECKS = ("rt-aten-op", "rt-host-read", "rt-output-provenance", "rt-census-tampered",
+                 "rt-foreign-kernel")
 
 
 def gpu_runtime_policy(expect: str) -> dict[str, str]:

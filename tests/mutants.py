@@ -160,6 +160,10 @@ MUTANTS = (
     Mutant("provenance-unchecked", "who wrote the outputs is not checked", "sandbox/opcensus.py",
            "OpCensus._check_outputs", None, "None",
            ("exploits_runtime/c15_disowned_kernel_writes_output.py",), (CONTROL,)),
+    Mutant("foreign-kernels-unchecked", "Triton kernels the candidate's file does not define run in forward "
+           "unnoticed (a library's kernel computes, the candidate's own copies its result)",
+           "sandbox/opcensus.py", "OpCensus.foreign_launch", None, "None",
+           ("exploits_runtime/c21_library_module_kernel_computes.py",), (CONTROL,)),
     Mutant("no-launch-unchecked", "a forward that launched none of the candidate's kernels is not flagged",
            "evaluate/trials.py", "Trials._runtime_facts", 'if event.launches == 0 and not self.flag(',
            'if False and not self.flag(', ("exploits_runtime/r03_launch_never_taken.py",), (CONTROL,)),

@@ -215,7 +215,8 @@ class Trials:
 
         for check, text in (("rt-census-tampered", "; ".join(report.tampered)),
                             ("rt-aten-op", counted(report.ops)), ("rt-host-read", counted(report.host)),
-                            ("rt-output-provenance", "; ".join(report.provenance))):
+                            ("rt-output-provenance", "; ".join(report.provenance)),
+                            ("rt-foreign-kernel", counted(report.foreign))):
             if text and not self.flag(check, f"{where}: {text}"):
                 return False
         return True

@@ -75,6 +75,9 @@ class LaunchCensus:
                     census.triton_kernels.add(getattr(fn, "__name__", "?"))
                     return census._traced(getattr(fn, "__name__", "?"), original, self, *args, grid=grid,
                                           warmup=warmup, **kwargs)
+                if observer is not None and not warmup:  # a library's kernel, or one disowned
+                    module, name = getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?")
+                    observer.foreign_launch(f"{module}.{name}")
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 if observer is not None and not warmup:

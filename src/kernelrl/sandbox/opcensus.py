@@ -149,6 +149,7 @@ class OpCensus:
         self.host: Counter = Counter()  # host read route -> count
         self.provenance: list[str] = []
         self.tampered: list[str] = []
+        self.foreign: Counter = Counter()  # Triton kernels launched that the candidate's file does not define
         self.calls = 0
 
     # -- installation --------------------------------------------------------------------------------------
@@ -468,6 +469,12 @@ class OpCensus:
             else:
                 self._launch_writes.append({})
 
+    def foreign_launch(self, kernel: str) -> None:
+        """A Triton kernel launched that the candidate does not define (a library's, or its own disowned):
+        during forward, work that is not the candidate's, whoever then copies its result to the output."""
+        if self.active:
+            self.foreign[kernel[:120]] += 1
+
     def launch_exit(self, candidate: bool, interpreted: bool, args, kwargs, returned=None) -> None:
         self.depth -= 1
         if not self.active:
@@ -587,6 +594,7 @@ class OpCensus:
                           for op in self._registry.replaced(allowed)]
         found = {"ops": dict(self.ops.most_common(_MAX_NAMES)),
                  "host": dict(self.host.most_common(_MAX_NAMES)),
-                 "provenance": self.provenance[:8], "tampered": self.tampered[:8]}
+                 "provenance": self.provenance[:8], "tampered": self.tampered[:8],
+                 "foreign": dict(self.foreign.most_common(_MAX_NAMES))}
         self._reset()
         return found if any(found.values()) else None

@@ -269,12 +269,15 @@ class InputsUnavailableEvent(Event):
 class OpReport(Message):
     """What the op census (kernelrl.sandbox.opcensus) saw in one call, or in the timed calls together: ATen
     ops outside its allow-list and host reads, by name with their counts; outputs a candidate kernel did not
-    write last; tampering with the census itself. Sent only when something was found."""
+    write last; tampering with the census itself; Triton kernels of others launched. Sent only when something
+    was found."""
 
     ops: dict[str, int] = _field(_map(_int), factory=dict)
     host: dict[str, int] = _field(_map(_int), factory=dict)
     provenance: list[str] = _field(_list(_str(200), limit=8), factory=list)
     tampered: list[str] = _field(_list(_str(200), limit=8), factory=list)
+    # Triton kernels launched that the candidate does not define (module.name), with their counts
+    foreign: dict[str, int] = _field(_map(_int), factory=dict)
 
 
 @_message_type

@@ -70,6 +70,12 @@ RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
     RuntimeCheck("rt-output-provenance", "an output was not written by one of the candidate's kernels "
                                          "in this call (or something else wrote it afterwards): the "
                                          "kernel must write the output"),
+    # the honest corpus, the reference solutions and the examples launch only kernels their own file defines
+    # (a triton_op's kernel included); a library's kernel, or the candidate's own disowned one, computing
+    # into a scratch tensor that the candidate's kernel then copies would pass provenance
+    RuntimeCheck("rt-foreign-kernel", "forward launched a Triton kernel the candidate's file does not define "
+                                      "(a library's, or one whose module was reassigned): the candidate's "
+                                      "own kernels must compute the output"),
     RuntimeCheck("rt-census-tampered", "the runtime op census was removed or disabled during "
                                        "forward (dispatch-mode stack, excluded dispatch keys, an "
                                        "allowed op's kernel replaced)"),
