@@ -67,6 +67,19 @@ def test_a_call_that_never_returns_times_out_at_the_pace_of_the_earlier_ones(cpu
     assert result.correctness.trials_passed == 2
 
 
+def test_a_timed_call_that_never_returns_times_out_at_the_timed_pace(cpu_evaluator):
+    """Every trial returns; the calls after them (the timed calls, on the host clock in CPU mode) sleep: the
+    evaluation times out on the timed calls' pace, not at the run timeout."""
+    from corpus import timed_config
+
+    code = c.relu_candidate("CALLS.append(1)\n        if len(CALLS) > 3:\n            time.sleep(3600)\n"
+                            "        return relu(x)", "\nimport time\n\nCALLS = []\n")
+    result = cpu_evaluator.evaluate(load_suite().get("level0/1_relu"), code, verdict=timed_config())
+    assert result.status is Status.TIMEOUT, result.message
+    assert "the timed calls" in result.message and "did not return within" in result.message
+    assert result.correctness.trials_passed == 3
+
+
 # a kernel spinning on a flag nobody sets, on a stream of the candidate's own, and a wait for that stream
 SPINS_ON_ITS_OWN_STREAM = c.relu_candidate(
     REPEAT.format(stall="flag = torch.zeros(1, dtype=torch.int32, device=x.device)\n"
