@@ -7,7 +7,7 @@ import candidates as c
 import pytest
 
 from kernelrl import Status, VerdictSettings, load_suite
-from kernelrl.evaluate.pace import PACE_FACTOR, PACE_FLOOR_S, TIMED_FACTOR, TIMED_FLOOR_S, CallPace
+from kernelrl.evaluate.pace import PACE_FACTOR, PACE_FLOOR_S, TIMED_FACTOR, TIMED_FLOOR_S, CallPace, call_key
 
 # no thread, no stream: the call on inputs of a shape it has already answered sleeps for an hour (on a GPU, a
 # kernel spinning on a flag nobody sets, then a wait for it, looks the same from outside)
@@ -19,20 +19,23 @@ STALLS_ON_A_REPEAT = c.relu_candidate(REPEAT.format(stall="time.sleep(3600)"), "
 
 
 def test_the_pace_bounds_a_call_once_an_earlier_one_on_its_inputs_returned():
-    pace = CallPace(["check", "sweep", "check", "sweep"], "bench", min_timed_calls=23, adaptive_s=5.0)
+    calls = [("check", "c"), ("sweep", "s"), ("check", "c"), ("sweep", "s"), ("sweep", "s2")]
+    pace = CallPace(calls, "bench", min_timed_calls=23, adaptive_s=5.0)
     assert pace.limit() is None  # the first call compiles: the run timeout
     pace.reported("trial", 4.0)  # the first check call, compiling
     assert pace.limit() is None  # the first sweep call: new shapes, it may compile again
     pace.reported("trial", 2.0)
-    assert pace.limit() == (PACE_FLOOR_S + PACE_FACTOR * 4.0, pytest.approx(pace.limit()[1]))
+    assert pace.limit()[0] == PACE_FLOOR_S + PACE_FACTOR * 4.0
     assert "trial 2, on the 'check' inputs" in pace.limit()[1]
     pace.reported("trial", 0.5)  # faster without the compile: the fastest call sets the pace
     assert pace.limit()[0] == PACE_FLOOR_S + PACE_FACTOR * 2.0
     pace.reported("trial", 0.25)
+    assert pace.limit() is None  # a sweep draw of other shapes: it may compile again
+    pace.reported("trial", 3.0)
     assert pace.limit() is None  # the share's calls and the wait for the token: the run timeout
     pace.reported("timing_granted", 30.0)
     assert pace.limit() is None  # no call on the timing set yet (CPU mode without host timing)
-    timed = CallPace(["bench", "check"], "bench", min_timed_calls=23)
+    timed = CallPace([("bench", "b"), ("check", "c")], "bench", min_timed_calls=23)
     timed.reported("trial", 0.1)
     timed.reported("trial", 0.2)
     timed.reported("census", 3.0)
@@ -42,16 +45,28 @@ def test_the_pace_bounds_a_call_once_an_earlier_one_on_its_inputs_returned():
     assert timed.limit() is None
 
 
+def test_a_call_key_tells_shapes_and_plain_arguments_apart():
+    from kernelrl.sandbox.protocol import TrialPlan
+
+    def plan(shape, value=1, name="sweep"):
+        return TrialPlan(index=0, set=name, inputs=[{"dtype": "float32", "shape": shape}],
+                         args=[{"tensor": 0}, {"value": value}], timed_only=False)
+
+    assert call_key(plan([4, 8])) == call_key(plan([4, 8]))
+    others = (plan([4, 8]), plan([4, 9]), plan([4, 8], 2), plan([4, 8], name="check"))
+    assert len({call_key(p) for p in others}) == 4
+
+
 def test_a_call_that_ran_while_the_judge_compared_keeps_its_own_time():
     """The stub runs a trial's call while the verdict process still compares the one before: the report is
     then waiting at once, and the pace takes the stub's time for the call instead of that instant."""
     from kernelrl.evaluate.trials import Trials
     from kernelrl.sandbox.protocol import TrialEvent
 
-    pace = CallPace(["check", "check"], None, min_timed_calls=23)
+    pace = CallPace([("check", "c"), ("check", "c")], None, min_timed_calls=23)
     trials = Trials(None, "e", "/nonexistent", [], "cpu", None, 0, {}, pace=pace)
     trials.on_event(TrialEvent(index=9, outputs=[], launches=1, threads=[], changed_inputs=[], call_s=7.5))
-    assert pace.fastest == {"check": 7.5}
+    assert pace.fastest == {"c": 7.5}
     assert pace.limit()[0] == PACE_FLOOR_S + PACE_FACTOR * 7.5
 
 

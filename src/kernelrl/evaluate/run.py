@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kernelrl.evaluate.deadlines import Deadline, deadline_result
 from kernelrl.evaluate.measure import Measurer
-from kernelrl.evaluate.pace import WARMUP_CALLS, CallPace
+from kernelrl.evaluate.pace import WARMUP_CALLS, CallPace, call_key
 from kernelrl.evaluate.settings import EvaluatorSettings, GiB, VerdictSettings
 from kernelrl.evaluate.slots import DeviceMemory, HeldSlot
 from kernelrl.evaluate.trials import Trials
@@ -173,7 +173,7 @@ def _sandbox(ctx: RunContext, problem: Problem, code: str, env: Environment, wor
     )
     # paired timing also runs the problem's own Model, whose calls the trials never timed: no pace there
     timer, paced_timing = request.timer, request.timing and not cfg.paired_baseline
-    pace = CallPace([t.set for t in prepared.trials if not t.timed_only],
+    pace = CallPace([(t.set, call_key(t)) for t in prepared.trials if not t.timed_only],
                     timing_set if paced_timing else None, WARMUP_CALLS + timer["min_reps"],
                     timer["max_ms"] / 1000 if timer.get("rse_target") else 0.0)
     trials = Trials(ctx.judge, eval_id, str(workdir / "out"), prepared.trials, env.mode, tol,
