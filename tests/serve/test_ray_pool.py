@@ -39,7 +39,9 @@ def ray_session() -> Iterator[None]:
     # the actors (and their judges, zygotes and sandboxes) at the niceness of the rest of the suite, not Ray's
     # 15: beside another test file's processes they would get a few percent of a core, and an evaluator's own
     # start-up limits (the zygote's, a fork's answer) would run out
-    ray.init(num_cpus=2, num_gpus=4, include_dashboard=False, log_to_driver=False,
+    # a new instance of its own ("local"): a cluster another test file started beside it (xdist's other
+    # worker) would otherwise be joined, and refuses num_cpus/num_gpus
+    ray.init(address="local", num_cpus=2, num_gpus=4, include_dashboard=False, log_to_driver=False,
              _system_config={"worker_niceness": 0})
     try:
         yield
