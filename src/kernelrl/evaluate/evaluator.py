@@ -445,25 +445,26 @@ class Evaluator(ScorerBase):
                 self._device_memory_planned = True
         return self._device_memory
 
-    def _audit_of(self, problem: Problem):
-        return next((a for (sha, *_), a in list(self._audits.items()) if sha == problem.sha256), None)
+    def _bench_call_bytes(self, problem: Problem, cfg: VerdictSettings) -> int | None:
+        """One reference call's inputs and outputs on the timing (bench) set, from the problem's audit, where
+        an evaluation holds that set on the device; None otherwise or before the audit."""
+        audit = next((a for (sha, *_), a in list(self._audits.items()) if sha == problem.sha256), None)
+        if audit is None or not (cfg.timing or cfg.bench_correctness):
+            return None
+        return audit.timing_set_bytes
 
     def _first_need(self, problem: Problem, cfg: VerdictSettings) -> int | None:
-        """The admission's charge for a problem none of whose evaluations finished yet, from its audit."""
-        audit = self._audit_of(problem)
-        if audit is None or not (cfg.timing or cfg.bench_correctness):
-            return None  # nothing of the timing (bench) set on the device: the default charge
+        """The admission's charge for a problem none of whose evaluations finished yet, from its audit (none:
+        the default charge)."""
         mixed = cfg.fresh_timed_inputs and mixes(problem.metadata)  # the judge decides from the module itself
         variants = timing_variants(cfg.timing_variants, mixed) if cfg.timing else 1
-        return first_need(audit.timing_set_bytes, variants)
+        return first_need(self._bench_call_bytes(problem, cfg), variants)
 
     def _first_float64(self, problem: Problem, cfg: VerdictSettings) -> int | None:
-        """A guess at the judge's float64 recomputation of a bench-sized trial, from the problem's audit:
-        float64 copies of one call's inputs and outputs. What a run really took replaces it once known."""
-        audit = self._audit_of(problem)
-        if audit is None or not (cfg.timing or cfg.bench_correctness) or not audit.timing_set_bytes:
-            return None
-        return 2 * audit.timing_set_bytes
+        """A guess at the judge's float64 recomputation of a bench-sized trial: float64 copies of one call's
+        inputs and outputs. What a run really took replaces it once known."""
+        call_bytes = self._bench_call_bytes(problem, cfg)
+        return 2 * call_bytes if call_bytes else None
 
     def _attempt(self, problem: Problem, code: str, env: Environment, base: dict, caller: object,
                  cfg: VerdictSettings, deadline: Deadline | None = None, alone: bool = False

@@ -46,15 +46,13 @@ class CallPace:
         self.min_timed_calls = min_timed_calls
         self.adaptive_s = adaptive_s  # an adaptive timer's batches beyond its minimum, at most this long
         self.fastest: dict[str, float] = {}  # call key -> its fastest call so far (seconds)
-        self.fastest_set: dict[str, float] = {}  # input set -> the same, over its calls
         self.trials = 0
         self.timing = "before"  # "granted" while the timed calls run, then "done"
 
     def reported(self, kind: str, waited_s: float) -> None:
         if kind == "trial" and self.trials < len(self.calls):
-            name, key = self.calls[self.trials]
+            key = self.calls[self.trials][1]
             self.fastest[key] = min(self.fastest.get(key, math.inf), waited_s)
-            self.fastest_set[name] = min(self.fastest_set.get(name, math.inf), waited_s)
             self.trials += 1
         elif kind == "timing_granted":
             self.timing = "granted"
@@ -64,7 +62,8 @@ class CallPace:
     def limit(self) -> tuple[float, str] | None:
         """Seconds the next report may take from the last one, and what is awaited; None: the run timeout."""
         if self.timing == "granted":
-            per_call = self.fastest_set.get(self.timing_set)
+            per_call = min((self.fastest[key] for name, key in self.calls
+                            if name == self.timing_set and key in self.fastest), default=None)
             if per_call is None:
                 return None
             bound = TIMED_FLOOR_S + TIMED_FACTOR * self.min_timed_calls * per_call + self.adaptive_s
