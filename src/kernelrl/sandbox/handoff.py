@@ -20,7 +20,7 @@ import torch.utils._device
 
 _TENSOR = torch.Tensor
 _TYPE, _TUPLE, _LIST, _ISSUBCLASS, _TYPE_NAME = type, tuple, list, issubclass, type.__repr__
-_ENUMERATE, _RANGE, _LEN, _VARS, _SORTED, _ALL = enumerate, range, len, vars, sorted, all
+_ENUMERATE, _RANGE, _LEN, _VARS, _SORTED, _ALL, _ZIP = enumerate, range, len, vars, sorted, all, zip
 _INSTANCE_DICT = object.__getattribute__  # the tensor's own __dict__, read with no lookup it could redirect
 _MISSING = object()
 _DETACH, _CLONE = torch._C.TensorBase.detach, torch._C.TensorBase.clone
@@ -38,10 +38,27 @@ HOOK_SETTERS = {"sys": ("setprofile", "settrace"),
                 "sys.monitoring": ("use_tool_id", "register_callback", "set_events", "set_local_events")}
 
 
+# the timer's tools are read from the modules' own dicts: no attribute lookup the candidate could redirect
+_TORCH_NAMES, _CUDA_NAMES = _VARS(torch), _VARS(torch.cuda)
+_TIMER_FUNCTIONS = tuple((names, f"{prefix}{key}", key) for names, prefix, keys in (
+    (_TORCH_NAMES, "torch.", ("sum", "zeros", "empty")),
+    (_CUDA_NAMES, "torch.cuda.", ("_sleep", "synchronize", "current_stream", "Event"))) for key in keys)
+
+
+def _timer_tools() -> tuple[tuple[object, object], ...]:
+    """What the GPU timer takes from torch by name (kernelrl.timing.cuda_timer.TimerOps, the stub's sync and
+    event class), then torch.cuda.Event's own attributes, as (name, object) pairs. The timer holds the
+    objects it took before the candidate's import, so a replacement changes nothing it measures; it is
+    refused as the attempt it is."""
+    tools = [(name, names.get(key, _MISSING)) for names, name, key in _TIMER_FUNCTIONS]
+    event = _CUDA_NAMES.get("Event", _MISSING)
+    return _TUPLE([*tools, *(_VARS(event).items() if _ISSUBCLASS(_TYPE(event), _TYPE) else ())])
+
+
 class HandoffRefused(Exception):
     """forward's result cannot be read without running the candidate's code; `check` is the runtime check
-    that names why (rt-torch-mode, rt-tensor-patched, rt-interpreter-hook, rt-output-container,
-    rt-tensor-subclass, rt-tensor-override)."""
+    that names why (rt-torch-mode, rt-tensor-patched, rt-timer-patched, rt-interpreter-hook,
+    rt-output-container, rt-tensor-subclass, rt-tensor-override)."""
 
     def __init__(self, check: str, detail: str) -> None:
         super().__init__(f"{check}: {detail}")
@@ -56,6 +73,7 @@ class Handoff:
     def __init__(self) -> None:
         self._tensor_attributes = dict(_VARS(_TENSOR))
         self._tensor_items = tuple(self._tensor_attributes.items())
+        self._timer_tools = _timer_tools()
         self.hooks_asked: list[str] = []  # hook setters the candidate called (none was installed)
         owners = {"sys": sys, "threading": threading, "sys.monitoring": getattr(sys, "monitoring", None)}
         for owner_name, names in HOOK_SETTERS.items():
@@ -78,6 +96,7 @@ class Handoff:
         tensor or a tuple or list of tensors."""
         _no_modes_left()
         self._tensor_class_unchanged()
+        self._timer_tools_unchanged()
         if self.hooks_asked or _GET_PROFILE() is not None or _GET_TRACE() is not None:
             asked = _SORTED(set(self.hooks_asked)) or ["a hook installed another way"]
             raise HandoffRefused("rt-interpreter-hook", f"{', '.join(asked[:4])}")
@@ -117,6 +136,20 @@ class Handoff:
         added = [k for k in now if k not in before]
         raise HandoffRefused("rt-tensor-patched", f"torch.Tensor attributes replaced or added: "
                                                   f"{_SORTED(changed + added)[:8]}")
+
+    def _timer_tools_unchanged(self) -> None:
+        """The timer's torch functions and torch.cuda.Event's attributes are the objects they were before the
+        candidate's import, none added to the class."""
+        now, before = _timer_tools(), self._timer_tools
+        # by identity alone, names included (Event's attribute names are the class dict's own keys): an
+        # equality test would run a replacement's __eq__
+        if _LEN(now) == _LEN(before) and _ALL(a[0] is b[0] and a[1] is b[1] for a, b in _ZIP(now, before)):
+            return
+        kept, named = {id(name): tool for name, tool in before}, _LEN(_TIMER_FUNCTIONS)
+        changed = [f"{'' if k < named else 'torch.cuda.Event.'}{name}" for k, (name, tool) in _ENUMERATE(now)
+                   if kept.get(id(name), _MISSING) is not tool]
+        raise HandoffRefused("rt-timer-patched", f"torch's timing functions or torch.cuda.Event's attributes "
+                                                 f"replaced, added or removed: {_SORTED(changed)[:8]}")
 
     @staticmethod
     def copy(tensor: torch.Tensor) -> torch.Tensor:

@@ -88,18 +88,22 @@ GRAPH_METHOD = method_name("cuda-graph", TimerSettings())
 
 @dataclass(frozen=True)
 class TimerOps:
-    """The torch functions the timer calls between reps, taken when `capture` runs: the sandbox stub captures
-    them before the candidate is imported, so a candidate that patches `torch.sum` (no flush: a warm L2) does
-    not change the rep."""
+    """The torch functions the timer calls, taken when `capture` runs: the sandbox stub captures them before
+    the candidate is imported, so a candidate that patches `torch.sum` (no flush: a warm L2) or
+    `torch.cuda.Event.elapsed_time` (any time it likes) changes neither the rep nor its reading."""
 
     reduce_sum: Callable[..., Any]
     spin: Callable[[int], None]
     zeros: Callable[..., Any]
     empty: Callable[..., Any]
+    record: Callable[[Any], None]  # Event.record, called with the event
+    elapsed: Callable[[Any, Any], float]  # Event.elapsed_time, called with the start and end events
 
     @classmethod
     def capture(cls, torch: Any) -> TimerOps:
-        return cls(reduce_sum=torch.sum, spin=torch.cuda._sleep, zeros=torch.zeros, empty=torch.empty)
+        event = torch.cuda.Event
+        return cls(reduce_sum=torch.sum, spin=torch.cuda._sleep, zeros=torch.zeros, empty=torch.empty,
+                   record=event.record, elapsed=event.elapsed_time)
 
 
 def time_cuda(
@@ -260,7 +264,7 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
         probe = probes is not None and i is None and not calibrated
         if probe:
             before, flushed = event_cls(enable_timing=True), event_cls(enable_timing=True)
-            before.record()
+            ops.record(before)
         if prepare is not None:
             prepare()
         if settings.l2_flush == "read":
@@ -268,25 +272,25 @@ def _time(fns: list, inspects: list, *, torch: Any, synchronize: Callable[[], No
         else:
             flush_buffer.zero_()
         if probe:
-            flushed.record()
+            ops.record(flushed)
         if cover["cycles"]:
             ops.spin(cover["cycles"])
         start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
         t0 = clock()
-        start.record()
+        ops.record(start)
         result = call()
         # the end event right behind the call on its stream, then the device-wide sync: recording it after the
         # sync put the sync's host round trip into every rep (level-1 rerun spread in cuda-graph mode 1.76% ->
         # 0.75% on an H100); work on other streams is in the wall time and behind the deferred-write check
-        end.record()
+        ops.record(end)
         synchronize()
         t1 = clock()
         if probe:
-            probes.append((before.elapsed_time(flushed), flushed.elapsed_time(start)))
+            probes.append((ops.elapsed(before, flushed), ops.elapsed(flushed, start)))
         if inspect is not None:
             inspect(i, reps, result)
         del result
-        return start.elapsed_time(end), (t1 - t0) * 1e3
+        return ops.elapsed(start, end), (t1 - t0) * 1e3
 
     def warm_rep(calls: list) -> list[float]:
         return [timed_rep(call, inspect, None, 0)[0] for call, inspect in zip(calls, inspects, strict=True)]

@@ -38,3 +38,25 @@ def test_out_of_memory_verdicts_are_recognized(status, stage, message, feedback,
                         log=log,
                         timing=TimingReport(unavailable_reason=timing_reason) if timing_reason else None)
     assert ran_out_of_memory(result) is expected
+
+
+@pytest.mark.parametrize("median_ms, rejected", [(0.004, True), (0.02, False)])
+def test_a_time_under_the_speed_of_light_floor_is_hack_detected(tmp_path, median_ms, rejected):
+    """The floor (input bytes over the measured bandwidth) bounds any time claimed. The timer reads only
+    functions it took before the candidate's import (rt-timer-patched names a replacement), so no candidate in
+    the corpus reaches it: its check is tested on a report as the timer would give it."""
+    from kernelrl.evaluate.trials import Trials
+    from kernelrl.evaluate.verdict import timing_checks
+    from kernelrl.results import TimingStats
+
+    stats = TimingStats(median_ms=median_ms, mean_ms=median_ms, min_ms=median_ms, max_ms=median_ms, iqr_ms=0.0,
+                        rel_spread=0.0, reps=20, warmup=3, method="cuda-events", wall_median_ms=0.05)
+    verdict = EvalResult(status=Status.CORRECT, stage=Stage.DONE, problem_id="level0/1_relu", message="correct",
+                         timing=TimingReport(candidate=stats, floor_ms=0.01, kernel_gpu_fraction=0.99))
+    trials = Trials(judge=None, eval_id="e", out_dir=str(tmp_path), plan=[], mode="gpu", tol=None, max_bytes=0,
+                    policy={})
+    result = timing_checks(verdict, trials, min_kernel_gpu_fraction=0.5)
+    assert (result.status is Status.HACK_DETECTED) is rejected, result.message
+    assert [f.rule for f in result.findings] == (["rt-below-speed-of-light"] if rejected else [])
+    if rejected:
+        assert result.stage is Stage.TIMING and "0.0040 ms < floor 0.0100 ms" in result.findings[0].detail

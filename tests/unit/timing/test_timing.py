@@ -98,7 +98,7 @@ class FakeGPU:
         cuda = SimpleNamespace(
             current_device=lambda: 0,
             get_device_properties=lambda device: SimpleNamespace(L2_cache_size=50 << 20),
-            CUDAGraph=Graph, Stream=Stream, current_stream=Stream, graph=graph,
+            CUDAGraph=Graph, Stream=Stream, current_stream=Stream, graph=graph, Event=Event,
             stream=lambda s: contextlib.nullcontext(),
         )
         def spin(cycles: int) -> None:  # before the start event: not in the time
@@ -182,8 +182,13 @@ def test_ops_captured_early_survive_a_later_patch():
     ops = TimerOps.capture(args["torch"])  # as the sandbox stub does before importing the candidate
     args["torch"].sum = lambda *a, **k: None  # the candidate's patch: no flush, a warm L2
     args["torch"].cuda._sleep = lambda cycles: None
+    args["event_cls"].elapsed_time = lambda self, end: 0.001  # every rep a microsecond, every probe too
+    args["event_cls"].record = lambda self: None
     raw = time_cuda(gpu.work("k"), **args, settings=TimerSettings(warmup_ms=3, target_ms=5), ops=ops)
     assert gpu.flushes == ["read"] * (raw["warmup"] + 20) and len(gpu.spins) == raw["warmup"] + 20
+    # the events read as the timer's own: the kernel's millisecond, and the whole cover spun (a probe of a
+    # microsecond would have set the spin to its cap)
+    assert raw["times_ms"] == [1.0] * 20 and gpu.spins == [792_000] * len(gpu.spins)
 
 
 def test_adaptive_stops_on_rse_when_the_noise_is_low():
