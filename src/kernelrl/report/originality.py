@@ -72,6 +72,27 @@ def program_counts(programs: Sequence[Program], references: dict[str, Program]) 
     return [counts(None, programs), *rows]
 
 
+@dataclass(frozen=True)
+class TrainingCopies:
+    """Held-out correct programs that are a training-split solution (what SFT trained on), verbatim or with
+    other constants: answers a model can have memorized, to count out of a held-out claim."""
+
+    correct: int
+    distinct: int
+    verbatim: int
+    near_duplicate: int  # not verbatim
+
+
+def training_copies(programs: Sequence[Program], suite: Suite) -> TrainingCopies:
+    """How many of `programs` (held-out correct completions) copy a solution of `suite`'s train split."""
+    train = [program_of(p.id, path.read_text()) for p in suite.split("train")
+             if (path := suite.solution_path(p)) is not None]
+    exact, near = {t.exact for t in train}, {t.near for t in train}
+    verbatim = sum(p.exact in exact for p in programs)
+    near_only = sum(p.exact not in exact and p.near in near for p in programs)
+    return TrainingCopies(len(programs), len({(p.problem_id, p.exact) for p in programs}), verbatim, near_only)
+
+
 def originality_section(rows: Sequence[ProgramCounts], limit: int = 15) -> str:
     """The HTML of the counts (the report's style), or "" without correct rollouts."""
     if not rows or rows[0].correct == 0:

@@ -286,3 +286,22 @@ def test_correct_programs_counted_and_reference_copies_flagged(tmp_path):
     page = (run_dir / "report.html").read_text()
     assert ("5 correct completions, 3 distinct programs; 2 are a reference solution verbatim and 1 one with"
             in page)
+
+
+def test_heldout_programs_that_copy_a_training_solution_are_counted():
+    """A held-out completion that is a train-split solution (a memorized answer) verbatim or with other
+    constants is counted; the test split's own reference solutions (never trained on) and a program of the
+    model's own are not."""
+    from kernelrl import load_suite
+    from kernelrl.report.originality import program_of, training_copies
+
+    suite = load_suite()
+    train = suite.solution_path(suite.split("train")[0]).read_text()
+    test_problem = suite.split("test")[0]
+    test_reference = suite.solution_path(test_problem).read_text()
+    other_constants = train.replace("1024", "2048").replace("16384", "4096")
+    assert other_constants != train
+    programs = [program_of(test_problem.id, code) for code in
+                (train, "# mine\n" + train, other_constants, test_reference, test_reference + "\n# again")]
+    assert training_copies(programs, suite).__dict__ == {"correct": 5, "distinct": 3, "verbatim": 2,
+                                                         "near_duplicate": 1}

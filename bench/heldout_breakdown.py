@@ -1,0 +1,74 @@
+"""A held-out evaluation of a training run, broken down: per family and per difficulty, the problems the
+evaluator refused (their audit: they cannot grade a kernel, so they are counted apart), and how original the
+correct programs are (distinct programs; copies of the problem's own reference solution, which training never
+saw; copies of a training-split solution, which it did: count those out of a learning claim).
+
+    python bench/heldout_breakdown.py RUN/sft/heldout/sft-greedy-step693 --suite gen-2500 [--json OUT.json]
+
+Reads the directory's trajectories.jsonl (one row per completion: problem_id, family, level, result).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from kernelrl.problems import load_suite
+from kernelrl.report.originality import program_counts, program_of, reference_programs, training_copies
+
+
+def breakdown(heldout_dir: Path, suite_dir: str) -> dict:
+    rows = [json.loads(line) for line in (heldout_dir / "trajectories.jsonl").open()]
+    suite = load_suite(suite_dir)
+    refused = sorted({r["problem_id"] for r in rows if r["result"]["status"] == "unsupported"})
+    groups: dict[str, dict] = {"family": defaultdict(Counter), "difficulty": defaultdict(Counter)}
+    solved: dict[str, bool] = {}
+    programs = []
+    for r in rows:
+        ok = r["result"]["status"] == "correct"
+        solved[r["problem_id"]] = solved.get(r["problem_id"], False) or ok
+        for key, value in (("family", r["family"]), ("difficulty", r["level"])):
+            groups[key][str(value)]["attempts"] += 1
+            groups[key][str(value)]["correct"] += ok
+            groups[key][str(value)][r["result"]["status"]] += 0 if ok else 1
+        if ok and r.get("code"):
+            programs.append(program_of(r["problem_id"], r["code"]))
+    gradable = [p for p in solved if p not in refused]
+    own = program_counts(programs, reference_programs(suite))[0]
+    return {
+        "dir": str(heldout_dir), "suite": suite_dir, "completions": len(rows), "problems": len(solved),
+        "solved": sum(solved.values()), "refused_by_audit": refused,
+        "solved_of_gradable": f"{sum(solved[p] for p in gradable)}/{len(gradable)}",
+        "family": {k: dict(v) for k, v in sorted(groups["family"].items())},
+        "difficulty": {k: dict(v) for k, v in sorted(groups["difficulty"].items(), key=lambda kv: int(kv[0]))},
+        "own_reference": {"verbatim": own.verbatim, "near_duplicate": own.near_duplicate},
+        "training_copies": dataclasses.asdict(training_copies(programs, suite)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("heldout_dir", type=Path)
+    parser.add_argument("--suite", required=True, help="the suite directory the run trained on")
+    parser.add_argument("--json", type=Path, help="write the breakdown here too")
+    args = parser.parse_args()
+    found = breakdown(args.heldout_dir, args.suite)
+    print(f"{found['dir']}: {found['completions']} completions, {found['problems']} problems, "
+          f"{found['solved']} solved ({found['solved_of_gradable']} of those the audit does not refuse)")
+    print(f"refused by the audit: {len(found['refused_by_audit'])} {found['refused_by_audit']}")
+    for key in ("family", "difficulty"):
+        print(f"by {key}: " + ", ".join(f"{k} {v['correct']}/{v['attempts']}" for k, v in found[key].items()))
+    copies = found["training_copies"]
+    print(f"correct programs: {copies['correct']}, distinct {copies['distinct']}; the problem's own reference "
+          f"(never trained on) verbatim {found['own_reference']['verbatim']}, other constants "
+          f"{found['own_reference']['near_duplicate']}; a training solution verbatim {copies['verbatim']}, "
+          f"other constants {copies['near_duplicate']}")
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
