@@ -43,7 +43,8 @@ def breakdown(heldout_dir: Path, suite_dir: str) -> dict:
         "solved": sum(solved.values()), "refused_by_audit": refused,
         "solved_of_gradable": f"{sum(solved[p] for p in gradable)}/{len(gradable)}",
         "family": {k: dict(v) for k, v in sorted(groups["family"].items())},
-        "difficulty": {k: dict(v) for k, v in sorted(groups["difficulty"].items(), key=lambda kv: int(kv[0]))},
+        "difficulty": {k: dict(v) for k, v in sorted(groups["difficulty"].items(),
+                                                     key=lambda kv: int(kv[0]))},
         "own_reference": {"verbatim": own.verbatim, "near_duplicate": own.near_duplicate},
         "training_copies": dataclasses.asdict(training_copies(programs, suite)),
     }
@@ -62,8 +63,8 @@ def main() -> None:
     for key in ("family", "difficulty"):
         print(f"by {key}: " + ", ".join(f"{k} {v['correct']}/{v['attempts']}" for k, v in found[key].items()))
     copies = found["training_copies"]
-    print(f"correct programs: {copies['correct']}, distinct {copies['distinct']}; the problem's own reference "
-          f"(never trained on) verbatim {found['own_reference']['verbatim']}, other constants "
+    print(f"correct programs: {copies['correct']}, distinct {copies['distinct']}; the problem's own "
+          f"reference (never trained on) verbatim {found['own_reference']['verbatim']}, other constants "
           f"{found['own_reference']['near_duplicate']}; a training solution verbatim {copies['verbatim']}, "
           f"other constants {copies['near_duplicate']}")
     if args.json:

@@ -90,7 +90,8 @@ def training_copies(programs: Sequence[Program], suite: Suite) -> TrainingCopies
     exact, near = {t.exact for t in train}, {t.near for t in train}
     verbatim = sum(p.exact in exact for p in programs)
     near_only = sum(p.exact not in exact and p.near in near for p in programs)
-    return TrainingCopies(len(programs), len({(p.problem_id, p.exact) for p in programs}), verbatim, near_only)
+    distinct = len({(p.problem_id, p.exact) for p in programs})
+    return TrainingCopies(len(programs), distinct, verbatim, near_only)
 
 
 def originality_section(rows: Sequence[ProgramCounts], limit: int = 15) -> str:

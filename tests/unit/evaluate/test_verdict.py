@@ -49,12 +49,14 @@ def test_a_time_under_the_speed_of_light_floor_is_hack_detected(tmp_path, median
     from kernelrl.evaluate.verdict import timing_checks
     from kernelrl.results import TimingStats
 
-    stats = TimingStats(median_ms=median_ms, mean_ms=median_ms, min_ms=median_ms, max_ms=median_ms, iqr_ms=0.0,
-                        rel_spread=0.0, reps=20, warmup=3, method="cuda-events", wall_median_ms=0.05)
-    verdict = EvalResult(status=Status.CORRECT, stage=Stage.DONE, problem_id="level0/1_relu", message="correct",
+    stats = TimingStats(median_ms=median_ms, mean_ms=median_ms, min_ms=median_ms, max_ms=median_ms,
+                        iqr_ms=0.0, rel_spread=0.0, reps=20, warmup=3, method="cuda-events",
+                        wall_median_ms=0.05)
+    verdict = EvalResult(status=Status.CORRECT, stage=Stage.DONE, problem_id="level0/1_relu",
+                         message="correct",
                          timing=TimingReport(candidate=stats, floor_ms=0.01, kernel_gpu_fraction=0.99))
-    trials = Trials(judge=None, eval_id="e", out_dir=str(tmp_path), plan=[], mode="gpu", tol=None, max_bytes=0,
-                    policy={})
+    trials = Trials(judge=None, eval_id="e", out_dir=str(tmp_path), plan=[], mode="gpu", tol=None,
+                    max_bytes=0, policy={})
     result = timing_checks(verdict, trials, min_kernel_gpu_fraction=0.5)
     assert (result.status is Status.HACK_DETECTED) is rejected, result.message
     assert [f.rule for f in result.findings] == (["rt-below-speed-of-light"] if rejected else [])
