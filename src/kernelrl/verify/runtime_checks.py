@@ -32,8 +32,8 @@ RUNTIME_CHECKS: dict[str, RuntimeCheck] = {c.id: c for c in (
                                       "harness reads the outputs); leave torch's classes as they are"),
     RuntimeCheck("rt-timer-patched",
                  "a torch function the timer uses (torch.sum, torch.cuda.synchronize, torch.cuda.Event's "
-                 "methods...) was replaced or added; the timer keeps the ones it took before the import, so this "
-                 "changes no measurement"),
+                 "methods...) was replaced or added; the timer keeps the ones it took before the import, so "
+                 "this changes no measurement"),
     RuntimeCheck("rt-interpreter-hook", "the candidate set a profile, trace or monitoring hook of the "
                                         "interpreter (it would run its code inside the harness's own calls); "
                                         "the sandbox installs none"),
