@@ -195,13 +195,15 @@ class Evaluator(ScorerBase):
 
     def audit(self, problem: Problem, timing: bool = False,
               verdict: VerdictSettings | None = None) -> ProblemAudit:
-        """Audit a problem on this evaluator's device with the verdict settings' tolerances (cached per
-        problem and tolerances unless `timing` is asked for)."""
+        """Audit a problem on this evaluator's device with the verdict settings' tolerances, on the input sets
+        they check (`input_sets`; default: check, sweeps and on a GPU bench), cached per problem, tolerances
+        and sets unless `timing` is asked for."""
         verdict = verdict or self.verdict
         self._judge_info()
         if timing:
             return self._audit(problem, timing=True, verdict=verdict)
-        key = (problem.sha256, repr(sorted((verdict.tolerances or {}).items())), verdict.reference_error_k)
+        key = (problem.sha256, repr(sorted((verdict.tolerances or {}).items())), verdict.reference_error_k,
+               verdict.input_sets)
         if key in self._audits:
             return self._audits[key]
         with self._auditing_lock:
@@ -279,7 +281,7 @@ class Evaluator(ScorerBase):
         try:
             reply = self._judge.call(AuditRequest(
                 problem_path=str(problem.path), problem_sha256=problem.sha256, timing=timing,
-                tolerances=verdict.tolerances or {}, input_sets=[],
+                tolerances=verdict.tolerances or {}, input_sets=list(verdict.input_sets or ()),
                 ref_error_k=verdict.reference_error_k or None))
         except JudgeError as exc:
             return audit_from_report(problem, [("reference_raises", None,

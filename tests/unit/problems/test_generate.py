@@ -64,7 +64,7 @@ def test_same_seed_same_files_and_every_family(tmp_path):
         meta = problem.metadata
         assert meta["family"] in FAMILIES and meta["difficulty"] == len(meta["ops"]) == problem.level
         assert meta["split"] in ("train", "test") and meta["provenance"] == {
-            "generator": "kernelrl-gen/2", "seed": 5, "index": meta["provenance"]["index"]}
+            "generator": "kernelrl-gen/3", "seed": 5, "index": meta["provenance"]["index"]}
         assert meta.get("gpu_only", False) == (meta["dtype"] == "bfloat16")
     rows = [json.loads(line) for line in (tmp_path / "a" / "problems.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == [p["id"] for p in first["problems"]] and all(r["source"] for r in rows)
@@ -132,6 +132,27 @@ def test_audit_gate_rejects_degenerate_problems(tmp_path):
             with pytest.raises(GateRejected) as raised:
                 gate(planted(tmp_path, name, forward), heldout, seen, auditor=scorer)
             assert raised.value.reason == "audit" and flag in raised.value.detail, raised.value.detail
+
+
+def test_losses_vary_beyond_the_tolerance_on_their_bench_sets(tmp_path, cpu_evaluator):
+    """A loss's bench set, audited as a GPU evaluation checks it: a mean over a whole bench-sized input (tens
+    of millions of terms) is the same for every draw within the tolerance, so a constant passes it (all 9 such
+    held-out problems of a generated set were refused on a GPU); the generated losses are one per short row."""
+    from kernelrl.evaluate import VerdictSettings
+
+    bench_only = VerdictSettings(input_sets=("bench",))
+    whole_mean = planted(tmp_path, "whole_mean", "F.huber_loss(torch.sigmoid(x), torch.zeros_like(x))").path
+    whole_mean.write_text(whole_mean.read_text().replace("import torch.nn as nn", "import torch.nn as nn\n"
+                                                         "import torch.nn.functional as F")
+                          .replace('"bench": dict(rows=64, cols=64)', '"bench": dict(rows=4096, cols=8192)'))
+    flags = {f.flag for f in cpu_evaluator.audit(load_problem(whole_mean), verdict=bench_only).refusing}
+    assert "constant_pass" in flags, flags
+    generate(3, seed=4, out=tmp_path / "gen", families=["gen_loss"])
+    losses = list(load_suite(tmp_path / "gen"))
+    assert len(losses) == 3
+    for problem in losses:
+        audit = cpu_evaluator.audit(problem, verdict=bench_only)
+        assert not audit.refusing, (problem.id, audit.summary())
 
 
 @pytest.mark.slow
@@ -225,7 +246,7 @@ def test_export_as_a_dataset_with_a_card(tmp_path):
     assert row["source"].startswith("import torch") and "class ModelNew" in row["solution"]
     card = (dest / "README.md").read_text()
     assert card.startswith("---\nlicense: apache-2.0")
-    assert "kernelrl-gen/2" in card and "`fingerprint`" in card
+    assert "kernelrl-gen/3" in card and "`fingerprint`" in card
 
 
 def test_the_prompts_worked_example_is_in_no_suite_and_correct():

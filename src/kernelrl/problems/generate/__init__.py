@@ -34,7 +34,7 @@ from kernelrl.problems.generate.render import render
 from kernelrl.problems.generate.solutions import synthesize, verify_solutions
 from kernelrl.problems.problem import Problem, load_problem
 
-GENERATOR_VERSION = "kernelrl-gen/2"
+GENERATOR_VERSION = "kernelrl-gen/3"
 HELDOUT_SHARE = 10  # 1 in this many near-duplicate keys is held out (split "test")
 MAX_ATTEMPTS_PER_PROBLEM = 5  # the sampler stops after n times this many candidates
 

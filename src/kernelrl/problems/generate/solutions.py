@@ -316,23 +316,36 @@ LOSS_TERMS = {
 
 
 def _loss(spec: Spec, style: random.Random) -> str:
-    block, warps = style.choice((512, 1024, 2048, 4096)), style.choice((2, 4, 8))
+    """A program per row, or per group of rows (a 2-D block), its terms summed in float32."""
+    warps, rows = style.choice((1, 2, 4)), style.choice((1, 4, 16))
     term = LOSS_TERMS[spec.steps[-1].op]
-    return _header(spec) + f'''
-
+    if rows == 1:
+        kernel = f'''
 @triton.jit
-def loss_kernel(x_ptr, t_ptr, acc_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+def loss_kernel(x_ptr, t_ptr, out_ptr, n_rows, n, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
     mask = offs < n
+    y = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
+{_maps(spec.steps[:-1], "    ")}    d = y - tl.load(t_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
+    r = tl.sum(tl.where(mask, {term}, 0.0), 0) / n
+    tl.store(out_ptr + row, r.to(out_ptr.dtype.element_ty))
+'''
+    else:
+        kernel = f'''
+@triton.jit
+def loss_kernel(x_ptr, t_ptr, out_ptr, n_rows, n, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n)
+    offs = rows[:, None] * n + cols[None, :]
     y = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
 {_maps(spec.steps[:-1], "    ")}    d = y - tl.load(t_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    tl.atomic_add(acc_ptr, tl.sum(tl.where(mask, {term}, 0.0), 0) / n)
-
-
-@triton.jit
-def finish_kernel(acc_ptr, out_ptr):
-    tl.store(out_ptr, tl.load(acc_ptr).to(out_ptr.dtype.element_ty))
-
+    r = tl.sum(tl.where(mask, {term}, 0.0), 1) / n
+    tl.store(out_ptr + rows, r.to(out_ptr.dtype.element_ty), mask=rows < n_rows)
+'''
+    return _header(spec) + f'''
+{kernel}
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -341,11 +354,11 @@ class ModelNew(nn.Module):
     def forward(self, x, t):
         x = x.contiguous()
         t = t.contiguous()
-        n = x.numel()
-        acc = torch.zeros((), dtype=torch.float32, device=x.device)  # the mean, summed over blocks
-        loss_kernel[(triton.cdiv(n, {block}),)](x, t, acc, n, BLOCK={block}, num_warps={warps})
-        out = torch.empty((), dtype=x.dtype, device=x.device)
-        finish_kernel[(1,)](acc, out)
+        n = x.shape[-1]
+        out = torch.empty(x.shape[:-1], dtype=x.dtype, device=x.device)
+        n_rows = out.numel()
+        loss_kernel[(triton.cdiv(n_rows, {rows}),)](x, t, out, n_rows, n, ROWS={rows},
+                                                   BLOCK=triton.next_power_of_2(n), num_warps={warps})
         return out
 '''
 
