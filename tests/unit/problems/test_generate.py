@@ -136,8 +136,9 @@ def test_audit_gate_rejects_degenerate_problems(tmp_path):
 
 def test_losses_vary_beyond_the_tolerance_on_their_bench_sets(tmp_path, cpu_evaluator):
     """A loss's bench set, audited as a GPU evaluation checks it: a mean over a whole bench-sized input (tens
-    of millions of terms) is the same for every draw within the tolerance, so a constant passes it (all 9 such
-    held-out problems of a generated set were refused on a GPU); the generated losses are one per short row."""
+    of millions of terms) is the same for every draw within the tolerance, so a constant passes it (all 9
+    such held-out problems of a generated set were refused on a GPU); generated losses are one per short
+    row."""
     from kernelrl.evaluate import VerdictSettings
 
     bench_only = VerdictSettings(input_sets=("bench",))

@@ -58,8 +58,8 @@ ROWWISE: dict[str, str] = {
     "l2_normalize": "y = F.normalize(y, dim=-1)",
 }
 # losses of y (the mapped predictions) against the targets t, one per row (the mean over its last dimension):
-# a mean over a whole bench set (tens of millions of elements) varies less between draws than any tolerance, so
-# a constant would pass it (every such problem was refused by the audit on a GPU)
+# a mean over a whole bench set (tens of millions of elements) varies less between draws than any tolerance,
+# so a constant would pass it (every such problem was refused by the audit on a GPU)
 LOSSES: dict[str, str] = {
     "mse_loss": "y = F.mse_loss(y, t, reduction='none').mean(dim=-1)",
     "l1_loss": "y = F.l1_loss(y, t, reduction='none').mean(dim=-1)",

@@ -327,7 +327,8 @@ def loss_kernel(x_ptr, t_ptr, out_ptr, n_rows, n, ROWS: tl.constexpr, BLOCK: tl.
     offs = tl.arange(0, BLOCK)
     mask = offs < n
     y = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
-{_maps(spec.steps[:-1], "    ")}    d = y - tl.load(t_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
+{_maps(spec.steps[:-1], "    ")}    t = tl.load(t_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
+    d = y - t
     r = tl.sum(tl.where(mask, {term}, 0.0), 0) / n
     tl.store(out_ptr + row, r.to(out_ptr.dtype.element_ty))
 '''
