@@ -156,6 +156,32 @@ def test_losses_vary_beyond_the_tolerance_on_their_bench_sets(tmp_path, cpu_eval
         assert not audit.refusing, (problem.id, audit.summary())
 
 
+def test_row_norms_are_checked_on_rows_as_wide_as_the_bench_sets(tmp_path):
+    """A row norm's values scale with the row's width: log_softmax over 16,384 columns then softplus and silu
+    leaves every value near 3e-5, below float16's tolerance, where 128 columns do not. Generated row norms carry
+    a few rows at the bench width (`sweep_wide`), so the CPU's audit gate sees what only a GPU's bench set
+    showed."""
+    import runpy
+
+    generate(3, seed=2, out=tmp_path / "gen", families=["gen_rownorm"])
+    for problem in load_suite(tmp_path / "gen"):
+        sets = runpy.run_path(str(problem.path))["get_input_sets"]()
+        assert sets["sweep_wide"] == {"rows": 4, "cols": sets["bench"]["cols"]}, (problem.id, sets)
+    narrow = planted(tmp_path, "narrow", "F.silu(F.softplus(torch.log_softmax(x, dim=-1)))", "torch.float16")
+    text = narrow.path.read_text().replace("import torch.nn as nn", "import torch.nn as nn\n"
+                                           "import torch.nn.functional as F")
+    narrow.path.write_text(text)
+    wide = tmp_path / "wide.py"
+    wide.write_text(text.replace('"sweep_odd": dict(rows=3, cols=7)',
+                                 '"sweep_odd": dict(rows=3, cols=7), "sweep_wide": dict(rows=4, cols=16384)'))
+    heldout = heldout_signatures([])
+    with open_scorer(["cpu"]) as scorer:
+        gate(load_problem(narrow.path, problem_id="narrow"), heldout, new_seen(), auditor=scorer)
+        with pytest.raises(GateRejected) as raised:
+            gate(load_problem(wide, problem_id="wide"), heldout, new_seen(), auditor=scorer)
+    assert raised.value.reason == "audit" and "zeros_pass on sweep_wide" in raised.value.detail
+
+
 @pytest.mark.slow
 def test_gen_command_writes_a_manifest_with_rejects(tmp_path):
     out = tmp_path / "gen"
