@@ -157,10 +157,10 @@ def test_losses_vary_beyond_the_tolerance_on_their_bench_sets(tmp_path, cpu_eval
 
 
 def test_row_norms_are_checked_on_rows_as_wide_as_the_bench_sets(tmp_path):
-    """A row norm's values scale with the row's width: log_softmax over 16,384 columns then softplus and silu
-    leaves every value near 3e-5, below float16's tolerance, where 128 columns do not. Generated row norms carry
-    a few rows at the bench width (`sweep_wide`), so the CPU's audit gate sees what only a GPU's bench set
-    showed."""
+    """A row norm's values scale with the row's width: log_softmax over 16,384 columns then softplus and
+    silu leaves every value near 3e-5, below float16's tolerance, where 128 columns do not. Generated row
+    norms carry a few rows at the bench width (`sweep_wide`), so the CPU's audit gate sees what only a GPU's
+    bench set showed."""
     import runpy
 
     generate(3, seed=2, out=tmp_path / "gen", families=["gen_rownorm"])
