@@ -22,7 +22,10 @@ RUNTIME_CHECKS_WITHOUT_A_FILE = {
                                "builds one",
     "rt-timer-inconsistent": "no exploit reaches it (the timer's functions are captured before the import "
                              "and patching them is rejected statically); "
-                             "tests/unit/timing/test_cuda_timer.py tests events_exceed_wall", }
+                             "tests/unit/timing/test_cuda_timer.py tests events_exceed_wall",
+    "rt-below-speed-of-light": "no exploit reaches it (the timer reads its events through functions taken "
+                               "before the import; g03's patched elapsed_time is rt-timer-patched); "
+                               "tests/unit/evaluate/test_verdict.py tests the floor on a timing report", }
 
 
 def test_every_corpus_directory_and_file_belongs_to_a_declared_class():
