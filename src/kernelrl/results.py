@@ -213,6 +213,12 @@ class EvalResult:
     def correct(self) -> bool:
         return self.status is Status.CORRECT
 
+    @property
+    def problem_refused(self) -> bool:
+        """The problem cannot be graded here (its audit refuses it, or its dtype needs a GPU): the verdict
+        says nothing about the code."""
+        return self.status is Status.UNSUPPORTED and self.stage is Stage.REFERENCE
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

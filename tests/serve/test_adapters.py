@@ -174,3 +174,24 @@ def test_adapters_import_no_trainer_library():
             "print(sorted({'trl', 'verl', 'torch', 'transformers', 'fastapi'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_kernel_reward_leaves_refused_problems_out_of_the_groups(cpu_evaluator, tmp_path):
+    """A problem the audit refuses (here a ReLU of -|x|: all zeros pass) grades no completion: its results
+    go to `on_refused`, not into the groups the curriculum reads as how hard the problem is."""
+    from kernelrl import load_problem
+
+    path = tmp_path / "zeros.py"
+    path.write_text(RELU.source.replace("return torch.relu(x)", "return torch.relu(-torch.abs(x))"))
+    zeros = load_problem(path, problem_id="planted/zeros")
+    groups, refused = [], []
+    reward = KernelReward(cpu_evaluator, {RELU.id: RELU, zeros.id: zeros}, on_groups=groups.append,
+                          on_refused=refused.append)
+    ids = [RELU.id, RELU.id, zeros.id, zeros.id]
+    rewards = asyncio.run(reward(prompts=[[{"role": "user", "content": pid}] for pid in ids],
+                                 completions=[[{"role": "assistant", "content": fenced(SOLUTION)}]] * 4,
+                                 completion_ids=None, problem_id=ids,
+                                 trainer_state=SimpleNamespace(global_step=0)))
+    assert refused == [{zeros.id}]
+    assert groups == [{RELU.id: [True, True]}]
+    assert rewards[0] == rewards[1] > rewards[2] == rewards[3]

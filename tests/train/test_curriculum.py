@@ -284,3 +284,17 @@ def test_thread_safety_smoke() -> None:
     assert not errors
     state = c.state_dict()
     assert len(state["recent"]) == state["attempts"] > 0
+
+
+def test_a_refused_problem_is_never_drawn_again_and_an_all_refused_tier_hands_over() -> None:
+    c = Curriculum(TIERS, CurriculumConfig(retry_probability=1.0, skip_hopeless_after=1))
+    c.refuse(["a0", "unknown"])  # ids it does not know are ignored
+    assert c.eligible() == ["b0"] and c.stats()["curriculum/refused"] == 1
+    c.record("b0", [False])  # hopeless now, retried at every draw: a0 never is
+    assert all("a0" not in c.draw(2) for _ in range(50))
+    state = c.state_dict()
+    c.refuse(["b0"])  # every problem of the highest active tier refused: tier 1 takes over at once
+    assert c.active_tier == 1 and c.eligible() == ["c1", "d1"] and c.stats()["curriculum/promotions"] == 1
+    resumed = Curriculum(TIERS, CurriculumConfig(retry_probability=1.0, skip_hopeless_after=1))
+    resumed.load_state_dict(json.loads(json.dumps(state)))
+    assert resumed.stats()["curriculum/refused"] == 1 and "a0" not in resumed.eligible()

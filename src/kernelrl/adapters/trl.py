@@ -84,7 +84,9 @@ class KernelReward:
     format_weight adds a shaping term (1 when the completion holds a fenced block defining ModelNew).
     judge/judge_weight/judge_steps add an LLM-judge term r + lambda*J for the first `judge_steps` steps (cold
     start). `on_groups` receives {problem_id: [correct, ...]} of the step's verdicts (the curriculum listens
-    there) and may return more metrics to log. Pickles when its scorer, judge and on_groups do (a `Client`
+    there) and may return more metrics to log; `on_refused` the ids of problems the evaluator refused
+    (`EvalResult.problem_refused`: the problem cannot grade a kernel here), which are left out of the
+    groups. Pickles when its scorer, judge and on_groups do (a `Client`
     does; an in-process evaluator does not).
     """
 
@@ -95,7 +97,8 @@ class KernelReward:
                  format_weight: float = 0.0,
                  judge: Any = None, judge_weight: float = 0.5, judge_steps: int = 0,
                  rollouts: str | Path | None = None, stage: str | None = None,
-                 on_groups: Callable[[dict[str, list[bool]]], dict[str, float]] | None = None) -> None:
+                 on_groups: Callable[[dict[str, list[bool]]], dict[str, float]] | None = None,
+                 on_refused: Callable[[set[str]], None] | None = None) -> None:
         if missing not in MISSING:
             raise ValueError(f"missing must be one of {', '.join(MISSING)}, not {missing!r}")
         if deadline_s is not None and not deadline_s > 0:
@@ -108,7 +111,7 @@ class KernelReward:
         self.judge, self.judge_weight, self.judge_steps = judge, judge_weight, judge_steps
         self.rollouts = Path(rollouts) if rollouts is not None else None
         self.stage = stage
-        self.on_groups = on_groups
+        self.on_groups, self.on_refused = on_groups, on_refused
         self._write_lock = threading.Lock()
 
     @property
@@ -121,7 +124,8 @@ class KernelReward:
 
     # crosses into another process (TRL's AsyncGRPO scores in a spawned one) as its configuration
     def __getstate__(self) -> dict[str, Any]:
-        check_picklable("KernelReward", scorer=self.scorer, judge=self.judge, on_groups=self.on_groups)
+        check_picklable("KernelReward", scorer=self.scorer, judge=self.judge, on_groups=self.on_groups,
+                        on_refused=self.on_refused)
         return {k: v for k, v in self.__dict__.items() if k != "_write_lock"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -167,10 +171,14 @@ class KernelReward:
             groups_of = [json.dumps(p, sort_keys=True, default=str) for p in prompts]
             rewards = list(neutral_fill(scored, groups_of))
         groups: dict[str, list[bool]] = defaultdict(list)
+        refused = {pid for pid, result in zip(problem_id, done, strict=True) if result.problem_refused}
         for pid, result in zip(problem_id, done, strict=True):
-            if not result.no_verdict:  # a missing verdict says nothing about how hard the problem is
+            # a missing verdict, or a problem that cannot grade, says nothing about how hard the problem is
+            if not result.no_verdict and pid not in refused:
                 groups[pid].append(result.correct)
         metrics = step_components(done, eval_seconds)
+        if refused and self.on_refused is not None:
+            self.on_refused(refused)
         if self.on_groups is not None:
             metrics.update(self.on_groups(dict(groups)) or {})
         if log_metric is not None:

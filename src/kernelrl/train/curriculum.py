@@ -1,6 +1,7 @@
 """A curriculum for GRPO (the Makora recipe): train on the simplest tier of problems first and promote the
 next tier when the running solve rate on the highest active tier passes a threshold. Problems that the model
 always solves, or never solves, are skipped: their GRPO groups have all-equal rewards and so teach nothing.
+A problem the evaluator refuses (its audit says it cannot grade a kernel) is dropped for good at once.
 
 `Curriculum` keeps the state (thread-safe: the reward function records outcomes
 in one thread while the sampler draws in another); `CurriculumSampler` feeds
@@ -15,7 +16,7 @@ import random
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -94,6 +95,7 @@ class Curriculum:
         self._recent: deque[bool] = deque(maxlen=config.window)  # attempts on the highest active tier
         self._attempts = 0  # all attempts on the highest active tier (min_attempts counts these)
         self._promotions = 0
+        self._refused: set[str] = set()  # problems the evaluator refuses: never drawn again
 
     @classmethod
     def from_problems(cls, problems: Sequence[Problem], config: CurriculumConfig = CurriculumConfig(),
@@ -135,6 +137,20 @@ class Curriculum:
                 self._attempts += len(outcomes)
                 self._maybe_promote()
 
+    def refuse(self, problem_ids: Iterable[str]) -> None:
+        """Problems the evaluator refused (every completion's verdict `unsupported` at the reference stage):
+        no completion can be graded on them, so they are never drawn again, not even as a retry."""
+        with self._lock:
+            self._refused.update(pid for pid in problem_ids if pid in self._tiers)
+            # a highest tier left without a problem to grade would never promote: the next one takes over
+            higher = [t for t in self._levels if t > self._active]
+            while higher and all(pid in self._refused
+                                 for pid in self._ids if self._tiers[pid] == self._active):
+                self._active = higher.pop(0)
+                self._recent.clear()
+                self._attempts = 0
+                self._promotions += 1
+
     def _maybe_promote(self) -> None:
         higher = [t for t in self._levels if t > self._active]
         if not higher or self._attempts < self.config.min_attempts:
@@ -165,7 +181,7 @@ class Curriculum:
 
     def _split(self) -> tuple[list[str], list[str]]:
         """(eligible, skipped) among the active problems; eligible is never empty."""
-        active = self._active_ids()
+        active = [pid for pid in self._active_ids() if pid not in self._refused] or self._active_ids()
         skipped = {pid for pid in active if self._solved(pid) or self._hopeless(pid)}
         if len(skipped) == len(active):  # every active problem skipped: training on something beats stopping
             return active, []
@@ -210,6 +226,7 @@ class Curriculum:
                 "curriculum/skipped_solved": sum(self._solved(pid) for pid in active),
                 "curriculum/set_aside_hopeless": sum(self._hopeless(pid) for pid in active),
                 "curriculum/promotions": self._promotions,
+                "curriculum/refused": len(self._refused),
             }
 
     def state_dict(self) -> dict[str, Any]:
@@ -223,6 +240,7 @@ class Curriculum:
                 "attempts": self._attempts,
                 "promotions": self._promotions,
                 "history": {pid: [list(g) for g in h] for pid, h in sorted(self._history.items())},
+                "refused": sorted(self._refused),
                 "rng": [version, list(internal), gauss],
             }
 
@@ -238,6 +256,7 @@ class Curriculum:
             self._promotions = int(state["promotions"])
             self._history = {pid: deque(((int(c), int(n)) for c, n in groups), maxlen=self._keep)
                              for pid, groups in state["history"].items() if pid in self._tiers}
+            self._refused = {pid for pid in state.get("refused", ()) if pid in self._tiers}
             version, internal, gauss = state["rng"]
             self._rng.setstate((int(version), tuple(int(x) for x in internal), gauss))
 

@@ -155,7 +155,8 @@ def _train(session: Session, config: GRPOConfig, scorer: Scorer | None, rows: Se
     problems = {p.id: p for p in session.suite if p.id in {r["problem_id"] for r in rows}}
     reward = KernelReward(session.scorer(scorer), problems, config.reward, format_weight=config.format_weight,
                           judge=judge, judge_weight=config.judge_weight, judge_steps=config.judge_steps,
-                          rollouts=run_dir / ROLLOUTS, stage=config.stage, on_groups=on_groups)
+                          rollouts=run_dir / ROLLOUTS, stage=config.stage, on_groups=on_groups,
+                          on_refused=curriculum.refuse if curriculum is not None else None)
     place = session.placement
     micro, accumulation = step_split(config.prompts_per_step * config.num_generations, config.micro_batch,
                                      world_size())
