@@ -216,8 +216,8 @@ class EvalResult:
     @property
     def problem_refused(self) -> bool:
         """The problem cannot be graded here (its audit refuses it, or its dtype needs a GPU): the verdict
-        says nothing about the code."""
-        return self.status is Status.UNSUPPORTED and self.stage is Stage.REFERENCE
+        says nothing about the code. An audit the machine failed is no verdict, not a refusal."""
+        return self.status is Status.UNSUPPORTED and self.stage is Stage.REFERENCE and not self.no_verdict
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

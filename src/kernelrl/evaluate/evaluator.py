@@ -54,7 +54,7 @@ from kernelrl.evaluate.verdict import (
     ran_out_of_memory,
 )
 from kernelrl.problems import Problem
-from kernelrl.problems.audit import ProblemAudit, audit_from_report
+from kernelrl.problems.audit import TRANSIENT_MARK, ProblemAudit, audit_from_report
 from kernelrl.results import Environment, EvalResult, TimingReport
 from kernelrl.sandbox import (
     AuditRequest,
@@ -74,18 +74,6 @@ from kernelrl.sandbox import (
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-TRANSIENT_AUDIT_MARK = "the judge failed: "
-
-
-def _transient_audit(audit: ProblemAudit) -> bool:
-    """An audit finding that says more about the machine than the problem (the
-    judge died or timed out, the GPU was out of memory, e.g. while a trainer
-    shares it): not remembered, so the next evaluation audits again."""
-    return any(f.detail.startswith(TRANSIENT_AUDIT_MARK) or "out of memory" in f.detail.lower()
-               or "out of gpu memory" in f.detail.lower()
-               for f in audit.flags)
 
 
 def _settings_from(settings: EvaluatorSettings | EvalConfig | None, verdict: VerdictSettings | None,
@@ -214,7 +202,7 @@ class Evaluator(ScorerBase):
             if key in self._audits:
                 return self._audits[key]
             audit = self._audit(problem, timing=False, verdict=verdict)
-            if not _transient_audit(audit):
+            if not audit.transient:  # not remembered: the next evaluation audits again
                 self._audits[key] = audit
             return audit
 
@@ -285,7 +273,7 @@ class Evaluator(ScorerBase):
                 ref_error_k=verdict.reference_error_k or None))
         except JudgeError as exc:
             return audit_from_report(problem, [("reference_raises", None,
-                                                f"{TRANSIENT_AUDIT_MARK}{str(exc)[-500:]}")])
+                                                f"{TRANSIENT_MARK}{str(exc)[-500:]}")])
         return audit_from_report(problem, [(f.flag, f.input_set, f.detail) for f in reply.flags],
                                  reply.eager_ms, reply.timing_set_bytes)
 

@@ -73,11 +73,14 @@ def before_running(code: str, base: dict, *, mode: str, audit: Callable[[], Prob
         problem_audit = audit()
         if problem_audit.refusing:
             flags = ", ".join(sorted({f.flag for f in problem_audit.refusing}))
+            # an audit the machine failed (the judge died, out of memory) says nothing about the problem
+            # either: no verdict, and the next evaluation audits again
             return EvalResult(status=Status.UNSUPPORTED, stage=Stage.REFERENCE,
                               message=f"problem refused by the audit: {flags}",
                               feedback=f"{problem_audit.summary()}. The problem cannot grade kernels; fix "
                                        "it, waive the flag in its METADATA audit_waivers, or pass "
-                                       "refuse_flagged_problems=False.", **base)
+                                       "refuse_flagged_problems=False.",
+                              no_verdict=problem_audit.transient, **base)
     if static_checks:
         base["findings"] = analyze_rules(code, rule_policy, extra_rules)
         rejected = [f for f in base["findings"] if f.policy == "reject"]

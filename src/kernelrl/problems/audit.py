@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from kernelrl.problems.problem import Problem
 
+TRANSIENT_MARK = "the judge failed: "  # starts the detail of a flag the evaluator made when the judge failed
+
 CORRECTNESS_FLAGS = frozenset({
     "zeros_pass", "constant_pass", "input_independent", "returns_input", "weights_ignored",
     "nondeterministic", "reference_raises",
@@ -43,6 +45,13 @@ class ProblemAudit:
     def refusing(self) -> tuple[AuditFlag, ...]:
         """Flags that make the evaluator refuse the problem (unless told otherwise)."""
         return tuple(f for f in self.unwaived if f.flag in CORRECTNESS_FLAGS)
+
+    @property
+    def transient(self) -> bool:
+        """A finding that says more about the machine than the problem (the judge died or timed out, the GPU
+        was out of memory, e.g. while a trainer shares it)."""
+        return any(f.detail.startswith(TRANSIENT_MARK) or "out of memory" in f.detail.lower()
+                   or "out of gpu memory" in f.detail.lower() for f in self.flags)
 
     def summary(self) -> str:
         return "; ".join(f"{f.flag} on {f.input_set or 'load'} ({f.detail})" for f in self.unwaived)

@@ -1,6 +1,8 @@
-"""Out-of-memory verdicts (kernelrl.evaluate.verdict)."""
+"""Verdicts of kernelrl.evaluate.verdict: out of memory, the speed-of-light floor, audit refusals."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +64,23 @@ def test_a_time_under_the_speed_of_light_floor_is_hack_detected(tmp_path, median
     assert [f.rule for f in result.findings] == (["rt-below-speed-of-light"] if rejected else [])
     if rejected:
         assert result.stage is Stage.TIMING and "0.0040 ms < floor 0.0100 ms" in result.findings[0].detail
+
+
+@pytest.mark.parametrize("detail, refused", [
+    ("an all-zeros answer passes", True),
+    ("the judge failed: the judge process exited", False),
+    ("torch.OutOfMemoryError: CUDA out of memory", False),
+])
+def test_an_audit_the_machine_failed_is_no_verdict_and_no_refusal(detail, refused):
+    """A problem the audit refuses cannot grade any completion (`problem_refused`: the curriculum drops it);
+    an audit the machine failed (the judge died, out of memory) says nothing about the problem: no verdict."""
+    from kernelrl.evaluate.verdict import before_running
+    from kernelrl.problems.audit import AuditFlag, ProblemAudit
+
+    flag = "zeros_pass" if refused else "reference_raises"
+    audit = ProblemAudit("p", "sha", (AuditFlag(flag, "check", detail),))
+    code = (Path(__file__).parents[3] / "src/kernelrl/examples/relu_triton.py").read_text()
+    result = before_running(code, {"problem_id": "p"}, mode="cpu", audit=lambda: audit, static_checks=False,
+                            rule_policy=None)
+    assert result.status is Status.UNSUPPORTED and result.stage is Stage.REFERENCE
+    assert (result.no_verdict, result.problem_refused) == (not refused, refused)
