@@ -59,14 +59,14 @@ def _maps(steps: tuple[Step, ...], indent: str) -> str:
     return "".join(f"{indent}{MAPS[s.op].format(c=s.arg)}\n" for s in steps)
 
 
-# the families with a template (none yet for convolutions and pooling)
+# the families with a template (all of them)
 TEMPLATE_FAMILIES = ("gen_map", "gen_map_multi", "gen_reduce", "gen_scan", "gen_rownorm", "gen_gemm_epilogue",
-                     "gen_bmm_epilogue", "gen_embedding", "gen_loss")
+                     "gen_bmm_epilogue", "gen_conv_pool", "gen_embedding", "gen_loss")
 
 
 def synthesize(spec: Spec, seed: int = 0) -> str | None:
     """The Triton `ModelNew` source for `spec` (`seed` picks the style), or None for a family without a
-    template (`gen_conv_pool`)."""
+    template."""
     style = random.Random(f"style:{seed}")
     if spec.family in ("gen_map", "gen_map_multi"):
         return _elementwise(spec, style)
@@ -78,6 +78,8 @@ def synthesize(spec: Spec, seed: int = 0) -> str | None:
         return _embedding(spec, style)
     if spec.family == "gen_loss":
         return _loss(spec, style)
+    if spec.family == "gen_conv_pool":
+        return _conv(spec, style)
     if spec.family in ("gen_reduce", "gen_scan", "gen_rownorm"):
         return _rows(spec, style)
     return None
@@ -360,6 +362,83 @@ class ModelNew(nn.Module):
         n_rows = out.numel()
         loss_kernel[(triton.cdiv(n_rows, {rows}),)](x, t, out, n_rows, n, ROWS={rows},
                                                    BLOCK=triton.next_power_of_2(n), num_warps={warps})
+        return out
+'''
+
+
+def _conv(spec: Spec, style: random.Random) -> str:
+    """A direct convolution: a program per (image, output channel) and block of output positions, summing
+    channels x taps in float32 with zero padding; the maps on each conv output, then a 2x2 pool of four of
+    them where the problem pools. Correct, not fast: cuDNN's implicit GEMMs are far ahead."""
+    block, warps = style.choice((64, 128, 256)), style.choice((2, 4))
+    conv, *rest = spec.steps
+    pool = rest[-1].op if rest and rest[-1].op in ("max_pool2d", "avg_pool2d") else None
+    maps = rest[:-1] if pool else rest
+    if pool is None:
+        body = f"""    y = conv_at(x_ptr, w_ptr, b, oc, C, H, W, oh, ow, mask, SIZE, BLOCK) + bias
+{_maps(tuple(maps), "    ")}    r = y
+"""
+        out_size = "H, W"
+    else:
+        body = ""
+        for k, (dy, dx) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+            body += (f"    y = conv_at(x_ptr, w_ptr, b, oc, C, H, W, 2 * oh + {dy}, 2 * ow + {dx}, mask, "
+                     f"SIZE, BLOCK) + bias\n{_maps(tuple(maps), '    ')}")
+            if k == 0:
+                body += "    r = y\n"
+            else:
+                body += "    r = tl.maximum(r, y)\n" if pool == "max_pool2d" else "    r += y\n"
+        if pool == "avg_pool2d":
+            body += "    r = r * 0.25\n"
+        out_size = "H // 2, W // 2"
+    layer = (f"nn.Conv2d(channels, out_channels, {conv.arg}, padding={conv.arg // 2}, "
+             f"dtype={TORCH_DTYPE[spec.dtype]})")
+    return _header(spec) + f'''
+
+@triton.jit
+def conv_at(x_ptr, w_ptr, b, oc, C, H, W, h, w, mask, SIZE: tl.constexpr, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for c in range(0, C):
+        for kh in tl.static_range(SIZE):
+            for kw in tl.static_range(SIZE):
+                ih = h + kh - SIZE // 2
+                iw = w + kw - SIZE // 2
+                inside = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+                xv = tl.load(x_ptr + ((b * C + c) * H + ih) * W + iw, mask=inside, other=0.0)
+                wv = tl.load(w_ptr + ((oc * C + c) * SIZE + kh) * SIZE + kw)
+                acc += xv.to(tl.float32) * wv.to(tl.float32)
+    return acc
+
+
+@triton.jit
+def conv_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, H, W, OC, OH, OW,
+                SIZE: tl.constexpr, BLOCK: tl.constexpr):
+    image = tl.program_id(1)
+    b = image // OC
+    oc = image % OC
+    p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = p < OH * OW
+    oh = p // OW
+    ow = p % OW
+    bias = tl.load(b_ptr + oc).to(tl.float32)
+{body}    tl.store(out_ptr + image * OH * OW + p, r.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, channels, out_channels):
+        super().__init__()
+        self.conv = {layer}
+
+    def forward(self, x):
+        x = x.contiguous()
+        w = self.conv.weight.contiguous()
+        B, C, H, W = x.shape
+        OC = w.shape[0]
+        OH, OW = {out_size}
+        out = torch.empty((B, OC, OH, OW), dtype=x.dtype, device=x.device)
+        grid = (triton.cdiv(OH * OW, {block}), B * OC)
+        conv_kernel[grid](x, w, self.conv.bias, out, C, H, W, OC, OH, OW, SIZE={conv.arg}, BLOCK={block},
+                          num_warps={warps})
         return out
 '''
 
