@@ -88,6 +88,9 @@ class Metrics:
     gpu_seconds: float
     gpu_seconds_per_solved: float | None
     status_counts: dict[str, int] = field(default_factory=dict)
+    # problems the evaluator refused (EvalResult.problem_refused: they cannot grade a kernel); counted in
+    # `problems` and unsolved, so a claim over the gradable ones divides by problems - refused_problems
+    refused_problems: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -168,7 +171,8 @@ def compute_metrics(steps: Iterable[Step]) -> Metrics:
         eval_seconds_per_solved=eval_seconds / len(solved) if solved else None,
         gpu_seconds=round(sum(gpu), 3),
         gpu_seconds_per_solved=(sum(gpu) / len(solved) if solved and gpu else None),
-        status_counts=dict(sorted(counts.items())))
+        status_counts=dict(sorted(counts.items())),
+        refused_problems=sum(any(s.result.problem_refused for s in st) for st in by_problem.values()))
 
 
 def metrics_by_level(steps: Iterable[Step]) -> dict[str, Metrics]:

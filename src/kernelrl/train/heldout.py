@@ -160,6 +160,7 @@ def heldout_records(model: Any, tokenizer: Any, problems: Sequence[Problem], sco
                       "compile_rate": m.compile_rate, "correct_rate": m.correct_rate,
                       "solved_rate": m.solved_rate, **m.pass_at_k, "fast_1": m.fast_p_eager.get("fast_1"),
                       "fast_1_inductor": m.fast_p_inductor.get("fast_1"), "status_counts": m.status_counts,
+                      "refused_problems": m.refused_problems,
                       "generation_s": round(generation_s, 2),
                       "eval_s": round(time.monotonic() - started - generation_s, 2)}
             append_metrics(run_dir, record)

@@ -25,7 +25,8 @@ from kernelrl.runs import RunStore, Step, export_sft
 def step(problem_id: str, sample: int, turn: int, status: Status, eager: float | None = None,
          inductor: float | None = None, level: int = 1, tokens: int = 10, gpu_s: float = 0.0) -> Step:
     stage = {Status.CORRECT: Stage.DONE, Status.WRONG_OUTPUT: Stage.CORRECTNESS,
-             Status.FORMAT_ERROR: Stage.EXTRACT, Status.COMPILE_ERROR: Stage.IMPORT}[status]
+             Status.FORMAT_ERROR: Stage.EXTRACT, Status.COMPILE_ERROR: Stage.IMPORT,
+             Status.UNSUPPORTED: Stage.REFERENCE}[status]
     timing = None
     if status is Status.CORRECT:
         timing = TimingReport(speedup_vs_eager=eager, speedup_vs_inductor=inductor)
@@ -81,6 +82,11 @@ def test_metrics_on_hand_built_steps():
     levels = metrics_by_level(steps)
     assert list(levels) == ["all", "level1", "level2"] and levels["level2"].solved == 1
     # CPU-like: correct without timing -> fast_p and geomean are None, not 0
+    assert m.refused_problems == 0
+    # a problem the audit refuses: counted, unsolved, and named as refused
+    refused = compute_metrics([*steps, step("level2/3_d", 0, 1, Status.UNSUPPORTED, level=2),
+                               step("level2/3_d", 1, 1, Status.FORMAT_ERROR, level=2)])
+    assert (refused.problems, refused.solved, refused.refused_problems) == (4, 2, 1)
     cpu = compute_metrics([step("level0/1_x", 0, 1, Status.CORRECT)])
     assert cpu.fast_p_eager["fast_1"] is None and cpu.geomean_speedup_eager is None
     assert cpu.gpu_seconds_per_solved is None
