@@ -86,8 +86,8 @@ class KernelReward:
     start). `on_groups` receives {problem_id: [correct, ...]} of the step's verdicts (the curriculum listens
     there) and may return more metrics to log; `on_refused` the ids of problems the evaluator refused
     (`EvalResult.problem_refused`: the problem cannot grade a kernel here), which are left out of the
-    groups. Pickles when its scorer, judge and on_groups do (a `Client`
-    does; an in-process evaluator does not).
+    groups. Pickles when its scorer, judge and callbacks do (a `Client` does; an in-process evaluator does
+    not).
     """
 
     __name__ = "kernelrl"  # TRL names the reward column after it
