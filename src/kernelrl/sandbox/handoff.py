@@ -20,7 +20,7 @@ import torch.utils._device
 
 _TENSOR = torch.Tensor
 _TYPE, _TUPLE, _LIST, _ISSUBCLASS, _TYPE_NAME = type, tuple, list, issubclass, type.__repr__
-_ENUMERATE, _RANGE, _LEN, _VARS, _SORTED, _ALL, _ZIP = enumerate, range, len, vars, sorted, all, zip
+_ENUMERATE, _RANGE, _LEN, _VARS, _SORTED, _ALL = enumerate, range, len, vars, sorted, all
 _INSTANCE_DICT = object.__getattribute__  # the tensor's own __dict__, read with no lookup it could redirect
 _MISSING = object()
 _DETACH, _CLONE = torch._C.TensorBase.detach, torch._C.TensorBase.clone
@@ -38,21 +38,38 @@ HOOK_SETTERS = {"sys": ("setprofile", "settrace"),
                 "sys.monitoring": ("use_tool_id", "register_callback", "set_events", "set_local_events")}
 
 
-# the timer's tools are read from the modules' own dicts: no attribute lookup the candidate could redirect
-_TORCH_NAMES, _CUDA_NAMES = _VARS(torch), _VARS(torch.cuda)
-_TIMER_FUNCTIONS = tuple((names, f"{prefix}{key}", key) for names, prefix, keys in (
-    (_TORCH_NAMES, "torch.", ("sum", "zeros", "empty")),
-    (_CUDA_NAMES, "torch.cuda.", ("_sleep", "synchronize", "current_stream", "Event"))) for key in keys)
+# what the GPU timer takes from torch by name (kernelrl.timing.cuda_timer.TimerOps, the stub's sync and event
+# class), read from the modules' own dicts: no attribute lookup the candidate could redirect
+_TIMER_NAMES = ((_VARS(torch), "torch.", ("sum", "zeros", "empty")),
+                (_VARS(torch.cuda), "torch.cuda.", ("_sleep", "synchronize", "current_stream", "Event")))
 
 
-def _timer_tools() -> tuple[tuple[object, object], ...]:
-    """What the GPU timer takes from torch by name (kernelrl.timing.cuda_timer.TimerOps, the stub's sync and
-    event class), then torch.cuda.Event's own attributes, as (name, object) pairs. The timer holds the
-    objects it took before the candidate's import, so a replacement changes nothing it measures; it is
-    refused as the attempt it is."""
-    tools = [(name, names.get(key, _MISSING)) for names, name, key in _TIMER_FUNCTIONS]
-    event = _CUDA_NAMES.get("Event", _MISSING)
-    return _TUPLE([*tools, *(_VARS(event).items() if _ISSUBCLASS(_TYPE(event), _TYPE) else ())])
+class _Snapshot:
+    """Some namespaces' entries as they were when it was made: a class's whole dict (`watch`), or some names
+    of a module's (`watch_names`). `replaced()` names what was replaced, added to a watched class or removed,
+    comparing by identity alone (an equality test would run a replacement's __eq__)."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[str, dict, tuple, bool]] = []  # (label, live dict, items then, whole)
+
+    def watch(self, label: str, cls: type) -> None:
+        names = _VARS(cls)
+        self._entries.append((label, names, _TUPLE(names.items()), True))
+
+    def watch_names(self, label: str, names: dict, keys: tuple[str, ...]) -> None:
+        self._entries.append((label, names, _TUPLE((k, names.get(k, _MISSING)) for k in keys), False))
+
+    def replaced(self) -> list[str]:
+        found = []
+        for label, now, before, whole in self._entries:
+            same_size = not whole or _LEN(now) == _LEN(before)
+            if same_size and _ALL(now.get(k, _MISSING) is v for k, v in before):
+                continue
+            found += [label + k for k, v in before if now.get(k, _MISSING) is not v]
+            if whole:
+                kept = {k for k, _ in before}
+                found += [label + k for k in now if k not in kept]
+        return _SORTED(found)
 
 
 class HandoffRefused(Exception):
@@ -71,9 +88,14 @@ class Handoff:
     added after that runs whenever anyone, the harness included, calls it on any tensor."""
 
     def __init__(self) -> None:
-        self._tensor_attributes = dict(_VARS(_TENSOR))
-        self._tensor_items = tuple(self._tensor_attributes.items())
-        self._timer_tools = _timer_tools()
+        self._tensor_class = _Snapshot()
+        self._tensor_class.watch("", _TENSOR)
+        # the timer holds the objects it took before the candidate's import, so a replacement changes nothing
+        # it measures: it is refused as the attempt it is
+        self._timer_tools = _Snapshot()
+        for names, label, keys in _TIMER_NAMES:
+            self._timer_tools.watch_names(label, names, keys)
+        self._timer_tools.watch("torch.cuda.Event.", torch.cuda.Event)
         self.hooks_asked: list[str] = []  # hook setters the candidate called (none was installed)
         owners = {"sys": sys, "threading": threading, "sys.monitoring": getattr(sys, "monitoring", None)}
         for owner_name, names in HOOK_SETTERS.items():
@@ -129,27 +151,18 @@ class Handoff:
 
     def _tensor_class_unchanged(self) -> None:
         """torch.Tensor's attributes are the objects they were before the candidate's import, none added."""
-        now, before = _VARS(_TENSOR), self._tensor_attributes
-        if _LEN(now) == _LEN(before) and _ALL(now.get(k, _MISSING) is v for k, v in self._tensor_items):
-            return
-        changed = [k for k, v in self._tensor_items if now.get(k, _MISSING) is not v]
-        added = [k for k in now if k not in before]
-        raise HandoffRefused("rt-tensor-patched", f"torch.Tensor attributes replaced or added: "
-                                                  f"{_SORTED(changed + added)[:8]}")
+        replaced = self._tensor_class.replaced()
+        if replaced:
+            raise HandoffRefused("rt-tensor-patched",
+                                 f"torch.Tensor attributes replaced or added: {replaced[:8]}")
 
     def _timer_tools_unchanged(self) -> None:
         """The timer's torch functions and torch.cuda.Event's attributes are the objects they were before the
         candidate's import, none added to the class."""
-        now, before = _timer_tools(), self._timer_tools
-        # by identity alone, names included (Event's attribute names are the class dict's own keys): an
-        # equality test would run a replacement's __eq__
-        if _LEN(now) == _LEN(before) and _ALL(a[0] is b[0] and a[1] is b[1] for a, b in _ZIP(now, before)):
-            return
-        kept, named = {id(name): tool for name, tool in before}, _LEN(_TIMER_FUNCTIONS)
-        changed = [f"{'' if k < named else 'torch.cuda.Event.'}{name}" for k, (name, tool) in _ENUMERATE(now)
-                   if kept.get(id(name), _MISSING) is not tool]
-        raise HandoffRefused("rt-timer-patched", f"torch's timing functions or torch.cuda.Event's attributes "
-                                                 f"replaced, added or removed: {_SORTED(changed)[:8]}")
+        replaced = self._timer_tools.replaced()
+        if replaced:
+            raise HandoffRefused("rt-timer-patched", "torch's timing functions or torch.cuda.Event's "
+                                                     f"attributes replaced, added or removed: {replaced[:8]}")
 
     @staticmethod
     def copy(tensor: torch.Tensor) -> torch.Tensor:
