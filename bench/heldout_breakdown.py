@@ -31,9 +31,9 @@ def breakdown(heldout_dir: Path, suite_dir: str) -> dict:
         ok = r["result"]["status"] == "correct"
         solved[r["problem_id"]] = solved.get(r["problem_id"], False) or ok
         for key, value in (("family", r["family"]), ("difficulty", r["level"])):
-            groups[key][str(value)]["attempts"] += 1
-            groups[key][str(value)]["correct"] += ok
-            groups[key][str(value)][r["result"]["status"]] += 0 if ok else 1
+            counts = groups[key][str(value)]
+            counts["attempts"] += 1
+            counts[r["result"]["status"]] += 1  # "correct" among them
         if ok and r.get("code"):
             programs.append(program_of(r["problem_id"], r["code"]))
     gradable = [p for p in solved if p not in refused]
@@ -61,7 +61,7 @@ def main() -> None:
           f"{found['solved']} solved ({found['solved_of_gradable']} of those the audit does not refuse)")
     print(f"refused by the audit: {len(found['refused_by_audit'])} {found['refused_by_audit']}")
     for key in ("family", "difficulty"):
-        print(f"by {key}: " + ", ".join(f"{k} {v['correct']}/{v['attempts']}" for k, v in found[key].items()))
+        print(f"by {key}: " + ", ".join(f"{k} {v.get('correct', 0)}/{v['attempts']}" for k, v in found[key].items()))
     copies = found["training_copies"]
     print(f"correct programs: {copies['correct']}, distinct {copies['distinct']}; the problem's own "
           f"reference (never trained on) verbatim {found['own_reference']['verbatim']}, other constants "
