@@ -61,7 +61,8 @@ def main() -> None:
           f"{found['solved']} solved ({found['solved_of_gradable']} of those the audit does not refuse)")
     print(f"refused by the audit: {len(found['refused_by_audit'])} {found['refused_by_audit']}")
     for key in ("family", "difficulty"):
-        print(f"by {key}: " + ", ".join(f"{k} {v.get('correct', 0)}/{v['attempts']}" for k, v in found[key].items()))
+        rows = (f"{k} {v.get('correct', 0)}/{v['attempts']}" for k, v in found[key].items())
+        print(f"by {key}: " + ", ".join(rows))
     copies = found["training_copies"]
     print(f"correct programs: {copies['correct']}, distinct {copies['distinct']}; the problem's own "
           f"reference (never trained on) verbatim {found['own_reference']['verbatim']}, other constants "
