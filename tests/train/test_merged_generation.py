@@ -59,6 +59,7 @@ def test_the_merged_copy_gives_the_adapted_logits_and_leaves_the_model_untouched
     after = dict(adapted.named_parameters())
     assert before.keys() == after.keys()
     assert all(torch.equal(before[name], after[name]) for name in before)
+    assert not merged.training and not merged.is_gradient_checkpointing and merged.config.use_cache
     plain = merged  # a model without adapters is generated from as it is
     assert merged_for_generation(plain) is plain
 
@@ -139,9 +140,29 @@ def test_grpo_rollouts_come_from_the_merged_copy(tokenizer, tmp_path, merged):
         return trained_generate(*args, **kwargs)
 
     trainer.model.generate = adapted_generate
+    # which model's layers compute the rollouts: TRL patches the trained model's forward (its fused LM head)
+    # with a closure over that model, which a copy must not keep calling
+    # (a copy copies these hooks too: a call counts only on the trained model's own layer objects)
+    generating, trained_layer_calls = [], []
+    trained_layers = {id(layer) for layer in trainer.model.get_base_model().model.layers}
+    for layer in trainer.model.get_base_model().model.layers:
+        layer.register_forward_pre_hook(
+            lambda module, args: trained_layer_calls.extend(generating[-1:] if id(module) in trained_layers
+                                                            else []))
+    generate_single_turn = trainer._generate_single_turn
+
+    def marked(*args, **kwargs):
+        generating.append("rollout")
+        try:
+            return generate_single_turn(*args, **kwargs)
+        finally:
+            generating.clear()
+
+    trainer._generate_single_turn = marked
     trainer.train()
     assert trainer.state.global_step == 1
     assert generated_by == ([] if merged else ["adapted"])  # off: TRL's own path, from the adapted model
+    assert bool(trained_layer_calls) is not merged  # merged: the copy's own layers, none of the trained model's
     assert trainer.model_wrapped is trainer.model  # the copy was for the generate call only
 
 

@@ -23,9 +23,23 @@ def is_adapted(model: Any) -> bool:
 
 
 def merged_for_generation(model: Any) -> Any:
-    """`model` for generation only: a PEFT model becomes a merged copy (the same logits); any other model is
-    returned as it is."""
-    return copy.deepcopy(model).merge_and_unload() if is_adapted(model) else model
+    """`model` for generation only: a PEFT model becomes a merged copy (the same logits) that runs its own
+    weights; any other model is returned as it is."""
+    if not is_adapted(model):
+        return model
+    merged = copy.deepcopy(model).merge_and_unload()
+    # A `forward` set on an instance is a patch of the model being trained (TRL's fused LM head, an autocast
+    # wrapper): a closure over the original's bound forward, which a deep copy does not rebind, so the copy
+    # would run the original's modules, adapters unmerged, in their training state. Generation wants the
+    # class's own forward on the copy's own weights.
+    for module in merged.modules():
+        module.__dict__.pop("forward", None)
+    # Nor does it keep the training setup: gradient checkpointing and `use_cache=False` drop the KV cache in
+    # the decoder layers of some transformers versions while `generate` goes on feeding one token a step.
+    if merged.is_gradient_checkpointing:
+        merged.gradient_checkpointing_disable()
+    merged.config.use_cache = True
+    return merged.eval()
 
 
 class MergedGenerationGRPOTrainer(GRPOTrainer):
