@@ -162,7 +162,7 @@ def test_grpo_rollouts_come_from_the_merged_copy(tokenizer, tmp_path, merged):
     trainer.train()
     assert trainer.state.global_step == 1
     assert generated_by == ([] if merged else ["adapted"])  # off: TRL's own path, from the adapted model
-    assert bool(trained_layer_calls) is not merged  # merged: the copy's own layers, none of the trained model's
+    assert bool(trained_layer_calls) is not merged  # merged: the copy's own layers, not the trained ones
     assert trainer.model_wrapped is trainer.model  # the copy was for the generate call only
 
 

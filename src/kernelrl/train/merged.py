@@ -36,9 +36,10 @@ def merged_for_generation(model: Any) -> Any:
         module.__dict__.pop("forward", None)
     # Nor does it keep the training setup: gradient checkpointing and `use_cache=False` drop the KV cache in
     # the decoder layers of some transformers versions while `generate` goes on feeding one token a step.
-    if merged.is_gradient_checkpointing:
+    if getattr(merged, "is_gradient_checkpointing", False):  # a transformers model (PEFT adapts any module)
         merged.gradient_checkpointing_disable()
-    merged.config.use_cache = True
+    if hasattr(getattr(merged, "config", None), "use_cache"):
+        merged.config.use_cache = True
     return merged.eval()
 
 
