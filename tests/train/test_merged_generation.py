@@ -59,9 +59,18 @@ def test_the_merged_copy_gives_the_adapted_logits_and_leaves_the_model_untouched
     after = dict(adapted.named_parameters())
     assert before.keys() == after.keys()
     assert all(torch.equal(before[name], after[name]) for name in before)
-    assert not merged.training and not merged.is_gradient_checkpointing and merged.config.use_cache
     plain = merged  # a model without adapters is generated from as it is
     assert merged_for_generation(plain) is plain
+
+
+def test_the_copy_of_a_model_in_training_generates_in_eval_mode_with_its_cache(adapted):
+    base = adapted.get_base_model()
+    adapted.train()
+    base.gradient_checkpointing_enable()
+    base.config.use_cache = False  # what a trainer sets beside checkpointing
+    merged = merged_for_generation(adapted)
+    assert not merged.training and not merged.is_gradient_checkpointing and merged.config.use_cache
+    assert adapted.training and base.is_gradient_checkpointing and not base.config.use_cache  # left as it was
 
 
 def test_heldout_generation_runs_on_the_merged_copy_with_the_adapted_models_tokens(adapted, tokenizer):
