@@ -33,14 +33,12 @@ for phase in "${PHASES[@]}"; do
     grpo)
       # the settings of the built-in run's GRPO (8 prompts x 8, lr 2e-4), tiers by difficulty; 896 tokens, not
       # 512: the suite's template solutions are 406 tokens at the median and up to 822 (gen-2500, SmolLM2's
-      # tokenizer), so 512 would cut a fifth of the answers the model was taught to write. Temperature 1.0, not
-      # 0.8: the SFT model samples almost deterministically (entropy 0.0075 a token at 0.8), and 7 of the first
-      # step's 8 groups had one reward for all 8 samples, which teaches nothing
+      # tokenizer), so 512 would cut a fifth of the answers the model was taught to write
       timeout "${PHASE_TIMEOUT:-100000}" $KERNELRL train grpo --run-dir "$RUN/grpo" --model "$MODEL" \
         --suite "$SUITE" --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 \
         "${HELDOUT[@]}" \
         --max-steps "${GRPO_STEPS:-60}" --prompts-per-step "${GRPO_PROMPTS:-8}" --num-generations 8 \
-        --max-completion-length 896 --temperature 1.0 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
+        --max-completion-length 896 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
         --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 16 \
         --eval-concurrency 16 --eval-device "${EVAL_DEVICE:-auto}" --save-steps 1 --curriculum \
         --curriculum-key difficulty ${GRPO_ARGS:-} ;;
