@@ -33,7 +33,10 @@ for phase in "${PHASES[@]}"; do
     grpo)
       # the settings of the built-in run's GRPO (8 prompts x 8, lr 2e-4), tiers by difficulty; 896 tokens, not
       # 512: the suite's template solutions are 406 tokens at the median and up to 822 (gen-2500, SmolLM2's
-      # tokenizer), so 512 would cut a fifth of the answers the model was taught to write
+      # tokenizer), so 512 would cut a fifth of the answers the model was taught to write. Half of each step's
+      # problems from the highest active tier: the SFT model solves the low tiers (the first GRPO steps had 7 and
+      # 8 of 8 groups with one reward for every sample), and gen-2500's 2,264 training problems are too many for
+      # --skip-solved-after to reach
       timeout "${PHASE_TIMEOUT:-100000}" $KERNELRL train grpo --run-dir "$RUN/grpo" --model "$MODEL" \
         --suite "$SUITE" --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 \
         "${HELDOUT[@]}" \
@@ -41,7 +44,7 @@ for phase in "${PHASES[@]}"; do
         --max-completion-length 896 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
         --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 16 \
         --eval-concurrency 16 --eval-device "${EVAL_DEVICE:-auto}" --save-steps 1 --curriculum \
-        --curriculum-key difficulty ${GRPO_ARGS:-} ;;
+        --curriculum-key difficulty --curriculum-frontier-share 0.5 ${GRPO_ARGS:-} ;;
     *) echo "unknown phase $phase (sft, grpo)" >&2; exit 2 ;;
   esac
 done

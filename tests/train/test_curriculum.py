@@ -24,7 +24,7 @@ def tiers_of(ids: list[str]) -> set[int]:
 def test_config_validation() -> None:
     for bad in ({"key": "size"}, {"promote_threshold": 1.5}, {"window": 0}, {"min_attempts": 0},
                 {"skip_solved_after": 0}, {"skip_hopeless_after": -1}, {"retry_probability": -0.1},
-                {"start_tier": 1.5}):
+                {"start_tier": 1.5}, {"frontier_share": 1.5}):
         with pytest.raises(ValueError):
             CurriculumConfig(**bad)
     with pytest.raises(ValueError, match="at least one"):
@@ -156,6 +156,21 @@ def test_draw_without_replacement_while_possible() -> None:
         assert len(set(c.draw(3))) == 3
     counts = Counter(c.draw(12))  # 12 of 5: each problem twice or three times
     assert sorted(counts) == sorted(TIERS) and set(counts.values()) <= {2, 3}
+
+
+def test_a_frontier_share_of_each_draw_comes_from_the_highest_active_tier() -> None:
+    tiers = {**{f"easy{i}": 0 for i in range(40)}, "hard0": 1, "hard1": 1}
+    uniform = Curriculum(tiers, CurriculumConfig(start_tier=1, **NO_SKIP), seed=3)
+    half = Curriculum(tiers, CurriculumConfig(start_tier=1, frontier_share=0.5, **NO_SKIP), seed=3)
+    for _ in range(10):
+        drawn = half.draw(8)
+        # 4 of 8 from the two frontier problems in whole permutations (each twice), the rest from all 42
+        assert len(drawn) == 8 and Counter(drawn)["hard0"] >= 2 and Counter(drawn)["hard1"] >= 2
+    assert sum(pid.startswith("hard") for _ in range(10) for pid in uniform.draw(8)) < 20  # 2 of 42 by chance
+    only_frontier = Curriculum(tiers, CurriculumConfig(start_tier=1, frontier_share=1.0, **NO_SKIP))
+    assert all(pid.startswith("hard") for pid in only_frontier.draw(8))
+    lowest = Curriculum(tiers, CurriculumConfig(frontier_share=0.5, **NO_SKIP))  # the frontier is tier 0 here
+    assert len(lowest.draw(8)) == 8 and all(pid.startswith("easy") for pid in lowest.draw(8))
 
 
 def test_state_round_trip_continues_identically(tmp_path) -> None:

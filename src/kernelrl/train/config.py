@@ -205,6 +205,9 @@ class GRPOConfig(CommonConfig):
         "help": "Skip a problem whose last N groups were all correct (None: never)."})
     skip_hopeless_after: int | None = field(default=None, metadata={
         "help": "Set aside a problem whose last N groups had no correct completion (None: never)."})
+    curriculum_frontier_share: float = field(default=0.0, metadata={
+        "help": "Share of each step's problems drawn from the highest active tier, the rest from every "
+                "active tier (solved lower tiers give groups of one reward, which teach nothing)."})
     stage: str | None = field(default=None,
                               metadata={"help": "two-stage: frontend or midend (set by two-stage)."})
 
@@ -229,6 +232,8 @@ class GRPOConfig(CommonConfig):
             raise TrainConfigError("curriculum_key must be level or difficulty")
         if not 0 <= self.promote_threshold <= 1:
             raise TrainConfigError("promote_threshold must be in [0, 1]")
+        if not 0 <= self.curriculum_frontier_share <= 1:
+            raise TrainConfigError("curriculum_frontier_share must be in [0, 1]")
         if self.temperature <= 0 or self.beta < 0 or self.format_weight < 0 or self.judge_weight < 0:
             raise TrainConfigError("temperature > 0 and beta, format_weight, judge_weight >= 0 are required")
         if self.judge_steps < 0 or (self.judge_steps and not self.judge):

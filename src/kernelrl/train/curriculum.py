@@ -44,6 +44,9 @@ class CurriculumConfig:
     # set aside a problem whose last N groups had no correct one (None: never)
     skip_hopeless_after: int | None = 4
     retry_probability: float = 0.1  # chance a skipped/set-aside problem is drawn anyway (it may have changed)
+    # share of each draw from the highest active tier (the frontier), the rest from every active tier: where
+    # the lower tiers are mostly solved, their groups all have one reward and teach nothing
+    frontier_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.key not in KEYS:
@@ -62,6 +65,8 @@ class CurriculumConfig:
                 raise ValueError(f"{name} must be an int >= 1 or None, not {value!r}")
         if not 0 <= self.retry_probability <= 1:
             raise ValueError(f"retry_probability must be in [0, 1], not {self.retry_probability}")
+        if not 0 <= self.frontier_share <= 1:
+            raise ValueError(f"frontier_share must be in [0, 1], not {self.frontier_share}")
 
 
 def _is_int(value: Any) -> bool:
@@ -193,8 +198,9 @@ class Curriculum:
             return self._split()[0]
 
     def draw(self, n: int) -> list[str]:
-        """`n` problem ids for the next generation batch: from `eligible()` without replacement while it lasts
-        (then again from the top), plus each skipped problem with `retry_probability`."""
+        """`n` problem ids for the next generation batch: each skipped problem with `retry_probability`, a
+        `frontier_share` of the rest from the eligible problems of the highest active tier, then the remainder
+        from all of `eligible()`; each pool without replacement while it lasts (then again from the top)."""
         if n < 0:
             raise ValueError(f"cannot draw {n} problems")
         with self._lock:
@@ -203,12 +209,21 @@ class Curriculum:
             retried = [pid for pid in skipped if rng.random() < self.config.retry_probability]
             rng.shuffle(retried)
             out = retried[:n]
-            while len(out) < n:  # whole permutations, so every eligible problem comes up before any repeats
-                perm = list(eligible)
-                rng.shuffle(perm)
-                out.extend(perm[: n - len(out)])
-            rng.shuffle(out)  # retried problems are not always first
+            frontier = [pid for pid in eligible if self._tiers[pid] == self._active]
+            if frontier:
+                out += self._permutations(frontier, min(n - len(out), round(n * self.config.frontier_share)))
+            out += self._permutations(eligible, n - len(out))
+            rng.shuffle(out)  # retried and frontier problems are not always first
             return out
+
+    def _permutations(self, pool: Sequence[str], k: int) -> list[str]:
+        """`k` ids from `pool` in whole permutations, so every one comes up before any repeats."""
+        out: list[str] = []
+        while len(out) < k:
+            perm = list(pool)
+            self._rng.shuffle(perm)
+            out.extend(perm[: k - len(out)])
+        return out
 
     def _choice(self, options: Sequence[int]) -> int:
         # the sampler's row choice uses the curriculum's RNG, so a resumed run repeats it too

@@ -43,7 +43,8 @@ def _curriculum(config: GRPOConfig, session: Session, run_dir: Path, rows: Seque
     settings = CurriculumConfig(key=config.curriculum_key, promote_threshold=config.promote_threshold,
                                 window=config.curriculum_window, min_attempts=config.curriculum_min_attempts,
                                 skip_solved_after=config.skip_solved_after,
-                                skip_hopeless_after=config.skip_hopeless_after)
+                                skip_hopeless_after=config.skip_hopeless_after,
+                                frontier_share=config.curriculum_frontier_share)
     curriculum = Curriculum.from_problems(problems, settings, seed=config.seed)
     state = run_dir / CURRICULUM_STATE
     if state.is_file():  # a resumed run continues where the curriculum stood
