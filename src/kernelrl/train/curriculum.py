@@ -151,21 +151,21 @@ class Curriculum:
             higher = [t for t in self._levels if t > self._active]
             while higher and all(pid in self._refused
                                  for pid in self._ids if self._tiers[pid] == self._active):
-                self._active = higher.pop(0)
-                self._recent.clear()
-                self._attempts = 0
-                self._promotions += 1
+                self._open(higher.pop(0))
 
     def _maybe_promote(self) -> None:
         higher = [t for t in self._levels if t > self._active]
         if not higher or self._attempts < self.config.min_attempts:
             return
         if sum(self._recent) / len(self._recent) >= self.config.promote_threshold:
-            self._active = higher[0]
-            # the new tier starts its own count: its rate must be earned on its own problems
-            self._recent.clear()
-            self._attempts = 0
-            self._promotions += 1
+            self._open(higher[0])
+
+    def _open(self, tier: int) -> None:
+        """Promote to `tier`: it starts its own count, so its rate must be earned on its own problems."""
+        self._active = tier
+        self._recent.clear()
+        self._attempts = 0
+        self._promotions += 1
 
     def _last(self, problem_id: str, n: int | None) -> list[tuple[int, int]] | None:
         history = self._history.get(problem_id)
