@@ -23,6 +23,10 @@ CONFIG = "train_config.json"
 METRICS = "metrics.jsonl"
 CHECKPOINTS = "checkpoints"
 ADAPTER = "adapter"
+# optimizer steps in a row with non-finite gradients before a run stops: one is the rare bf16 overflow,
+# several in a row are something systematic (a learning rate too high, a broken batch) that skipping
+# cannot fix
+NONFINITE_STEPS_IN_A_ROW = 3
 
 
 def prepare_run_dir(run_dir: str | Path, command: str, config: dict[str, Any]) -> Path:
@@ -83,10 +87,47 @@ def last_checkpoint(run_dir: Path) -> str | None:
 def make_callbacks(run_dir: Path, phase: str, stage: str | None,
                    heldout: Callable[[Any, int], None] | None, heldout_every: int,
                    heldout_at_start: bool = True) -> list[Any]:
-    """Trainer callbacks: every log event to metrics.jsonl, and the held-out evaluation at the start (a fresh
-    run, when `heldout_at_start`) and every `heldout_every` steps. The final one runs after the adapter is
-    saved (`Session.final_heldout`), so a run cut short during it loses no training."""
+    """Trainer callbacks: optimizer steps with non-finite gradients skipped, every log event to metrics.jsonl,
+    and the held-out evaluation at the start (a fresh run, when `heldout_at_start`) and every `heldout_every`
+    steps. The final one runs after the adapter is saved (`Session.final_heldout`), so a run cut short during
+    it loses no training."""
     from transformers import TrainerCallback
+
+    class SkipNonFiniteSteps(TrainerCallback):
+        """An optimizer step whose gradients are not all finite is skipped (its gradients dropped), and each
+        logged step says how many were skipped since the last log (`nonfinite_steps_skipped`). Why: bf16 LoRA
+        training now and then yields a NaN gradient beside a finite loss; clipping by the global norm spreads
+        it to every gradient, and one optimizer step turns every adapter weight to NaN, after which sampling
+        fails ('probability tensor contains either inf, nan') and the run is lost."""
+
+        def __init__(self) -> None:
+            self.since_log = 0
+            self.in_a_row = 0
+
+        def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None,
+                                  **kwargs: Any) -> None:
+            import torch
+
+            grads = [p.grad for p in model.parameters() if p.grad is not None]
+            if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
+                self.in_a_row = 0
+                return
+            for p in model.parameters():
+                p.grad = None  # the optimizer passes over parameters without a gradient
+            self.since_log += 1
+            self.in_a_row += 1
+            if self.in_a_row >= NONFINITE_STEPS_IN_A_ROW:
+                from kernelrl.train.model import TrainSetupError
+
+                raise TrainSetupError(
+                    f"gradients were not finite in {self.in_a_row} optimizer steps in a row (the last: step "
+                    f"{state.global_step + 1}); lower the learning rate or look for a broken batch")
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
+                   **kwargs: Any) -> None:
+            if logs is not None and "grad_norm" in logs:  # a training step's log, not the run's summary
+                logs["nonfinite_steps_skipped"] = self.since_log
+                self.since_log = 0
 
     class MetricsLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
@@ -113,4 +154,5 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
             if heldout_every > 0 and state.global_step % heldout_every == 0:
                 self._run(model, state.global_step, state.is_world_process_zero)
 
-    return [MetricsLog(), HeldOut()]
+    # the guard first: its on_log adds to the record MetricsLog writes
+    return [SkipNonFiniteSteps(), MetricsLog(), HeldOut()]
