@@ -36,7 +36,8 @@ for phase in "${PHASES[@]}"; do
       # tokenizer), so 512 would cut a fifth of the answers the model was taught to write. Half of each step's
       # problems from the highest active tier: the SFT model solves the low tiers (the first GRPO steps had 7 and
       # 8 of 8 groups with one reward for every sample), and gen-2500's 2,264 training problems are too many for
-      # --skip-solved-after to reach
+      # --skip-solved-after to reach; for the same reason, more problems of the families whose groups had a spread
+      # (16 steps: 46 of 126 groups had one, 24 of them map_multi)
       timeout "${PHASE_TIMEOUT:-100000}" $KERNELRL train grpo --run-dir "$RUN/grpo" --model "$MODEL" \
         --suite "$SUITE" --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 \
         "${HELDOUT[@]}" \
@@ -44,7 +45,7 @@ for phase in "${PHASES[@]}"; do
         --max-completion-length 896 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
         --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 16 \
         --eval-concurrency 16 --eval-device "${EVAL_DEVICE:-auto}" --save-steps 1 --curriculum \
-        --curriculum-key difficulty --curriculum-frontier-share 0.5 ${GRPO_ARGS:-} ;;
+        --curriculum-key difficulty --curriculum-frontier-share 0.5 --curriculum-family-spread ${GRPO_ARGS:-} ;;
     *) echo "unknown phase $phase (sft, grpo)" >&2; exit 2 ;;
   esac
 done

@@ -32,10 +32,11 @@ def test_config_validation() -> None:
 
 
 def test_from_problems_tiers_and_start() -> None:
-    problems = [SimpleNamespace(id="x", level=2, difficulty=None),
-                SimpleNamespace(id="y", level=None, difficulty=3),
-                SimpleNamespace(id="z", level=1, difficulty=1)]
+    problems = [SimpleNamespace(id="x", level=2, difficulty=None, family="relu"),
+                SimpleNamespace(id="y", level=None, difficulty=3, family="relu"),
+                SimpleNamespace(id="z", level=1, difficulty=1, family="softmax")]
     assert dict(Curriculum.from_problems(problems).tiers) == {"x": 2, "y": 0, "z": 1}
+    assert dict(Curriculum.from_problems(problems).families) == {"x": "relu", "y": "relu", "z": "softmax"}
     by_difficulty = Curriculum.from_problems(problems, CurriculumConfig(key="difficulty"))
     assert dict(by_difficulty.tiers) == {"x": 0, "y": 3, "z": 1}
     assert by_difficulty.active_tier == 0 and by_difficulty.eligible() == ["x"]
@@ -171,6 +172,38 @@ def test_a_frontier_share_of_each_draw_comes_from_the_highest_active_tier() -> N
     assert all(pid.startswith("hard") for pid in only_frontier.draw(8))
     lowest = Curriculum(tiers, CurriculumConfig(frontier_share=0.5, **NO_SKIP))  # the frontier is tier 0 here
     assert len(lowest.draw(8)) == 8 and all(pid.startswith("easy") for pid in lowest.draw(8))
+
+
+def test_family_spread_draws_the_families_whose_groups_had_a_spread() -> None:
+    tiers = {f"{family}{i}": 0 for family in ("mixed", "solved") for i in range(20)}
+    families = {pid: pid.rstrip("0123456789") for pid in tiers}
+    config = CurriculumConfig(family_spread=True, **NO_SKIP)
+    with pytest.raises(ValueError, match="family of every problem"):
+        Curriculum(tiers, config)
+    c = Curriculum(tiers, config, seed=1, families=families)
+    # no record yet: every problem weighs the same, and a draw repeats none
+    first = c.draw(40)
+    assert sorted(first) == sorted(tiers)
+    for i in range(10):
+        c.record(f"mixed{i}", [True, False, True, False])  # a spread: advantages to learn from
+        c.record(f"solved{i}", [True] * 4)  # one reward for all: nothing
+    drawn = Counter(families[pid] for _ in range(20) for pid in c.draw(10))
+    # weights (10+1)/(10+2) against 1/12 a problem: about 92% from "mixed"
+    assert drawn["mixed"] > 0.8 * 200, drawn
+    plain = Curriculum(tiers, CurriculumConfig(**NO_SKIP), seed=1, families=families)
+    for i in range(10):
+        plain.record(f"mixed{i}", [True, False, True, False])
+        plain.record(f"solved{i}", [True] * 4)
+    assert Counter(families[pid] for pid in plain.draw(40)) == {"mixed": 20, "solved": 20}
+    assert len(set(c.draw(40))) == 40  # weighted, still a permutation: none repeats before all came up
+    # the counts are part of the state; a state saved before them counts the groups the histories keep
+    resumed = Curriculum(tiers, config, seed=1, families=families)
+    resumed.load_state_dict(c.state_dict())
+    assert resumed.draw(10) == c.draw(10)
+    older = {k: v for k, v in c.state_dict().items() if k != "family_groups"}
+    migrated = Curriculum(tiers, config, seed=1, families=families)
+    migrated.load_state_dict(older)
+    assert migrated.state_dict()["family_groups"] == {"mixed": [10, 10], "solved": [0, 10]}
 
 
 def test_state_round_trip_continues_identically(tmp_path) -> None:

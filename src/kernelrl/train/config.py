@@ -208,6 +208,9 @@ class GRPOConfig(CommonConfig):
     curriculum_frontier_share: float = field(default=0.0, metadata={
         "help": "Share of each step's problems drawn from the highest active tier, the rest from every "
                 "active tier (solved lower tiers give groups of one reward, which teach nothing)."})
+    curriculum_family_spread: bool = field(default=False, metadata={
+        "help": "Weigh each problem by its op family's share of groups with both correct and wrong "
+                "completions so far (the groups GRPO learns from); equal weights until there is a record."})
     stage: str | None = field(default=None,
                               metadata={"help": "two-stage: frontend or midend (set by two-stage)."})
 

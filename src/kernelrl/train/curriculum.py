@@ -47,6 +47,9 @@ class CurriculumConfig:
     # share of each draw from the highest active tier (the frontier), the rest from every active tier: where
     # the lower tiers are mostly solved, their groups all have one reward and teach nothing
     frontier_share: float = 0.0
+    # weigh each problem by its family's share of recorded groups with both correct and wrong completions (the
+    # groups GRPO learns from), a prior of one of each: equal weights until the families have a record
+    family_spread: bool = False
 
     def __post_init__(self) -> None:
         if self.key not in KEYS:
@@ -75,12 +78,15 @@ def _is_int(value: Any) -> bool:
 
 class Curriculum:
     """Which problems a GRPO run trains on now. `tiers`: problem id -> tier; tiers at or below the active tier
-    are active. Feed it each step's outcomes with `record`, take prompts with `draw`."""
+    are active; `families`: problem id -> op family (needed by `family_spread`). Feed it each step's outcomes
+    with `record`, take prompts with `draw`."""
 
     def __init__(self, tiers: Mapping[str, int], config: CurriculumConfig = CurriculumConfig(),
-                 seed: int = 0) -> None:
+                 seed: int = 0, families: Mapping[str, str] | None = None) -> None:
         if not tiers:
             raise ValueError("a curriculum needs at least one problem")
+        if config.family_spread and (families is None or set(tiers) - set(families)):
+            raise ValueError("family_spread needs the family of every problem")
         bad = {pid: t for pid, t in tiers.items() if not _is_int(t)}
         if bad:
             raise ValueError(f"tiers must be ints; got {dict(list(bad.items())[:5])}")
@@ -101,16 +107,20 @@ class Curriculum:
         self._attempts = 0  # all attempts on the highest active tier (min_attempts counts these)
         self._promotions = 0
         self._refused: set[str] = set()  # problems the evaluator refuses: never drawn again
+        self._families = dict(families or {})
+        self.families: Mapping[str, str] = MappingProxyType(self._families)
+        self._family_groups: dict[str, list[int]] = {}  # family -> [groups with a spread, groups]
 
     @classmethod
     def from_problems(cls, problems: Sequence[Problem], config: CurriculumConfig = CurriculumConfig(),
                       seed: int = 0) -> Curriculum:
-        """Tiers from each problem's `config.key` (level or difficulty; None counts as tier 0)."""
+        """Tiers from each problem's `config.key` (level or difficulty; None counts as tier 0), families from
+        each problem's `family`."""
         tiers: dict[str, int] = {}
         for p in problems:
             value = getattr(p, config.key)
             tiers[p.id] = 0 if value is None else int(value)
-        return cls(tiers, config, seed)
+        return cls(tiers, config, seed, families={p.id: p.family for p in problems})
 
     def _clamp(self, tier: int) -> int:
         # the highest existing tier at or below `tier`; below
@@ -136,11 +146,18 @@ class Curriculum:
         with self._lock:
             history = self._history.setdefault(problem_id, deque(maxlen=self._keep))
             history.append((sum(outcomes), len(outcomes)))
+            self._count_family(problem_id, sum(outcomes), len(outcomes))
             # only the highest active tier's attempts decide promotion: lower tiers are already mastered
             if self._tiers[problem_id] == self._active:
                 self._recent.extend(outcomes)
                 self._attempts += len(outcomes)
                 self._maybe_promote()
+
+    def _count_family(self, problem_id: str, correct: int, total: int) -> None:
+        if problem_id in self._families:
+            counts = self._family_groups.setdefault(self._families[problem_id], [0, 0])
+            counts[0] += 0 < correct < total
+            counts[1] += 1
 
     def refuse(self, problem_ids: Iterable[str]) -> None:
         """Problems the evaluator refused (every completion's verdict `unsupported` at the reference stage):
@@ -217,12 +234,29 @@ class Curriculum:
             return out
 
     def _permutations(self, pool: Sequence[str], k: int) -> list[str]:
-        """`k` ids from `pool` in whole permutations, so every one comes up before any repeats."""
+        """`k` ids from `pool` in whole permutations, so every one comes up before any repeats (weighted ones
+        with `family_spread`)."""
+        if self.config.family_spread:
+            return self._by_family(pool, k)
         out: list[str] = []
         while len(out) < k:
             perm = list(pool)
             self._rng.shuffle(perm)
             out.extend(perm[: k - len(out)])
+        return out
+
+    def _spread_rate(self, family: str) -> float:
+        spread, groups = self._family_groups.get(family, (0, 0))
+        return (spread + 1) / (groups + 2)
+
+    def _by_family(self, pool: Sequence[str], k: int) -> list[str]:
+        """`k` ids from `pool` in weighted permutations: each pass a sample without replacement (Efraimidis-
+        Spirakis keys) in which a problem's weight is its family's spread rate; none repeats within a pass."""
+        weights = {pid: self._spread_rate(self._families[pid]) for pid in pool}
+        out: list[str] = []
+        while len(out) < k:
+            keys = {pid: self._rng.random() ** (1 / weights[pid]) for pid in pool}
+            out.extend(sorted(pool, key=keys.__getitem__, reverse=True)[: k - len(out)])
         return out
 
     def _choice(self, options: Sequence[int]) -> int:
@@ -256,6 +290,7 @@ class Curriculum:
                 "promotions": self._promotions,
                 "history": {pid: [list(g) for g in h] for pid, h in sorted(self._history.items())},
                 "refused": sorted(self._refused),
+                "family_groups": {f: list(g) for f, g in sorted(self._family_groups.items())},
                 "rng": [version, list(internal), gauss],
             }
 
@@ -272,6 +307,13 @@ class Curriculum:
             self._history = {pid: deque(((int(c), int(n)) for c, n in groups), maxlen=self._keep)
                              for pid, groups in state["history"].items() if pid in self._tiers}
             self._refused = {pid for pid in state.get("refused", ()) if pid in self._tiers}
+            if "family_groups" in state:
+                self._family_groups = {f: [int(s), int(n)] for f, (s, n) in state["family_groups"].items()}
+            else:  # saved before the family counts: counted from the groups each problem's history keeps
+                self._family_groups = {}
+                for pid, groups in self._history.items():
+                    for correct, total in groups:
+                        self._count_family(pid, correct, total)
             version, internal, gauss = state["rng"]
             self._rng.setstate((int(version), tuple(int(x) for x in internal), gauss))
 
@@ -290,9 +332,10 @@ class Curriculum:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], tiers: Mapping[str, int],
-             config: CurriculumConfig = CurriculumConfig(), seed: int = 0) -> Curriculum:
+             config: CurriculumConfig = CurriculumConfig(), seed: int = 0,
+             families: Mapping[str, str] | None = None) -> Curriculum:
         """A curriculum over `tiers` that continues from the state saved at `path`."""
-        curriculum = cls(tiers, config, seed)
+        curriculum = cls(tiers, config, seed, families)
         curriculum.load_state_dict(json.loads(Path(path).read_text()))
         return curriculum
 
