@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,8 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
             if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
                 self.in_a_row = 0
                 return
+            warnings.warn(f"optimizer step {state.global_step + 1} skipped: its gradients are not all finite",
+                          stacklevel=1)
             for p in model.parameters():
                 p.grad = None  # the optimizer passes over parameters without a gradient
             self.since_log += 1
