@@ -343,8 +343,10 @@ def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None
         ks = sorted({k for r in heldout for k in r if k.startswith("pass@") and k[5:].isdigit()},
                     key=lambda k: int(k[5:]))
         stages = any(r.get("stage") for r in heldout)
+        suites = any(r.get("suite") for r in heldout)  # other suites' test splits beside the training suite's
         cols = [render.Col("step", right=True), *([render.Col("stage", drop=3)] if stages else []),
-                render.Col("model"), render.Col("label"), render.Col("compile", drop=2, right=True),
+                render.Col("model"), render.Col("label"), *([render.Col("suite")] if suites else []),
+                render.Col("compile", drop=2, right=True),
                 render.Col("correct", right=True), *[render.Col(k, drop=1, right=True) for k in ks],
                 render.Col("fast_1", drop=2, right=True)]
 
@@ -354,7 +356,8 @@ def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None
 
         rows = [[str(r["step"]), *([str(r.get("stage") or "")] if stages else []),
                  str(r.get("model_label", "")), str(r.get("label", "")),
-                 pct(r.get("compile_rate")), pct(r.get("correct_rate")), *[pct(r.get(k)) for k in ks],
+                 *([str(r.get("suite") or "")] if suites else []), pct(r.get("compile_rate")),
+                 pct(r.get("correct_rate")), *[pct(r.get(k)) for k in ks],
                  pct(r.get("fast_1"))] for r in heldout]
         console.print(render.fit_table(console, "held-out evaluations", cols, rows))
     for table in summary["learning_by_problem"]:

@@ -153,6 +153,13 @@ def test_heldout_records_of_another_suite_get_a_column_a_line_and_their_bench_ru
     chart = svg(page, "held-out correctness (test split)")
     assert len(polyline(chart, "greedy correct_rate")) == 2
     assert len(polyline(chart, "builtin greedy correct_rate")) == 2
+    # the terminal table says which suite each line is
+    result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in result.stdout.splitlines() if line.split()[:1] == ["3"]]
+    # step, model, label, (suite,) compile, correct
+    assert lines[0][:5] == ["3", "grpo", "greedy", "90.0%", "70.0%"], lines
+    assert lines[1][:6] == ["3", "grpo", "greedy", "builtin", "90.0%", "35.0%"], lines
 
 
 def test_malformed_lines_are_counted_and_config_is_escaped(tmp_path):
