@@ -1,7 +1,9 @@
 """A curriculum for GRPO (the Makora recipe): train on the simplest tier of problems first and promote the
 next tier when the running solve rate on the highest active tier passes a threshold. Problems that the model
 always solves, or never solves, are skipped: their GRPO groups have all-equal rewards and so teach nothing.
-A problem the evaluator refuses (its audit says it cannot grade a kernel) is dropped for good at once.
+A problem the evaluator refuses (its audit says it cannot grade a kernel) is dropped for good at once. On a
+suite of thousands, where a problem rarely comes back, `family_spread` learns the same from each op family
+instead: problems of families whose groups had a spread of rewards are drawn more.
 
 `Curriculum` keeps the state (thread-safe: the reward function records outcomes
 in one thread while the sampler draws in another); `CurriculumSampler` feeds
