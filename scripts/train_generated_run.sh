@@ -45,7 +45,7 @@ for phase in "${PHASES[@]}"; do
         --max-completion-length 896 --temperature 0.8 --learning-rate 2e-4 --lora-r 8 --lora-alpha 16 \
         --reward composite --format-weight 0.1 --no-eval-timing --no-eval-bench-inputs --micro-batch 16 \
         --eval-concurrency 16 --eval-device "${EVAL_DEVICE:-auto}" --save-steps 1 --curriculum \
-        --curriculum-key difficulty --curriculum-frontier-share 0.5 --curriculum-family-spread ${GRPO_ARGS:-} ;;
+        --curriculum-key difficulty --curriculum-frontier-share 0.5 --family-spread ${GRPO_ARGS:-} ;;
     *) echo "unknown phase $phase (sft, grpo)" >&2; exit 2 ;;
   esac
 done

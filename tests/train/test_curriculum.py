@@ -180,6 +180,10 @@ def test_family_spread_draws_the_families_whose_groups_had_a_spread() -> None:
     config = CurriculumConfig(family_spread=True, **NO_SKIP)
     with pytest.raises(ValueError, match="family of every problem"):
         Curriculum(tiers, config)
+    from kernelrl.train.config import GRPOConfig, TrainConfigError
+
+    with pytest.raises(TrainConfigError, match="needs the curriculum"):
+        GRPOConfig(run_dir="r", curriculum=False, family_spread=True)
     c = Curriculum(tiers, config, seed=1, families=families)
     # no record yet: every problem weighs the same, and a draw repeats none
     first = c.draw(40)

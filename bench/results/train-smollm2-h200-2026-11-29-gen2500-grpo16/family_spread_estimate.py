@@ -1,4 +1,4 @@
-"""What `--curriculum-family-spread` would draw after this run's 16 steps: the curriculum state at step 16
+"""What `--family-spread` would draw after this run's 16 steps: the curriculum state at step 16
 (counts per family rebuilt from the per-problem histories it keeps), 50 draws of 8 problems, and the share of
 the drawn problems' families' groups that had a spread of rewards in the run.
 

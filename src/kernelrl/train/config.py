@@ -208,9 +208,10 @@ class GRPOConfig(CommonConfig):
     curriculum_frontier_share: float = field(default=0.0, metadata={
         "help": "Share of each step's problems drawn from the highest active tier, the rest from every "
                 "active tier (solved lower tiers give groups of one reward, which teach nothing)."})
-    curriculum_family_spread: bool = field(default=False, metadata={
-        "help": "Weigh each problem by its op family's share of groups with both correct and wrong "
-                "completions so far (the groups GRPO learns from); equal weights until there is a record."})
+    family_spread: bool = field(default=False, metadata={
+        "help": "Curriculum draws weigh each problem by its op family's share of groups with both correct "
+                "and wrong completions so far (the groups GRPO learns from); equal weights until there is a "
+                "record."})
     stage: str | None = field(default=None,
                               metadata={"help": "two-stage: frontend or midend (set by two-stage)."})
 
@@ -237,6 +238,8 @@ class GRPOConfig(CommonConfig):
             raise TrainConfigError("promote_threshold must be in [0, 1]")
         if not 0 <= self.curriculum_frontier_share <= 1:
             raise TrainConfigError("curriculum_frontier_share must be in [0, 1]")
+        if self.family_spread and not self.curriculum:
+            raise TrainConfigError("family_spread weighs the curriculum's draws: it needs the curriculum on")
         if self.temperature <= 0 or self.beta < 0 or self.format_weight < 0 or self.judge_weight < 0:
             raise TrainConfigError("temperature > 0 and beta, format_weight, judge_weight >= 0 are required")
         if self.judge_steps < 0 or (self.judge_steps and not self.judge):

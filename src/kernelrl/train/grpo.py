@@ -45,7 +45,7 @@ def _curriculum(config: GRPOConfig, session: Session, run_dir: Path, rows: Seque
                                 skip_solved_after=config.skip_solved_after,
                                 skip_hopeless_after=config.skip_hopeless_after,
                                 frontier_share=config.curriculum_frontier_share,
-                                family_spread=config.curriculum_family_spread)
+                                family_spread=config.family_spread)
     curriculum = Curriculum.from_problems(problems, settings, seed=config.seed)
     state = run_dir / CURRICULUM_STATE
     if state.is_file():  # a resumed run continues where the curriculum stood
