@@ -4,8 +4,12 @@ correct programs are (distinct programs; copies of the problem's own reference s
 saw; copies of a training-split solution, which it did: count those out of a learning claim).
 
     python bench/heldout_breakdown.py RUN/sft/heldout/sft-greedy-step693 --suite gen-2500 [--json OUT.json]
+        [--verdicts OUT.jsonl] [--against OTHER]
 
 Reads the directory's trajectories.jsonl (one row per completion: problem_id, family, level, result).
+--verdicts writes one line per completion (problem_id, family, level, status, message); --against compares the
+problems solved with another model's on the same problems (OTHER: its held-out directory or such a verdicts
+file), so a training phase's gain is the problems it gained minus those it lost, named.
 """
 
 from __future__ import annotations
@@ -50,13 +54,47 @@ def breakdown(heldout_dir: Path, suite_dir: str) -> dict:
     }
 
 
+def solved_problems(path: Path) -> dict[str, bool]:
+    """Problem id -> solved by any completion, from a held-out directory or a --verdicts file."""
+    lines = (path / "trajectories.jsonl" if path.is_dir() else path).read_text().splitlines()
+    solved: dict[str, bool] = {}
+    for line in lines:
+        row = json.loads(line)
+        status = row["result"]["status"] if "result" in row else row["status"]
+        solved[row["problem_id"]] = solved.get(row["problem_id"], False) or status == "correct"
+    return solved
+
+
+def compare(heldout_dir: Path, other: Path) -> dict:
+    mine, theirs = solved_problems(heldout_dir), solved_problems(other)
+    if set(mine) != set(theirs):
+        raise SystemExit(f"{other} holds other problems than {heldout_dir}: not comparable")
+    return {"other": str(other), "solved": sum(mine.values()), "other_solved": sum(theirs.values()),
+            "gained": sorted(p for p in mine if mine[p] and not theirs[p]),
+            "lost": sorted(p for p in mine if theirs[p] and not mine[p])}
+
+
+def write_verdicts(heldout_dir: Path, out: Path) -> None:
+    with out.open("w") as f:
+        for line in (heldout_dir / "trajectories.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            result = row["result"]
+            verdict = {"problem_id": row["problem_id"], "family": row["family"], "level": row["level"],
+                       "status": result["status"], "message": (result.get("message") or "")[:200]}
+            f.write(json.dumps(verdict) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("heldout_dir", type=Path)
     parser.add_argument("--suite", required=True, help="the suite directory the run trained on")
     parser.add_argument("--json", type=Path, help="write the breakdown here too")
+    parser.add_argument("--verdicts", type=Path, help="write one line per completion here")
+    parser.add_argument("--against", type=Path, help="another model's held-out directory or verdicts file")
     args = parser.parse_args()
     found = breakdown(args.heldout_dir, args.suite)
+    if args.against:
+        found["against"] = compare(args.heldout_dir, args.against)
     print(f"{found['dir']}: {found['completions']} completions, {found['problems']} problems, "
           f"{found['solved']} solved ({found['solved_of_gradable']} of those the audit does not refuse)")
     print(f"refused by the audit: {len(found['refused_by_audit'])} {found['refused_by_audit']}")
@@ -68,6 +106,13 @@ def main() -> None:
           f"reference (never trained on) verbatim {found['own_reference']['verbatim']}, other constants "
           f"{found['own_reference']['near_duplicate']}; a training solution verbatim {copies['verbatim']}, "
           f"other constants {copies['near_duplicate']}")
+    if args.against:
+        against = found["against"]
+        print(f"against {against['other']}: {against['solved']} solved against {against['other_solved']}; "
+              f"gained {len(against['gained'])} {against['gained']}, "
+              f"lost {len(against['lost'])} {against['lost']}")
+    if args.verdicts:
+        write_verdicts(args.heldout_dir, args.verdicts)
     if args.json:
         args.json.write_text(json.dumps(found, indent=1) + "\n")
 
