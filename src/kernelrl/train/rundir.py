@@ -99,22 +99,39 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
         logged step says how many were skipped since the last log (`nonfinite_steps_skipped`). Why: bf16 LoRA
         training now and then yields a NaN gradient beside a finite loss; clipping by the global norm spreads
         it to every gradient, and one optimizer step turns every adapter weight to NaN, after which sampling
-        fails ('probability tensor contains either inf, nan') and the run is lost."""
+        fails ('probability tensor contains either inf, nan') and the run is lost. The warning names the
+        first parameters whose own gradient was not finite, in the order backward computed them (by the
+        optimizer step, clipping has spread the NaN to all): the first is nearest where it arose."""
 
         def __init__(self) -> None:
             self.since_log = 0
             self.in_a_row = 0
+            self.backward: list[tuple[str, Any]] = []  # (parameter, is its gradient finite), backward's order
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
+                           **kwargs: Any) -> None:
+            import torch
+
+            def hook(name: str) -> Callable[[Any], None]:
+                # a flag tensor, not a bool: no device sync in a healthy step
+                return lambda grad: self.backward.append((name, torch.isfinite(grad).all()))
+
+            for name, parameter in model.named_parameters():
+                if parameter.requires_grad:
+                    parameter.register_hook(hook(name))
 
         def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None,
                                   **kwargs: Any) -> None:
             import torch
 
+            seen, self.backward = self.backward, []
             grads = [p.grad for p in model.parameters() if p.grad is not None]
             if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
                 self.in_a_row = 0
                 return
-            warnings.warn(f"optimizer step {state.global_step + 1} skipped: its gradients are not all finite",
-                          stacklevel=1)
+            first = list(dict.fromkeys(name for name, finite in seen if not bool(finite)))
+            warnings.warn(f"optimizer step {state.global_step + 1} skipped: its gradients are not all finite"
+                          + (f" (first in backward: {', '.join(first[:3])})" if first else ""), stacklevel=1)
             for p in model.parameters():
                 p.grad = None  # the optimizer passes over parameters without a gradient
             self.since_log += 1
