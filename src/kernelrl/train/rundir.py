@@ -85,13 +85,9 @@ def last_checkpoint(run_dir: Path) -> str | None:
     return get_last_checkpoint(str(directory)) if directory.is_dir() else None
 
 
-def make_callbacks(run_dir: Path, phase: str, stage: str | None,
-                   heldout: Callable[[Any, int], None] | None, heldout_every: int,
-                   heldout_at_start: bool = True) -> list[Any]:
-    """Trainer callbacks: optimizer steps with non-finite gradients skipped, every log event to metrics.jsonl,
-    and the held-out evaluation at the start (a fresh run, when `heldout_at_start`) and every `heldout_every`
-    steps. The final one runs after the adapter is saved (`Session.final_heldout`), so a run cut short during
-    it loses no training."""
+def skip_nonfinite_steps() -> Any:
+    """The trainer callback that skips an optimizer step whose gradients are not all finite (its class says
+    why)."""
     from transformers import TrainerCallback
 
     class SkipNonFiniteSteps(TrainerCallback):
@@ -149,6 +145,18 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
                 logs["nonfinite_steps_skipped"] = self.since_log
                 self.since_log = 0
 
+    return SkipNonFiniteSteps()
+
+
+def make_callbacks(run_dir: Path, phase: str, stage: str | None,
+                   heldout: Callable[[Any, int], None] | None, heldout_every: int,
+                   heldout_at_start: bool = True) -> list[Any]:
+    """Trainer callbacks: optimizer steps with non-finite gradients skipped, every log event to metrics.jsonl,
+    and the held-out evaluation at the start (a fresh run, when `heldout_at_start`) and every `heldout_every`
+    steps. The final one runs after the adapter is saved (`Session.final_heldout`), so a run cut short during
+    it loses no training."""
+    from transformers import TrainerCallback
+
     class MetricsLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
                    **kwargs: Any) -> None:
@@ -175,4 +183,4 @@ def make_callbacks(run_dir: Path, phase: str, stage: str | None,
                 self._run(model, state.global_step, state.is_world_process_zero)
 
     # the guard first: its on_log adds to the record MetricsLog writes
-    return [SkipNonFiniteSteps(), MetricsLog(), HeldOut()]
+    return [skip_nonfinite_steps(), MetricsLog(), HeldOut()]
