@@ -72,6 +72,10 @@ def test_a_step_with_a_nan_gradient_is_skipped_and_training_goes_on(tmp_path):
     trainer.train()
     assert all(torch.isfinite(v).all() for v in model.parameters())
     assert any(not torch.equal(v, after_one[k]) for k, v in model.named_parameters())  # steps 3, 4 trained
+    # the gradient hooks end with training: a later backward on the model records nothing
+    guard = callbacks[0]
+    model(input_ids=torch.arange(8)[None], labels=torch.arange(8)[None]).loss.backward()
+    assert guard.hooks == [] and guard.backward == []
     logged = [(r["step"], r["nonfinite_steps_skipped"]) for r in read_metrics(run_dir)
               if "nonfinite_steps_skipped" in r][-4:]
     assert logged == [(1, 0), (2, 1), (3, 0), (4, 0)]

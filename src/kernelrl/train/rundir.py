@@ -103,6 +103,7 @@ def skip_nonfinite_steps() -> Any:
             self.since_log = 0
             self.in_a_row = 0
             self.backward: list[tuple[str, Any]] = []  # (parameter, is its gradient finite), backward's order
+            self.hooks: list[Any] = []
 
         def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
                            **kwargs: Any) -> None:
@@ -114,7 +115,13 @@ def skip_nonfinite_steps() -> Any:
 
             for name, parameter in model.named_parameters():
                 if parameter.requires_grad:
-                    parameter.register_hook(hook(name))
+                    self.hooks.append(parameter.register_hook(hook(name)))
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            # the trained model lives on (held-out evaluations, a caller's own use): leave no hook behind
+            for handle in self.hooks:
+                handle.remove()
+            self.hooks, self.backward = [], []
 
         def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None,
                                   **kwargs: Any) -> None:
