@@ -321,6 +321,26 @@ def _learning_line(table: dict) -> str:
                                                          for k in ("correct", "compiled", "reward")))
 
 
+def _family_table(console, table: dict):
+    """One stage's learning per op family (kernelrl.report.learning_by) as a table: each family's first half
+    of steps against its second, and the mean over the families drawn in both."""
+    def change(a: dict, b: dict, key: str) -> str:
+        if key == "reward":
+            return "–" if a[key] is None or b[key] is None else f"{a[key]:.3f} → {b[key]:.3f}"
+        return f"{render.pct(a[key])} → {render.pct(b[key])}"
+
+    (f1, l1), (f2, l2) = table["first_steps"], table["second_steps"]
+    rows = [[str(name), f"{a['attempts']} → {b['attempts']}",
+             *(change(a, b, key) for key in ("correct", "reward", "spread"))]
+            for name, a, b in [(f["name"], f["first"], f["second"]) for f in table["families"]]
+            + [(f"mean over {len(table['families'])}", table["first"], table["second"])]]
+    cols = [render.Col("family"), render.Col("completions", drop=2, right=True),
+            render.Col("correct", right=True), render.Col("reward", drop=1, right=True),
+            render.Col("groups with a spread", right=True)]
+    stage = f" [{table['stage']}]" if table["stage"] else ""
+    return render.fit_table(console, f"rollouts by family{stage}, steps {f1}–{l1} → {f2}–{l2}", cols, rows)
+
+
 def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None:
     from kernelrl.report import load_training_run, training_summary, write_training_report
 
@@ -360,6 +380,8 @@ def _training_report(run_dir: Path, out: Path | None, json_output: bool) -> None
                  pct(r.get("correct_rate")), *[pct(r.get(k)) for k in ks],
                  pct(r.get("fast_1"))] for r in heldout]
         console.print(render.fit_table(console, "held-out evaluations", cols, rows))
+    for table in summary["learning_by_family"]:
+        console.print(_family_table(console, table))
     for table in summary["learning_by_problem"]:
         console.print(Text(_learning_line(table)))
     console.print(Text(f"report: {path}", style="dim"))

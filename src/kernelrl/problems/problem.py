@@ -19,6 +19,11 @@ class ProblemError(ValueError):
     """A file or directory is not a loadable KernelBench-format problem (suite)."""
 
 
+def family_of_name(name: str) -> str:
+    """A problem's op family by its file name alone ('23_softmax' -> 'softmax'), for one without METADATA."""
+    return name.split("_", 1)[-1].lower()
+
+
 @dataclass(frozen=True)
 class Problem:
     id: str  # e.g. 'level1/23_softmax'
@@ -33,7 +38,7 @@ class Problem:
     @property
     def family(self) -> str:
         """Op family (METADATA "family", else the file name without its number): the unit of the split."""
-        return str(self.metadata.get("family") or self.name.split("_", 1)[-1].lower())
+        return str(self.metadata.get("family") or family_of_name(self.name))
 
     @property
     def difficulty(self) -> int | None:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelrl.candidates import Candidate
-from kernelrl.problems import ProblemError, load_suite
+from kernelrl.problems import ProblemError, Suite, load_suite
+from kernelrl.problems.problem import family_of_name
 from kernelrl.report.html import (
     _CSS,
     _WIDTH,
@@ -37,7 +38,7 @@ from kernelrl.report.html import (
     _verdict_chart,
 )
 from kernelrl.report.originality import originality_section, program_counts, program_of, reference_programs
-from kernelrl.report.rollouts import Rollout, _learning_section, learning_by_problem
+from kernelrl.report.rollouts import Rollout, _learning_section, learning_by
 
 CONFIG = "train_config.json"
 METRICS = "metrics.jsonl"
@@ -76,6 +77,7 @@ class TrainingRun:
     rollouts: list[Rollout] = field(default_factory=list)
     rollouts_skipped: int = 0
     heldout_dirs: dict[tuple[str | None, int, str, str], Path] = field(default_factory=dict)
+    suite: Suite | None = None  # the suite it trained on, when its recorded location loads here
 
     @property
     def config(self) -> dict[str, Any]:
@@ -167,11 +169,30 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
                 completion = record.get("completion")
                 code = (Candidate.from_text(completion, "completion").code
                         if record["status"] == "correct" and isinstance(completion, str) else "")
+                sampling_round = record.get("round")
+                sampling_round = sampling_round if isinstance(sampling_round, int) else None
                 run.rollouts.append(Rollout(own if isinstance(own, str) else stage, record["step"],
                                             record["status"], _num(record.get("reward")), problem,
                                             compiled if isinstance(compiled, bool) else None,
-                                            program_of(problem, code) if code else None))
+                                            program_of(problem, code) if code else None,
+                                            round=sampling_round))
+    if run.rollouts:
+        _add_families(run)
     return run
+
+
+def _add_families(run: TrainingRun) -> None:
+    """Load the run's suite (once: the families and the reference solutions come from it) and give each
+    rollout its problem's family; a problem the suite does not hold, or a suite recorded on another machine,
+    gets the family its file name says."""
+    try:
+        run.suite = load_suite(run.config.get("suite") or None)
+    except (ProblemError, OSError):
+        run.suite = None
+    families = {p.id: p.family for p in run.suite.problems} if run.suite is not None else {}
+    for r in run.rollouts:
+        if r.problem_id is not None:
+            r.family = families.get(r.problem_id) or family_of_name(r.problem_id.rsplit("/", 1)[-1])
 
 
 def heldout_dir_name(suite: str) -> str:
@@ -483,7 +504,8 @@ def render_training_html(run_dir: str | Path, out_dir: str | Path | None = None,
                  "own report (kernelrl report on its directory).</p>"]
     if run.rollouts:
         body += ["<h2>Rollouts</h2>", _rollouts_section(run.rollouts),
-                 _learning_section(learning_by_problem(run.rollouts)),
+                 _learning_section(learning_by(run.rollouts, "family")),
+                 _learning_section(learning_by(run.rollouts, "problem")),
                  originality_section(rollout_programs(run))]
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>kernelrl training report: "
             f"{html.escape(run_dir.name)}</title><style>{_CSS}</style></head>"
@@ -503,10 +525,7 @@ def write_training_report(run_dir: str | Path, out: str | Path | None = None,
 def rollout_programs(run: TrainingRun) -> list:
     """Distinct programs and reference copies among the correct rollouts (`report.originality`), against the
     reference solutions of the run's suite (none when it cannot be loaded here)."""
-    try:
-        references = reference_programs(load_suite(run.config.get("suite") or None))
-    except (ProblemError, OSError):
-        references = {}
+    references = reference_programs(run.suite) if run.suite is not None else {}
     return program_counts([r.program for r in run.rollouts if r.program is not None], references)
 
 
@@ -525,6 +544,11 @@ def training_summary(run: TrainingRun) -> dict[str, Any]:
             "heldout": run.phase("heldout"), "rollouts": len(run.rollouts),
             "correct_programs": asdict(rollout_programs(run)[0]),
             "learning_by_problem": [{"stage": t.stage, "first_steps": list(t.first_steps),
-                                     "second_steps": list(t.second_steps), "problems": len(t.problems),
+                                     "second_steps": list(t.second_steps), "problems": len(t.rows),
                                      "first": asdict(t.first), "second": asdict(t.second)}
-                                    for t in learning_by_problem(run.rollouts)]}
+                                    for t in learning_by(run.rollouts, "problem")],
+            "learning_by_family": [{"stage": t.stage, "first_steps": list(t.first_steps),
+                                    "second_steps": list(t.second_steps),
+                                    "families": [asdict(row) for row in t.rows],
+                                    "first": asdict(t.first), "second": asdict(t.second)}
+                                   for t in learning_by(run.rollouts, "family")]}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from kernelrl.cli import app
+from kernelrl.problems import BUILTIN_DIR
 from kernelrl.report import is_training_run, load_training_run, render_training_html, write_training_report
 
 SFT = [{"phase": "sft", "step": s, "time": 1000.0 + s, "loss": 2.0 - 0.1 * s, "learning_rate": 1e-4,
@@ -253,8 +254,10 @@ def test_learning_by_problem_compares_each_problems_halves(tmp_path):
     assert result.exit_code == 0, result.output
     (table,) = json.loads(result.stdout)["learning_by_problem"]
     assert table["first_steps"] == [1, 2] and table["second_steps"] == [3, 4] and table["problems"] == 2
-    assert table["first"] == {"attempts": 3, "correct": 0.0, "compiled": 0.75, "reward": -0.25}
-    assert table["second"] == {"attempts": 3, "correct": 0.5, "compiled": 1.0, "reward": 0.5}
+    assert table["first"] == {"attempts": 3, "correct": 0.0, "compiled": 0.75, "reward": -0.25, "groups": 0,
+                              "spread": None}
+    assert table["second"] == {"attempts": 3, "correct": 0.5, "compiled": 1.0, "reward": 0.5, "groups": 0,
+                               "spread": None}
     result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "200"})
     assert ("steps 1–2 → 3–4: correct 0.0% → 50.0%, compiled 75.0% → 100.0%, "
             "reward -0.250 → 0.500" in result.stdout)
@@ -262,7 +265,48 @@ def test_learning_by_problem_compares_each_problems_halves(tmp_path):
     rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
             for row in re.findall(r"<tr>(.*?)</tr>", page.split("Learning by problem")[1])[1:]]
     assert [r[0] for r in rows] == ["A", "B", "mean over 2 problems"]
-    assert rows[0][1:] == ["2", "0.0%", "50.0%", "-0.5", "2", "100.0%", "100.0%", "1"]
+    assert rows[0][1:] == ["2", "0.0%", "50.0%", "-0.5", "–", "2", "100.0%", "100.0%", "1", "–"]
+
+
+def test_learning_by_family_pools_problems_that_never_come_back(tmp_path):
+    """On a large suite a problem is seldom drawn twice, so the per-problem table is nearly empty; the family
+    table pools each family's problems and counts the groups whose rewards differ (what GRPO learns from).
+    Families come from the suite's METADATA when the recorded suite loads, else from the file name."""
+    def group(step, problem, rewards, sampling_round=1):
+        return [{"step": step, "round": sampling_round, "problem_id": problem, "reward": r,
+                 "status": "correct" if r == 1.0 else "wrong_output", "compiled": True} for r in rewards]
+    rollouts = (group(1, "level1/00001_map", [0.0, 1.0]) + group(1, "level1/00002_scan", [0.0, 0.0])
+                + group(2, "level1/00003_map", [1.0, 1.0]) + group(2, "level1/00003_map", [0.0, 1.0], 2)
+                + group(3, "level1/00004_map", [1.0, 1.0]) + group(3, "level1/00005_scan", [0.0, 1.0])
+                + group(4, "level1/00006_map", [0.0, 1.0]) + group(4, "level1/00007_scan", [1.0, 1.0]))
+    run_dir = write_run(tmp_path / "train", GRPO)
+    (run_dir / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rollouts))
+    summary = json.loads(CliRunner().invoke(app, ["report", str(run_dir), "--json"]).stdout)
+    assert summary["learning_by_problem"] == []  # no problem is drawn in both halves
+    (table,) = summary["learning_by_family"]
+    assert [f["name"] for f in table["families"]] == ["map", "scan"]
+    (fmap, fscan) = table["families"]
+    # map, steps 1-2: groups (1, 00001) and (2, 00003) in two rounds, two of the three with a spread
+    assert fmap["first"]["groups"] == 3 and fmap["first"]["spread"] == 2 / 3
+    assert fmap["second"]["groups"] == 2 and fmap["second"]["spread"] == 0.5
+    assert fscan["first"]["spread"] == 0.0 and fscan["second"]["spread"] == 0.5
+    assert table["first"]["spread"] == 1 / 3 and table["second"]["spread"] == 0.5  # mean over the families
+    assert fscan["first"]["correct"] == 0.0 and fscan["second"]["correct"] == 0.75
+    result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "160"})
+    assert "rollouts by family, steps 1–2 → 3–4" in result.stdout
+    assert re.search(r"scan\s+2 → 4\s+0\.0% → 75\.0%\s+-?0\.\d+ → 0\.\d+\s+0\.0% → 50\.0%", result.stdout)
+    page = (run_dir / "report.html").read_text()
+    assert "Learning by family" in page and "mean over 2 families" in page
+
+    # the recorded suite loads here: its METADATA names the family (not the file name's "map")
+    relu = (BUILTIN_DIR / "level0" / "1_relu.py").read_text()
+    (tmp_path / "suite" / "level1").mkdir(parents=True)
+    for n in range(1, 8):
+        (tmp_path / "suite" / "level1" / f"0000{n}_{'map' if n in (1, 3, 4, 6) else 'scan'}.py").write_text(
+            relu.replace('"family": "relu"', f'"family": "gen_{n % 2}"'))
+    write_run(run_dir, GRPO, config={"command": "grpo", "suite": str(tmp_path / "suite")})
+    summary = json.loads(CliRunner().invoke(app, ["report", str(run_dir), "--json"]).stdout)
+    assert [f["name"] for f in summary["learning_by_family"][0]["families"]] == ["gen_0", "gen_1"]
 
 
 def test_correct_programs_counted_and_reference_copies_flagged(tmp_path):
