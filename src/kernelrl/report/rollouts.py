@@ -102,7 +102,8 @@ def learning_by(rollouts: Sequence[Rollout], by: str = "problem") -> list[Learni
         cut = steps[len(steps) // 2 - 1]
         halves: dict[str, tuple[list[Rollout], list[Rollout]]] = defaultdict(lambda: ([], []))
         for r in mine:
-            halves[r.problem_id if by == "problem" else r.family][r.step > cut].append(r)  # type: ignore[index]
+            name = r.problem_id if by == "problem" else r.family
+            halves[name][r.step > cut].append(r)  # type: ignore[index]
         rows = [GroupLearning(name, _half_rates(a), _half_rates(b)) for name, (a, b) in sorted(halves.items())
                 if a and b]
         if rows:
