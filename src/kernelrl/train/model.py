@@ -135,14 +135,21 @@ def merge_adapter(model: Any, adapter: str) -> Any:
 
 def adapter_chain(adapter: str | None) -> list[str]:
     """The adapters to merge, oldest first, for a model trained from `adapter`: an adapter saved by a kernelrl
-    run (RUN_DIR/adapter) names the one its run started from in RUN_DIR/train_config.json."""
+    run (RUN_DIR/adapter) names the one its run started from in RUN_DIR/train_config.json. A relative name
+    that is not there from the working directory is read from RUN_DIR, so a run directory that was moved or
+    shipped with the adapter it started from (`"adapter": "../sft/adapter"`) keeps its chain."""
     chain: list[str] = []
+    seen: set[Path] = set()
     while adapter is not None:
-        if adapter in chain:
+        if Path(adapter).resolve() in seen:
             raise TrainSetupError(f"adapter {adapter} starts from itself (train_config.json loop)")
+        seen.add(Path(adapter).resolve())
         chain.insert(0, adapter)
-        config = Path(adapter).parent / "train_config.json"
+        run_dir = Path(adapter).parent
+        config = run_dir / "train_config.json"
         adapter = json.loads(config.read_text()).get("adapter") if config.is_file() else None
+        if adapter is not None and not Path(adapter).is_absolute() and not Path(adapter).exists():
+            adapter = str(run_dir / adapter)
     return chain
 
 
