@@ -304,7 +304,7 @@ def report_cmd(
 
 
 def _learning_line(table: dict) -> str:
-    """One stage's per-problem learning (kernelrl.report.learning_by_problem) as a line of the summary."""
+    """One stage's per-problem learning (kernelrl.report.rollouts.learning_by) as a line of the summary."""
     a, b = table["first"], table["second"]
 
     def change(key: str) -> str:
@@ -322,8 +322,8 @@ def _learning_line(table: dict) -> str:
 
 
 def _family_table(console, table: dict):
-    """One stage's learning per op family (kernelrl.report.learning_by) as a table: each family's first half
-    of steps against its second, and the mean over the families drawn in both."""
+    """One stage's learning per op family (kernelrl.report.rollouts.learning_by) as a table: each family's
+    first half of steps against its second, and the mean over the families drawn in both."""
     def change(a: dict, b: dict, key: str) -> str:
         if key == "reward":
             return "–" if a[key] is None or b[key] is None else f"{a[key]:.3f} → {b[key]:.3f}"
