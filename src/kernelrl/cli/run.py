@@ -331,12 +331,12 @@ def _family_table(console, table: dict):
 
     (f1, l1), (f2, l2) = table["first_steps"], table["second_steps"]
     rows = [[str(name), f"{a['attempts']} → {b['attempts']}",
-             *(change(a, b, key) for key in ("correct", "reward", "spread"))]
+             *(change(a, b, key) for key in ("correct", "reward", "reward_spread"))]
             for name, a, b in [(f["name"], f["first"], f["second"]) for f in table["families"]]
             + [(f"mean over {len(table['families'])}", table["first"], table["second"])]]
     cols = [render.Col("family"), render.Col("completions", drop=2, right=True),
             render.Col("correct", right=True), render.Col("reward", drop=1, right=True),
-            render.Col("groups with a spread", right=True)]
+            render.Col("groups with a reward spread", right=True)]
     stage = f" [{table['stage']}]" if table["stage"] else ""
     return render.fit_table(console, f"rollouts by family{stage}, steps {f1}–{l1} → {f2}–{l2}", cols, rows)
 

@@ -36,7 +36,7 @@ class HalfRates:
     # GRPO groups (one problem's completions at one step and round) of two or more rewarded completions, and
     # the share whose rewards differ: a group of equal rewards has no advantage and teaches nothing
     groups: int = 0
-    spread: float | None = None
+    reward_spread: float | None = None
 
 
 @dataclass
@@ -78,7 +78,8 @@ def _half_rates(rollouts: Sequence[Rollout]) -> HalfRates:
 def _mean_rates(rates: Sequence[HalfRates]) -> HalfRates:
     def mean(values: list[float | None]) -> float | None:
         return None if any(v is None for v in values) else sum(values) / len(values)  # type: ignore[arg-type]
-    spreads = [r.spread for r in rates if r.spread is not None]  # a row without groups has no share to count
+    # a row without groups has no share to count
+    spreads = [r.reward_spread for r in rates if r.reward_spread is not None]
     return HalfRates(sum(r.attempts for r in rates), sum(r.correct for r in rates) / len(rates),
                      mean([r.compiled for r in rates]), mean([r.reward for r in rates]),
                      sum(r.groups for r in rates), sum(spreads) / len(spreads) if spreads else None)
@@ -123,14 +124,14 @@ _PLURAL = {"problem": "problems", "family": "families"}
 
 def _learning_section(tables: Sequence[LearningTable]) -> str:
     parts = []
-    columns = ("completions", "correct", "compiled", "mean reward", "groups with a spread")
+    columns = ("completions", "correct", "compiled", "mean reward", "groups with a reward spread")
     for t in tables:
         first = f"steps {t.first_steps[0]}–{t.first_steps[1]}"
         second = f"steps {t.second_steps[0]}–{t.second_steps[1]}"
         mean = f"mean over {len(t.rows)} {_PLURAL[t.by] if len(t.rows) != 1 else t.by}"
         rows = [[html.escape(name), *(cell for half in (a, b) for cell in (
                     str(half.attempts), _pct(half.correct), _pct(half.compiled), _fmt(half.reward),
-                    _pct(half.spread)))]
+                    _pct(half.reward_spread)))]
                 for name, a, b in [(p.name, p.first, p.second) for p in t.rows] + [(mean, t.first, t.second)]]
         head = [t.by, *(f"{half}: {col}" for half in (first, second) for col in columns)]
         title = f"<h3>stage {html.escape(t.stage)}</h3>" if t.stage else ""
@@ -140,6 +141,6 @@ def _learning_section(tables: Sequence[LearningTable]) -> str:
     by = tables[0].by
     return (f"<h2>Learning by {by}</h2><p class=note>Each {by}'s rollouts in the first half of the steps "
             f"against the second; the last row is the mean over the {_PLURAL[by]} drawn in both halves, "
-            "which a curriculum's shift between easy and hard problems does not move. Groups with a spread: "
-            "the share of groups (one problem's completions at one step) whose rewards differ, the only ones "
-            "GRPO learns from.</p>" + "".join(parts))
+            "which a curriculum's shift between easy and hard problems does not move. Groups with a reward "
+            "spread: the share of groups (one problem's completions at one step) whose rewards differ, the "
+            "only ones GRPO learns from.</p>" + "".join(parts))

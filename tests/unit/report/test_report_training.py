@@ -255,9 +255,9 @@ def test_learning_by_problem_compares_each_problems_halves(tmp_path):
     (table,) = json.loads(result.stdout)["learning_by_problem"]
     assert table["first_steps"] == [1, 2] and table["second_steps"] == [3, 4] and table["problems"] == 2
     assert table["first"] == {"attempts": 3, "correct": 0.0, "compiled": 0.75, "reward": -0.25, "groups": 0,
-                              "spread": None}
+                              "reward_spread": None}
     assert table["second"] == {"attempts": 3, "correct": 0.5, "compiled": 1.0, "reward": 0.5, "groups": 0,
-                               "spread": None}
+                               "reward_spread": None}
     result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "200"})
     assert ("steps 1–2 → 3–4: correct 0.0% → 50.0%, compiled 75.0% → 100.0%, "
             "reward -0.250 → 0.500" in result.stdout)
@@ -287,10 +287,11 @@ def test_learning_by_family_pools_problems_that_never_come_back(tmp_path):
     assert [f["name"] for f in table["families"]] == ["map", "scan"]
     (fmap, fscan) = table["families"]
     # map, steps 1-2: groups (1, 00001) and (2, 00003) in two rounds, two of the three with a spread
-    assert fmap["first"]["groups"] == 3 and fmap["first"]["spread"] == 2 / 3
-    assert fmap["second"]["groups"] == 2 and fmap["second"]["spread"] == 0.5
-    assert fscan["first"]["spread"] == 0.0 and fscan["second"]["spread"] == 0.5
-    assert table["first"]["spread"] == 1 / 3 and table["second"]["spread"] == 0.5  # mean over the families
+    assert fmap["first"]["groups"] == 3 and fmap["first"]["reward_spread"] == 2 / 3
+    assert fmap["second"]["groups"] == 2 and fmap["second"]["reward_spread"] == 0.5
+    assert fscan["first"]["reward_spread"] == 0.0 and fscan["second"]["reward_spread"] == 0.5
+    # the mean over the families
+    assert table["first"]["reward_spread"] == 1 / 3 and table["second"]["reward_spread"] == 0.5
     assert fscan["first"]["correct"] == 0.0 and fscan["second"]["correct"] == 0.75
     result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "160"})
     assert "rollouts by family, steps 1–2 → 3–4" in result.stdout
