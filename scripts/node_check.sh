@@ -38,7 +38,8 @@ case "$PART" in
           --data solutions --epochs 3 --batch-size 4 --heldout-every -1 --no-heldout-at-start --no-eval-loss \
           --save-steps 1000 2>&1 | tail -5 | tee "$OUT/sft.log"
       fi
-      START=(--adapter "${ADAPTER:-$RUN/sft/adapter}" --gpu-memory-fraction 0.4); SERVE=(--device cuda --all-gpus)
+      START=(--adapter "${ADAPTER:-$RUN/sft/adapter}" --gpu-memory-fraction 0.4)
+      SERVE=(--device cuda --all-gpus)
       if [ "$K" -gt 1 ]; then LAUNCH=(accelerate launch --multi_gpu --num_processes "$K" --num_machines 1
                                       --mixed_precision no --dynamo_backend no -m)
       else LAUNCH=(python3 -m); fi
@@ -54,7 +55,8 @@ case "$PART" in
     curl -sf "http://127.0.0.1:$PORT/readyz"; echo
     rm -rf "${RUN:?}/$NAME"
     CUDA_VISIBLE_DEVICES=$TRAIN KERNELRL_SERVE_TOKEN=$(cat "$TOKEN") "${LAUNCH[@]}" kernelrl.cli train grpo \
-      --run-dir "$RUN/$NAME" ${START[@]+"${START[@]}"} --eval-device "http://127.0.0.1:$PORT" "${GRPO[@]}" 2>&1 \
+      --run-dir "$RUN/$NAME" ${START[@]+"${START[@]}"} --eval-device "http://127.0.0.1:$PORT" \
+      "${GRPO[@]}" 2>&1 \
       | grep -v '^\s*$' | tail -20 | tee "$OUT/grpo-$NAME.log"
     cp "$RUN/$NAME/metrics.jsonl" "$OUT/grpo-$NAME-metrics.jsonl"
     cp "$RUN/$NAME/rollouts.jsonl" "$OUT/grpo-$NAME-rollouts.jsonl"

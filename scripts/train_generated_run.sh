@@ -31,13 +31,13 @@ for phase in "${PHASES[@]}"; do
         --eval-device "${EVAL_DEVICE:-auto}" \
         ${SFT_ARGS:-} ;;
     grpo)
-      # the settings of the built-in run's GRPO (8 prompts x 8, lr 2e-4), tiers by difficulty; 896 tokens, not
-      # 512: the suite's template solutions are 406 tokens at the median and up to 822 (gen-2500, SmolLM2's
-      # tokenizer), so 512 would cut a fifth of the answers the model was taught to write. Half of each step's
-      # problems from the highest active tier: the SFT model solves the low tiers (the first GRPO steps had 7 and
-      # 8 of 8 groups with one reward for every sample), and gen-2500's 2,264 training problems are too many for
-      # --skip-solved-after to reach; for the same reason, more problems of the families whose groups had a spread
-      # (16 steps: 46 of 126 groups had one, 24 of them map_multi)
+      # the settings of the built-in run's GRPO (8 prompts x 8, lr 2e-4), tiers by difficulty; 896 tokens,
+      # not 512: the suite's template solutions are 406 tokens at the median and up to 822 (gen-2500,
+      # SmolLM2's tokenizer), so 512 would cut a fifth of the answers the model was taught to write. Half of
+      # each step's problems from the highest active tier: the SFT model solves the low tiers (the first GRPO
+      # steps had 7 and 8 of 8 groups with one reward for every sample), and gen-2500's 2,264 training
+      # problems are too many for --skip-solved-after to reach; for the same reason, more problems of the
+      # families whose groups had a spread (16 steps: 46 of 126 groups had one, 24 of them map_multi)
       timeout "${PHASE_TIMEOUT:-100000}" $KERNELRL train grpo --run-dir "$RUN/grpo" --model "$MODEL" \
         --suite "$SUITE" --adapter "$RUN/sft/adapter" --no-heldout-at-start --heldout-every 0 \
         "${HELDOUT[@]}" \

@@ -21,7 +21,8 @@ for spread in (False, True):
     curriculum.load_state_dict(state)
     counts = curriculum.state_dict()["family_groups"]  # [groups with a spread, groups] per family
     drawn = Counter(curriculum.families[pid] for _ in range(50) for pid in curriculum.draw(8))
-    share = sum(n * counts[f][0] / counts[f][1] for f, n in drawn.items() if f in counts) / sum(drawn.values())
+    spread_draws = sum(n * counts[f][0] / counts[f][1] for f, n in drawn.items() if f in counts)
+    share = spread_draws / sum(drawn.values())
     print(f"family_spread={spread}: drawn {dict(drawn.most_common())}")
     print(f"  expected share of groups with a spread: {share:.2f}")
 print("in the run:", sum(c[0] for c in counts.values()), "of", sum(c[1] for c in counts.values()),
