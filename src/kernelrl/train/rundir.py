@@ -128,6 +128,8 @@ def skip_nonfinite_steps() -> Any:
             import torch
 
             seen, self.backward = self.backward, []
+            # decided on the gradients the optimizer would use (accumulated, all-reduced, clipped), not on the
+            # hooks' per-process flags: they are the same on every process, so every process skips together
             grads = [p.grad for p in model.parameters() if p.grad is not None]
             if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
                 self.in_a_row = 0
