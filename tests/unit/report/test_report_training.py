@@ -275,7 +275,7 @@ def test_learning_by_family_pools_problems_that_never_come_back(tmp_path):
     def group(step, problem, rewards, sampling_round=1):
         return [{"step": step, "round": sampling_round, "problem_id": problem, "reward": r,
                  "status": "correct" if r == 1.0 else "wrong_output", "compiled": True} for r in rewards]
-    rollouts = (group(1, "level1/00001_map", [0.0, 1.0]) + group(1, "level1/00002_scan", [0.0, 0.0])
+    rollouts = (group(1, "level1/00001_map", [0.0, 1.0]) + group(1, "level1/00002_scan", [0.0, -1.0])
                 + group(2, "level1/00003_map", [1.0, 1.0]) + group(2, "level1/00003_map", [0.0, 1.0], 2)
                 + group(3, "level1/00004_map", [1.0, 1.0]) + group(3, "level1/00005_scan", [0.0, 1.0])
                 + group(4, "level1/00006_map", [0.0, 1.0]) + group(4, "level1/00007_scan", [1.0, 1.0]))
@@ -289,13 +289,14 @@ def test_learning_by_family_pools_problems_that_never_come_back(tmp_path):
     # map, steps 1-2: groups (1, 00001) and (2, 00003) in two rounds, two of the three with a spread
     assert fmap["first"]["groups"] == 3 and fmap["first"]["reward_spread"] == 2 / 3
     assert fmap["second"]["groups"] == 2 and fmap["second"]["reward_spread"] == 0.5
-    assert fscan["first"]["reward_spread"] == 0.0 and fscan["second"]["reward_spread"] == 0.5
+    # scan, step 1: both completions wrong, but their rewards differ (a compile error and a wrong output)
+    assert fscan["first"]["reward_spread"] == 1.0 and fscan["second"]["reward_spread"] == 0.5
     # the mean over the families
-    assert table["first"]["reward_spread"] == 1 / 3 and table["second"]["reward_spread"] == 0.5
+    assert table["first"]["reward_spread"] == (2 / 3 + 1.0) / 2 and table["second"]["reward_spread"] == 0.5
     assert fscan["first"]["correct"] == 0.0 and fscan["second"]["correct"] == 0.75
     result = CliRunner().invoke(app, ["report", str(run_dir)], env={"COLUMNS": "160"})
     assert "rollouts by family, steps 1–2 → 3–4" in result.stdout
-    assert re.search(r"scan\s+2 → 4\s+0\.0% → 75\.0%\s+-?0\.\d+ → 0\.\d+\s+0\.0% → 50\.0%", result.stdout)
+    assert re.search(r"scan\s+2 → 4\s+0\.0% → 75\.0%\s+-?0\.\d+ → 0\.\d+\s+100\.0% → 50\.0%", result.stdout)
     page = (run_dir / "report.html").read_text()
     assert "Learning by family" in page and "mean over 2 families" in page
 
